@@ -1,0 +1,17 @@
+"""Errors dispatchprof raises on purpose, each naming what was wrong and what is allowed."""
+
+from __future__ import annotations
+
+
+class DataDependentOpError(RuntimeError):
+    """An op needs tensor values (``.item()``, ``nonzero``) that meta tensors do not have."""
+
+    def __init__(self, op: str, scope: str) -> None:
+        where = scope or "<root>"
+        super().__init__(
+            f"{op} in module scope '{where}' needs the values of a meta tensor, and meta tensors "
+            f"have none. Count this model on fake tensors instead: build it with "
+            f"dispatchprof.fake_model(...) (or inside torch._subclasses.FakeTensorMode()), "
+            f"which run data-dependent ops with placeholder values.")
+        self.op = op
+        self.scope = scope

@@ -1,0 +1,74 @@
+"""What the counter reads off tensors: metadata for formulas, bytes for the traffic model."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import torch
+
+from op_formulas.cost import TensorMeta
+
+Tensor = torch.Tensor
+
+
+def stored_bytes(t: Tensor) -> int:
+    """Bytes a tensor really stores: a dim with stride 0 (a broadcast) counts once."""
+    try:
+        n = 1
+        for size, stride in zip(t.shape, t.stride()):
+            if stride != 0:
+                n *= size
+        return n * t.element_size()
+    except (RuntimeError, NotImplementedError):  # sparse or nested layouts have no strides
+        return t.numel() * t.element_size()
+
+
+def to_meta(value: Any) -> Any:
+    """Tensors to `TensorMeta`, lists of tensors to lists of `TensorMeta`, the rest as is."""
+    if isinstance(value, Tensor):
+        return TensorMeta(tuple(int(s) for s in value.shape), value.dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_meta(v) for v in value) if value else value
+    return value
+
+
+def iter_tensors(value: Any) -> Iterator[Tensor]:
+    """Tensors in an op argument or result (a tensor, or lists/tuples of them)."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from iter_tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from iter_tensors(v)
+
+
+def output_tensors(value: Any) -> list[Tensor]:
+    """Tensors in a module's output: also looks inside dataclasses and ModelOutput mappings."""
+    out: list[Tensor] = []
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif hasattr(v, "__dataclass_fields__"):
+            stack.extend(getattr(v, f, None) for f in v.__dataclass_fields__)
+    return out
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def dtype_name(dtype: torch.dtype | None) -> str:
+    """'float32' for torch.float32; '' for None."""
+    if dtype is None:
+        return ""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name

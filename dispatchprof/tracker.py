@@ -1,0 +1,190 @@
+"""Module scopes: which module's forward (or backward) an op belongs to.
+
+A stack of frames is pushed by a global forward pre-hook and popped by a global forward
+hook registered with ``always_call=True`` (so a forward that raises still pops). A frame's
+name is the module's path as seen from its caller: the caller's name plus the callee's
+path inside the caller (``named_modules`` of the caller), so a module shared by two parents
+gets one scope under each, and a module that re-enters itself stays in its own scope.
+Names are those of ``model.named_modules()``; the root model is ``""``.
+
+Backward ops are attributed through autograd sequence numbers: every scope change in the
+forward records the thread's next sequence number; in the backward, the autograd node
+running an op carries the sequence number it got in the forward, and the scope in effect
+then is found by bisection.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+from torch import nn
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+_next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
+_NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
+
+
+@dataclass
+class Frame:
+    """One running module call."""
+
+    name: str
+    module: nn.Module | None
+    first_op: int                 # index of the first op counted inside it
+    produced_at_entry: int = 0    # LiveMemory.produced_elements at entry
+    peak_bytes: int = 0           # peak live bytes while it ran (children included)
+    in_backward: bool = False
+
+
+@dataclass
+class ScopeInfo:
+    """A module scope as seen during counting (mutable while counting)."""
+
+    name: str
+    module_type: str
+    parent: str | None
+    calls: int = 0
+    act: int = 0                  # elements of forward outputs, summed over calls
+    act_bytes: int = 0
+    cache: int = 0                # elements of temporaries (not outputs), summed over calls
+    peak_bytes: int = 0           # max over calls
+    params: tuple[int, int] = (0, 0)          # (elements, bytes) of the module and its children
+    params_self: tuple[int, int] = (0, 0)     # (elements, bytes) it owns directly
+    buffers: tuple[int, int] = (0, 0)
+    buffers_self: tuple[int, int] = (0, 0)
+    causal_hint: bool | None = None
+
+
+class ModuleTracker:
+    """The scope stack; ``start()`` installs the global hooks, ``stop()`` removes them."""
+
+    def __init__(self, model: nn.Module | None, on_push: Callable[[Frame], None],
+                 on_pop: Callable[[Frame, Any], None]) -> None:
+        self.root_model = model
+        self.stack: list[Frame] = [Frame("", None, 0)]
+        self.scopes: dict[str, ScopeInfo] = {"": ScopeInfo("", type(model).__name__ if model else "", None)}
+        self._canonical: dict[int, str] = {}
+        self._relative: dict[int, dict[int, str]] = {}
+        self._seq: list[int] = []
+        self._seq_scope: list[str] = []
+        self._handles: list[Any] = []
+        self._on_push, self._on_pop = on_push, on_pop
+        if model is not None:
+            self._adopt_root(model)
+
+    # --- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._handles = [register_module_forward_pre_hook(self._pre_hook),
+                         register_module_forward_hook(self._post_hook, always_call=True)]
+
+    def stop(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        del self.stack[1:]
+
+    # --- scope queries ---------------------------------------------------------------------
+    @property
+    def current(self) -> Frame:
+        return self.stack[-1]
+
+    def backward_scope(self) -> str:
+        """Scope of the forward that made the autograd node now running (root if none)."""
+        top = self.stack[-1]
+        if top.in_backward:            # modules re-run inside backward (checkpointing)
+            return top.name
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return ""
+        nr = node._sequence_nr()
+        if nr >= _NO_SEQUENCE:
+            return ""
+        i = bisect.bisect_right(self._seq, nr) - 1
+        return self._seq_scope[i] if i >= 0 else ""
+
+    # --- hooks -----------------------------------------------------------------------------
+    def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        parent = self.stack[-1]
+        name = self._name_of(module, parent)
+        info = self.scopes.get(name)
+        if info is None:
+            info = self.scopes[name] = ScopeInfo(name, type(module).__name__,
+                                                 None if name == "" else parent.name)
+            self._own_tensors(info, module)
+        info.calls += 1
+        if info.causal_hint is None and isinstance(getattr(module, "is_causal", None), bool):
+            info.causal_hint = module.is_causal
+        frame = Frame(name, module, 0, in_backward=torch._C._current_graph_task_id() != -1)
+        self._on_push(frame)
+        self.stack.append(frame)
+        self._mark(name)
+
+    def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        # Pop down to this module's frame (a frame left by a forward that raised is dropped too).
+        for depth in range(len(self.stack) - 1, 0, -1):
+            if self.stack[depth].module is module:
+                while len(self.stack) > depth:
+                    frame = self.stack.pop()
+                    self._on_pop(frame, output if frame.module is module else None)
+                self._mark(self.stack[-1].name)
+                return
+
+    def _mark(self, name: str) -> None:
+        if torch._C._current_graph_task_id() == -1:
+            self._seq.append(_next_sequence_nr())
+            self._seq_scope.append(name)
+
+    # --- naming ----------------------------------------------------------------------------
+    def _adopt_root(self, model: nn.Module) -> None:
+        self.root_model = model
+        self.scopes[""].module_type = type(model).__name__
+        for name, sub in model.named_modules():
+            self._canonical.setdefault(id(sub), name)
+        self._own_tensors(self.scopes[""], model)
+
+    def _name_of(self, module: nn.Module, parent: Frame) -> str:
+        if parent.module is None:
+            if self.root_model is None:
+                self._adopt_root(module)
+            if module is self.root_model:
+                return ""
+            return self._canonical.get(id(module), type(module).__name__)
+        if module is parent.module:
+            return parent.name
+        rel = self._relative_names(parent.module).get(id(module))
+        if rel is not None:
+            return f"{parent.name}.{rel}" if parent.name else rel
+        canonical = self._canonical.get(id(module))
+        if canonical is not None:
+            return canonical
+        own = type(module).__name__
+        return f"{parent.name}.{own}" if parent.name else own
+
+    def _relative_names(self, parent: nn.Module) -> dict[int, str]:
+        rel = self._relative.get(id(parent))
+        if rel is None:
+            rel = {}
+            for name, sub in parent.named_modules():
+                if name:
+                    rel.setdefault(id(sub), name)
+            self._relative[id(parent)] = rel
+        return rel
+
+    @staticmethod
+    def _own_tensors(info: ScopeInfo, module: nn.Module) -> None:
+        """PARAMS and BUFFERS; torch's iterators yield a tied tensor once."""
+        info.params = _size_of(module.parameters())
+        info.params_self = _size_of(module.parameters(recurse=False))
+        info.buffers = _size_of(module.buffers())
+        info.buffers_self = _size_of(module.buffers(recurse=False))
+
+
+def _size_of(tensors: Any) -> tuple[int, int]:
+    elements = nbytes = 0
+    for t in tensors:
+        elements += t.numel()
+        nbytes += t.numel() * t.element_size()
+    return elements, nbytes

@@ -1,0 +1,16 @@
+"""Op formulas: one registry of pure cost functions keyed on aten OpOverloadPackets.
+
+Importing this package registers every family. See ``registry`` for the three op states
+and ``cost`` for the `Cost` they return.
+"""
+
+from op_formulas import (  # noqa: F401  (imported for their registrations)
+    attention, conv, loss, matmul, movement, norm, optim, pointwise, pool, random, reduction, rnn,
+)
+from op_formulas.cost import CATEGORIES, Cost, T, TensorMeta
+from op_formulas.registry import (
+    OVERWRITES_SELF, ZERO_COST, UnsupportedCall, formula, lookup, registered, state_of, zero_cost,
+)
+
+__all__ = ["CATEGORIES", "Cost", "OVERWRITES_SELF", "T", "TensorMeta", "UnsupportedCall",
+           "ZERO_COST", "formula", "lookup", "registered", "state_of", "zero_cost"]

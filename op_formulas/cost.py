@@ -1,0 +1,98 @@
+"""The cost of one aten op call: arithmetic counts, MACs and memory traffic.
+
+Units are raw: element operations as Python ints, bytes as ints. Rules live in
+COUNTING.md (restated in docs/counting.md); every formula returns one `Cost`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+
+#: The seven arithmetic categories, in report order.
+CATEGORIES = ("add", "mult", "div", "sqrt", "exp", "cmp", "other")
+
+
+class TensorMeta(NamedTuple):
+    """What a formula may know of a tensor: its shape and dtype, never its data."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype = torch.float32
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+
+def T(*shape: int, dtype: torch.dtype = torch.float32) -> TensorMeta:
+    """Shorthand for tests and docs: ``T(2, 3)`` is a float32 tensor of shape (2, 3)."""
+    return TensorMeta(tuple(shape), dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """Counts of one op call. ``bytes_*`` of None mean "use the generic rule":
+    every tensor input is read once, every tensor output written once."""
+
+    add: int = 0
+    mult: int = 0
+    div: int = 0
+    sqrt: int = 0
+    exp: int = 0
+    cmp: int = 0
+    other: int = 0
+    macs: int = 0
+    bytes_read: int | None = None
+    bytes_written: int | None = None
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(*(a + b for a, b in zip(self._counts(), other._counts())),
+                    bytes_read=_add_opt(self.bytes_read, other.bytes_read),
+                    bytes_written=_add_opt(self.bytes_written, other.bytes_written))
+
+    def __mul__(self, k: int) -> Cost:
+        """Scale the arithmetic by an integer factor (rows, batch, steps)."""
+        return Cost(*(a * k for a in self._counts()),
+                    bytes_read=self.bytes_read, bytes_written=self.bytes_written)
+
+    __rmul__ = __mul__
+
+    def _counts(self) -> tuple[int, ...]:
+        return (self.add, self.mult, self.div, self.sqrt, self.exp, self.cmp,
+                self.other, self.macs)
+
+    def with_bytes(self, read: int | None = None, written: int | None = None) -> Cost:
+        return dataclasses.replace(self, bytes_read=read, bytes_written=written)
+
+    @property
+    def flops(self) -> int:
+        """FLOPs = ADD + MULT (the layer-level LLM profilers' definition)."""
+        return self.add + self.mult
+
+    @property
+    def ops(self) -> int:
+        """All seven categories summed."""
+        return sum(getattr(self, c) for c in CATEGORIES)
+
+
+def _add_opt(a: int | None, b: int | None) -> int | None:
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
+
+
+ZERO = Cost()

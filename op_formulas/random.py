@@ -1,0 +1,37 @@
+"""Random draws and dropout. Rule: 1 OTHER per drawn element."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from op_formulas.args import first_meta
+from op_formulas.cost import Cost, TensorMeta
+from op_formulas.registry import formula
+
+aten = torch.ops.aten
+
+
+@formula(aten.rand, aten.randn, aten.randint, aten.rand_like, aten.randn_like, aten.randint_like,
+         aten.bernoulli, aten.bernoulli_, aten.normal, aten.normal_, aten.uniform, aten.uniform_,
+         aten.exponential_, aten.random_, aten.randperm, aten.poisson, aten.multinomial)
+def draw(*args: Any, result: Any, **kwargs: Any) -> Cost:
+    """1 OTHER per element of the output (the mutated tensor for in-place draws)."""
+    return Cost(other=first_meta(result).numel)
+
+
+@formula(aten.native_dropout)
+def native_dropout(x: TensorMeta, p: float, train: Any = None, *, result: Any, **kwargs: Any) -> Cost:
+    """Training: a draw (1 OTHER), the keep test (1 CMP), mask and 1/(1-p) scale (2 MULT) per
+    element; evaluation (train False): a copy."""
+    if train is False:
+        return Cost()
+    return Cost(other=1, cmp=1, mult=2) * x.numel
+
+
+@formula(aten.native_dropout_backward)
+def native_dropout_backward(grad: TensorMeta, mask: TensorMeta, scale: float, *, result: Any,
+                            **kwargs: Any) -> Cost:
+    """grad * mask * scale: 2 MULT per element."""
+    return Cost(mult=2) * grad.numel

@@ -1,0 +1,78 @@
+"""Recurrent layers fused by oneDNN on CPU (``mkldnn_rnn_layer``): LSTM, forward and backward.
+
+LSTM, per time step and batch row, with input size I and hidden size H:
+gates = W_ih x + W_hh h (+ b_ih + b_hh): 4H*(I+H) MULT and MACs, 4H*(I-1) + 4H*(H-1) ADD,
+    4H ADD to join the two products, 8H ADD for the biases;
+i, f, o = sigmoid (3H sigmoids), g = tanh (H OTHER);
+c = f*c + i*g: 2H MULT + H ADD;  h = o * tanh(c): H OTHER + H MULT.
+Other modes (GRU, plain RNN) are reported as unknown calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from op_formulas.cost import Cost, TensorMeta
+from op_formulas.pointwise import SIGMOID
+from op_formulas.registry import UnsupportedCall, formula
+
+aten = torch.ops.aten
+LSTM_MODE = 2  # cudnn/oneDNN mode numbering: 0 RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU
+
+
+def lstm_step(i: int, h: int, biases: bool) -> Cost:
+    """One time step of one batch row (module docstring)."""
+    gates = Cost(mult=4 * h * (i + h), macs=4 * h * (i + h),
+                 add=4 * h * (i - 1) + 4 * h * (h - 1) + 4 * h + 8 * h * int(biases))
+    cell = SIGMOID * (3 * h) + Cost(other=h) + Cost(mult=2 * h, add=h) + Cost(other=h, mult=h)
+    return gates + cell
+
+
+def lstm_step_backward(i: int, h: int) -> Cost:
+    """Backpropagation through one step of one row (reference algorithm):
+    dh = grad + dh_next (H ADD); tanh(c) again (H OTHER); do = dh*tanh(c) (H MULT);
+    dc = dc_next + dh*o*(1 - tanh(c)^2) (3H MULT + 2H ADD); di, dg, df, dc_prev
+    (4H MULT); sigmoid' of i, f, o: d*s*(1-s) (3H * (2 MULT + 1 ADD)); tanh' of g:
+    d*(1-g^2) (2H MULT + H ADD); dx = W_ih^T dgates (I*4H MULT and MACs, I*(4H-1) ADD);
+    dh_prev = W_hh^T dgates (H*4H MULT and MACs, H*(4H-1) ADD)."""
+    pointwise = Cost(add=h + 2 * h + 3 * h + h, mult=h + 3 * h + 4 * h + 6 * h + 2 * h, other=h)
+    grads_in = Cost(mult=4 * h * (i + h), macs=4 * h * (i + h), add=(i + h) * (4 * h - 1))
+    return pointwise + grads_in
+
+
+def _sizes(x: TensorMeta, batch_first: bool) -> tuple[int, int, int]:
+    """(steps, batch, input size) of a [T,B,I] (or [B,T,I]) input; 2-D input is unbatched."""
+    if len(x.shape) == 2:
+        return x.shape[0], 1, x.shape[1]
+    t, b, i = x.shape
+    return (b, t, i) if batch_first else (t, b, i)
+
+
+@formula(aten.mkldnn_rnn_layer)
+def mkldnn_rnn_layer(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta, b_ih: Any, b_hh: Any,
+                     hx: Any, cx: Any, reverse: bool, batch_sizes: Any, mode: int, hidden_size: int,
+                     num_layers: int, has_biases: bool, bidirectional: bool, batch_first: bool,
+                     train: bool, *, result: Any, **kwargs: Any) -> Cost:
+    """One direction of one layer: steps * batch LSTM steps (module docstring)."""
+    if mode != LSTM_MODE:
+        raise UnsupportedCall(f"mkldnn_rnn_layer mode {mode} (only LSTM, mode 2, has a formula)")
+    t, b, i = _sizes(x, batch_first)
+    return lstm_step(i, hidden_size, has_biases) * (t * b)
+
+
+@formula(aten.mkldnn_rnn_layer_backward)
+def mkldnn_rnn_layer_backward(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta, *args: Any,
+                              result: Any, **kwargs: Any) -> Cost:
+    """steps*batch `lstm_step_backward`, plus weight gradients summed over the n = steps*batch
+    rows: dW_ih 4H*I*n MULT and MACs, 4H*I*(n-1) ADD; dW_hh 4H*H*n, 4H*H*(n-1); db
+    4H*(n-1) ADD (b_hh's gradient equals b_ih's: a copy)."""
+    mode, hidden, has_biases, batch_first = args[11], args[12], args[14], args[18]
+    if mode != LSTM_MODE:
+        raise UnsupportedCall(f"mkldnn_rnn_layer_backward mode {mode} (only LSTM has a formula)")
+    t, b, i = _sizes(x, batch_first)
+    n, h = t * b, hidden
+    weights = Cost(mult=4 * h * (i + h) * n, macs=4 * h * (i + h) * n,
+                   add=4 * h * (i + h) * (n - 1) + 4 * h * (n - 1) * int(has_biases))
+    return lstm_step_backward(i, h) * n + weights
