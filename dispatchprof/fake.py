@@ -8,6 +8,7 @@ Run the model inside ``fake_mode(model)`` with inputs from ``fake_inputs``.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable
 
 import torch
@@ -27,7 +28,7 @@ def fake_model(build: Callable[[], nn.Module] | Any, *, dtype: torch.dtype | Non
     try:
         if dtype is not None:
             torch.set_default_dtype(dtype)   # restored below; fake parameters cannot be cast later
-        with mode:
+        with mode, _skip_weight_init():
             model = _build(build)
     finally:
         torch.set_default_dtype(saved_dtype)
@@ -62,6 +63,19 @@ def fake_inputs(model: nn.Module, *shape: int, dtype: torch.dtype = torch.long, 
         if dtype.is_floating_point:
             return torch.randn(*shape, dtype=dtype)
         return torch.randint(0, high, shape, dtype=dtype)
+
+
+def _skip_weight_init() -> contextlib.AbstractContextManager:
+    """transformers' own switch that skips weight initialisation (values of fake tensors do
+    not exist, and some initialisers, such as trunc_normal_, read them); a no-op without it."""
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:
+        try:
+            from transformers.modeling_utils import no_init_weights
+        except ImportError:
+            return contextlib.nullcontext()
+    return no_init_weights()
 
 
 def _is_config(obj: Any) -> bool:

@@ -37,10 +37,12 @@ def _element(value: Any, i: int) -> Any:
     return value
 
 
-def foreach_of(base: Formula) -> Formula:
-    """Formula of a ``_foreach_`` op: ``base`` applied to each element and summed."""
+def foreach_of(base_packet: Any) -> Formula:
+    """Formula of a ``_foreach_`` op: ``base_packet``'s formula (looked up when first called,
+    so registration order does not matter) applied to each element and summed."""
 
     def count(tensors: list[TensorMeta], *args: Any, result: Any, **kwargs: Any) -> Cost:
+        base = _zero_or_copy if base_packet is None else lookup(base_packet)
         total = Cost()
         for i, t in enumerate(tensors):
             out = result[i] if isinstance(result, (list, tuple)) and result else t
@@ -48,7 +50,7 @@ def foreach_of(base: Formula) -> Formula:
             total += base(t, *elem_args, result=out, **kwargs)
         return total.with_bytes()
 
-    count.__doc__ = f"Sum over the list of: {base.__doc__}"
+    count.__doc__ = f"Sum over the list of the formula of {base_packet or 'a copy'}."
     return count
 
 
@@ -59,7 +61,7 @@ def _zero_or_copy(*args: Any, result: Any, **kwargs: Any) -> Cost:
 
 def _register_foreach() -> None:
     for name in FOREACH_BASES:
-        base = _zero_or_copy if name in ("copy", "zero") else lookup(
+        base = None if name in ("copy", "zero") else (
             aten.linalg_vector_norm if name == "norm" else getattr(aten, name))
         packets = [getattr(aten, f"_foreach_{name}{suffix}") for suffix in ("", "_")
                    if hasattr(aten, f"_foreach_{name}{suffix}")]

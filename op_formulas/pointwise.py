@@ -127,13 +127,13 @@ def clamp(self: Any, min: Any = None, max: Any = None, *, result: Any, **kwargs:
 
 
 @formula(aten.addcmul, aten.addcmul_)
-def addcmul(self: Any, t1: Any, t2: Any, *, result: Any, value: Any = 1, **kwargs: Any) -> Cost:
+def addcmul(self: Any, t1: Any, t2: Any, value: Any = 1, *, result: Any, **kwargs: Any) -> Cost:
     """self + value * t1 * t2: 1 ADD + 1 MULT per element, +1 MULT when value != 1."""
     return Cost(add=1, mult=1 + int(value != 1)) * first_meta(result).numel
 
 
 @formula(aten.addcdiv, aten.addcdiv_)
-def addcdiv(self: Any, t1: Any, t2: Any, *, result: Any, value: Any = 1, **kwargs: Any) -> Cost:
+def addcdiv(self: Any, t1: Any, t2: Any, value: Any = 1, *, result: Any, **kwargs: Any) -> Cost:
     """self + value * t1 / t2: 1 ADD + 1 DIV per element, +1 MULT when value != 1."""
     return Cost(add=1, div=1, mult=int(value != 1)) * first_meta(result).numel
 

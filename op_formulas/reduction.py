@@ -82,11 +82,26 @@ def norm_row(p: Any) -> Any:
     return row
 
 
+def prod_row(n: int) -> Cost:
+    """n-1 MULT."""
+    return Cost(mult=max(n - 1, 0))
+
+
+def compare_row(n: int) -> Cost:
+    """n-1 CMP."""
+    return Cost(cmp=max(n - 1, 0))
+
+
+def std_row(n: int) -> Cost:
+    """var, then 1 SQRT."""
+    return var_row(n) + Cost(sqrt=1)
+
+
 formula(aten.sum, aten.nansum)(row_reduction(sum_row))
 formula(aten.mean, aten.nanmean)(row_reduction(mean_row))
-formula(aten.prod)(row_reduction(lambda n: Cost(mult=max(n - 1, 0))))
+formula(aten.prod)(row_reduction(prod_row))
 formula(aten.amax, aten.amin, aten.argmax, aten.argmin, aten.any, aten.all, aten.aminmax)(
-    row_reduction(lambda n: Cost(cmp=max(n - 1, 0))))
+    row_reduction(compare_row))
 formula(aten.logsumexp)(row_reduction(logsumexp_row))
 
 
@@ -96,13 +111,11 @@ def max_min(x: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
     other = args[0] if args else None
     if isinstance(other, TensorMeta):
         return Cost(cmp=1) * max(x.numel, other.numel)
-    return row_reduction(lambda n: Cost(cmp=max(n - 1, 0)))(x, *args, result=result, **kwargs)
+    return row_reduction(compare_row)(x, *args, result=result, **kwargs)
 
 
-formula(aten.var)(row_reduction(var_row))
-formula(aten.std)(row_reduction(lambda n: var_row(n) + Cost(sqrt=1)))
-formula(aten.var_mean)(row_reduction(var_row))
-formula(aten.std_mean)(row_reduction(lambda n: var_row(n) + Cost(sqrt=1)))
+formula(aten.var, aten.var_mean)(row_reduction(var_row))
+formula(aten.std, aten.std_mean)(row_reduction(std_row))
 
 
 @formula(aten.linalg_vector_norm, aten.norm)
