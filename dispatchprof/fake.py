@@ -28,8 +28,11 @@ def fake_model(build: Callable[[], nn.Module] | Any, *, dtype: torch.dtype | Non
     try:
         if dtype is not None:
             torch.set_default_dtype(dtype)   # restored below; fake parameters cannot be cast later
-        with mode, _skip_weight_init():
-            model = _build(build)
+        with mode:
+            with _skip_weight_init():
+                model = _build(build)
+            if hasattr(model, "tie_weights"):   # transformers ties inside the init we skipped
+                model.tie_weights()
     finally:
         torch.set_default_dtype(saved_dtype)
     model.eval()

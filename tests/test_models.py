@@ -139,6 +139,20 @@ def test_llama_forward_matches_closed_form(kind):
     assert {k: getattr(t, k) for k in ("add", "mult", "div", "sqrt", "exp")} == llama_closed_form()
 
 
+def test_fake_model_keeps_tied_weights_tied():
+    import transformers as tf
+
+    # Llama-3.2-1B (MODELS.md): tied embeddings, 1,235,814,400 parameters.
+    cfg = tf.LlamaConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                         num_attention_heads=32, num_key_value_heads=8, head_dim=64, tie_word_embeddings=True)
+    model = fake_model(lambda: tf.LlamaForCausalLM(cfg))
+    assert model.lm_head.weight is model.model.embed_tokens.weight
+    assert sum(p.numel() for p in model.parameters()) == 1_235_814_400
+    with torch.no_grad(), OpCounter() as c:
+        model(fake_inputs(model, 1, 2))
+    assert c.by_module()[""].scope.params == 1_235_814_400
+
+
 def test_405b_builds_on_fake_tensors_in_little_memory():
     import transformers as tf
 

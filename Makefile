@@ -1,0 +1,20 @@
+# `make demo`: set up and run the main job.  `make test`: set up and run every test.
+.PHONY: setup demo test wheel coverage bench
+
+setup:
+	./scripts/setup.sh
+
+demo: setup
+	.venv/bin/python scripts/examples/count_llama.py
+
+wheel: setup
+	./scripts/check_wheel.sh
+
+test: setup wheel
+	.venv/bin/python -m pytest
+
+coverage: setup
+	.venv/bin/python scripts/coverage.py
+
+bench: setup
+	.venv/bin/python scripts/bench_overhead.py

@@ -1,0 +1,93 @@
+"""Overhead of OpCounter against a plain forward and torch's FlopCounterMode.
+
+    python scripts/bench_overhead.py                    # Llama-3.1-8B and -70B shapes, batch 1, seq 4096
+    python scripts/bench_overhead.py --models llama-3.1-8b --seq 512
+
+Every model is built weightless on fake tensors. Each measurement runs in a fresh
+subprocess so that its peak RSS is its own. Prints one table row per model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import warnings
+
+SHAPES = {   # MODELS.md
+    "llama-3.1-8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                         num_attention_heads=32, num_key_value_heads=8),
+    "llama-3.1-70b": dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                          num_attention_heads=64, num_key_value_heads=8),
+}
+MODES = ("plain", "flop_counter", "opcounter")
+
+
+def measure(model_name: str, mode: str, batch: int, seq: int) -> dict:
+    """Build the model on fake tensors, run one forward under ``mode``; time and count it."""
+    import torch
+    import transformers as tf
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from dispatchprof import OpCounter, fake_inputs, fake_model
+
+    warnings.simplefilter("ignore")
+    cfg = tf.LlamaConfig(**SHAPES[model_name], tie_word_embeddings=False)
+    model = fake_model(lambda: tf.LlamaForCausalLM(cfg), dtype=torch.bfloat16)
+    ids = fake_inputs(model, batch, seq, high=1000)
+    ops = 0
+    with torch.no_grad():
+        start = time.perf_counter()
+        if mode == "plain":
+            model(ids)
+        elif mode == "flop_counter":
+            with FlopCounterMode(display=False):
+                model(ids)
+        else:
+            with OpCounter() as c:
+                model(ids)
+            p = c.profile
+            ops = p.total().calls + sum(n for _, n in p.zero_cost_calls)
+        seconds = time.perf_counter() - start
+    return {"seconds": seconds, "ops": ops, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def run_isolated(model_name: str, mode: str, batch: int, seq: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--one", model_name, mode, str(batch), str(seq)],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--models", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--seq", type=int, default=4096)
+    p.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.one:
+        name, mode, batch, seq = args.one
+        print(json.dumps(measure(name, mode, int(batch), int(seq))))
+        return 0
+    from tabulate import tabulate
+
+    rows = []
+    for name in args.models:
+        r = {mode: run_isolated(name, mode, args.batch, args.seq) for mode in MODES}
+        ratio = r["opcounter"]["seconds"] / r["flop_counter"]["seconds"]
+        rows.append([name, f"{args.batch}x{args.seq}", f"{r['plain']['seconds']:.2f}",
+                     f"{r['flop_counter']['seconds']:.2f}", f"{r['opcounter']['seconds']:.2f}",
+                     f"{ratio:.2f}x", r["opcounter"]["ops"], f"{r['opcounter']['rss_mb']:.0f}"])
+    print(tabulate(rows, headers=["model (fake tensors)", "batch x seq", "plain forward s", "FlopCounterMode s",
+                                  "OpCounter s", "OpCounter / FCM", "ops counted", "OpCounter peak RSS MB"],
+                   tablefmt="github"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.exit(main())

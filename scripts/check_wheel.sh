@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Build a wheel, install it into a fresh venv (no repo on the path) and count a small model
+# from a directory outside the repository.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$repo/.venv/bin/pip" wheel -q --disable-pip-version-check --no-deps -w "$work/dist" "$repo"
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q --disable-pip-version-check torch==2.13.0
+"$work/venv/bin/pip" install -q --disable-pip-version-check -c "$repo/.ci/constraints.txt" "$work"/dist/dispatchprof-*.whl
+cd "$work"
+"$work/venv/bin/python" - <<'PY'
+import torch, dispatchprof, op_formulas
+from dispatchprof import OpCounter
+assert "site-packages" in dispatchprof.__file__ and "site-packages" in op_formulas.__file__, dispatchprof.__file__
+lin = torch.nn.Linear(8, 4)
+with OpCounter() as c:
+    lin(torch.randn(2, 8))
+t = c.total()
+assert (t.macs, t.mult, t.add) == (64, 64, 64), t
+print(f"wheel ok: dispatchprof {dispatchprof.__version__} from {dispatchprof.__file__}: {t.macs} MACs")
+PY

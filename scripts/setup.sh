@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Create .venv and install dispatchprof (editable) with its test extras.
+# torch is pinned to 2.13.0: that CPU build installs from the machine's local wheel in
+# seconds, where an unpinned torch would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check torch==2.13.0
+.venv/bin/pip install -q --disable-pip-version-check -c .ci/constraints.txt -e '.[test]'
