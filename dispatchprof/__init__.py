@@ -3,12 +3,18 @@
 Public names only; see README.md.
 """
 
+from dispatchprof.capacity import CapacityCheck
 from dispatchprof.counter import OpCounter
+from dispatchprof.devices import Device, DeviceProfileError, list_devices, load_device
 from dispatchprof.errors import DataDependentOpError
 from dispatchprof.fake import fake_inputs, fake_mode, fake_model
+from dispatchprof.placement import Placement, placement_of
 from dispatchprof.profile import ModuleStats, OperatorStats, OpRecord, Profile, Scope, Totals, UnknownOp
+from dispatchprof.simulate import OpTiming, SimTotals, Simulation, simulate
 
 __version__ = "0.1.0"
 
-__all__ = ["DataDependentOpError", "ModuleStats", "OpCounter", "OpRecord", "OperatorStats", "Profile",
-           "Scope", "Totals", "UnknownOp", "fake_inputs", "fake_mode", "fake_model", "__version__"]
+__all__ = ["CapacityCheck", "DataDependentOpError", "Device", "DeviceProfileError", "ModuleStats", "OpCounter",
+           "OpRecord", "OpTiming", "OperatorStats", "Placement", "Profile", "Scope", "SimTotals", "Simulation",
+           "Totals", "UnknownOp", "fake_inputs", "fake_mode", "fake_model", "list_devices", "load_device",
+           "placement_of", "simulate", "__version__"]

@@ -9,35 +9,24 @@ module scope each op belongs to. Nothing is left behind on exit, normal or not.
 
 from __future__ import annotations
 
-import warnings
-from collections import Counter
-from typing import Any, Literal, get_args
+import contextlib
+from typing import Any, Iterator, Literal, get_args
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import op_formulas
+import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof.errors import DataDependentOpError
-from dispatchprof.memory import LiveMemory
-from dispatchprof.profile import OpRecord, Profile, Scope, UnknownOp
-from dispatchprof.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
-from dispatchprof.tracker import Frame, ModuleTracker
-from op_formulas.cost import Cost
-from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
+from dispatchprof.placement import Placement, placement_of
+from dispatchprof.profile import Profile, check_phase
+from dispatchprof.recording import Recorder
+from dispatchprof.simulate import WEIGHT_BITS, Simulation, simulate
+from dispatchprof.tensors import iter_tensors
 
 aten = torch.ops.aten
 CausalRule = Literal["full", "computed"]
-_ATTENTION = frozenset({
-    aten.scaled_dot_product_attention, aten._scaled_dot_product_flash_attention_for_cpu,
-    aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
-    aten._scaled_dot_product_cudnn_attention,
-    aten._scaled_dot_product_flash_attention_for_cpu_backward,
-    aten._scaled_dot_product_flash_attention_backward,
-    aten._scaled_dot_product_efficient_attention_backward,
-    aten._scaled_dot_product_cudnn_attention_backward,
-})
 #: Ops whose output depends on tensor values: impossible on meta tensors.
 _DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
                              aten._unique2, aten.unique_consecutive, aten.unique_dim,
@@ -56,22 +45,28 @@ class OpCounter:
             the first module called at the top level is the root.
         causal: "full" (default) counts causal attention over the whole Lq x Lk score
             matrix, as its math definition; "computed" counts only the unmasked scores.
-        track_memory: follow live tensors for ACT, CACHE and PEAK (default True).
+        devices: devices to simulate the count on (``simulated()``): one device (a name such
+            as "PIM-AI-1chip", a YAML path or a Device), a list of them (each simulated on its
+            own, side by side), or a placement mapping module globs to devices
+            (``{"*.self_attn*": "PIM-AI-1chip", "*": "PIM-AI-4chip"}``).
+        weight_dtype: simulate the parameters stored in this dtype ("int8", "int4", ...)
+            instead of the dtype the tensors carry.
     """
 
     def __init__(self, model: nn.Module | None = None, *, causal: CausalRule = "full",
-                 track_memory: bool = True) -> None:
+                 devices: Any = None, weight_dtype: str | None = None) -> None:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"OpCounter(model=...) takes a torch.nn.Module, got {type(model).__name__}; "
                             f"call it as OpCounter(model) or OpCounter()")
         if causal not in get_args(CausalRule):
             raise ValueError(f"OpCounter(causal=...) must be one of {get_args(CausalRule)}, got {causal!r}")
-        if not isinstance(track_memory, bool):
-            raise TypeError(f"OpCounter(track_memory=...) takes a bool, got {type(track_memory).__name__}")
         self._model = model
         self._causal = causal
-        self._track_memory = track_memory
-        self._state: _CountState | None = None
+        self._scenarios = scenarios_of(devices)     # loads devices now: bad names fail here
+        if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
+            raise ValueError(f"OpCounter(weight_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
+        self._weight_dtype = weight_dtype
+        self._state: Recorder | None = None
         self._profile: Profile | None = None
         self._modes: list[Any] = []
 
@@ -80,7 +75,7 @@ class OpCounter:
         if self._state is not None:
             raise RuntimeError("this OpCounter is already counting; use a new OpCounter to nest")
         self._profile = None
-        self._state = _CountState(self._model, self._causal, self._track_memory)
+        self._state = Recorder(self._model, self._causal)
         self._state.tracker.start()
         self._modes = [_FusedAttentionMode(self._state), _CountingMode(self._state)]
         try:
@@ -104,8 +99,22 @@ class OpCounter:
             if state is not None:
                 state.tracker.stop()
                 self._profile = state.freeze()
-                state.memory.close()
+                state.ledger.close()
                 self._state = None
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Label the ops run inside as phase ``name`` ("prefill", "decode", "optimizer", ...);
+        backward ops stay "backward"."""
+        check_phase(name)
+        if self._state is None:
+            raise RuntimeError("OpCounter.phase() works only inside `with OpCounter() as c:`")
+        state, saved = self._state, self._state.label
+        state.label = name
+        try:
+            yield
+        finally:
+            state.label = saved
 
     # --- results ---------------------------------------------------------------------------
     @property
@@ -133,185 +142,42 @@ class OpCounter:
         """Ops with no formula: name, calls and the scopes they ran in."""
         return self.profile.unknown_ops()
 
-
-class _CountState:
-    """What one counting context accumulates. Private to OpCounter."""
-
-    def __init__(self, model: nn.Module | None, causal: CausalRule, track_memory: bool) -> None:
-        self.causal = causal
-        self.records: list[OpRecord] = []
-        self.zero_cost: Counter[str] = Counter()
-        self.unknown: dict[str, tuple[int, set[str], str]] = {}
-        self.memory = LiveMemory()
-        self.track_memory = track_memory
-        self.inside_fused = 0
-        self.op_index = 0
-        self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
-        self.tracker.stack[0].produced_at_entry = 0
-
-    # frames: entry snapshot, exit bookkeeping of ACT / CACHE / PEAK
-    def _on_push(self, frame: Frame) -> None:
-        frame.first_op = self.op_index
-        frame.produced_at_entry = self.memory.produced_elements
-        frame.peak_bytes = self.memory.live_bytes
-
-    def _on_pop(self, frame: Frame, output: Any) -> None:
-        parent = self.tracker.stack[-1]
-        parent.peak_bytes = max(parent.peak_bytes, frame.peak_bytes)
-        if frame.in_backward:
-            return
-        info = self.tracker.scopes[frame.name]
-        info.peak_bytes = max(info.peak_bytes, frame.peak_bytes)
-        produced = self.memory.produced_elements - frame.produced_at_entry
-        seen: set[int] = set()
-        act = act_bytes = inside = 0
-        for t in output_tensors(output):
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
-            act += t.numel()
-            act_bytes += stored_bytes(t)
-            born = self.memory.born_at(t)
-            if born is not None and born >= frame.first_op:
-                inside += t.numel()
-        info.act += act
-        info.act_bytes += act_bytes
-        info.cache += max(produced - inside, 0)
-
-    def scope_and_phase(self) -> tuple[str, str]:
-        if torch._C._current_graph_task_id() != -1:
-            return self.tracker.backward_scope(), "backward"
-        return self.tracker.current.name, "forward"
-
-    def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any) -> None:
-        """Record one op call that has run and returned ``out``."""
-        packet = func.overloadpacket
-        self.op_index += 1
-        if self.track_memory:
-            self._track(out)
-        fn = lookup(packet)
-        if fn is None:
-            name = str(packet)
-            if packet in ZERO_COST or _namespace(packet) in ZERO_COST_NAMESPACES:
-                self.zero_cost[name] += 1
-            else:
-                self._unknown(name, "no formula registered")
-            return
-        scope, phase = self.scope_and_phase()
-        extra: dict[str, Any] = {}
-        causal = None
-        if packet in _ATTENTION:
-            causal = self._is_causal(args, kwargs, scope)
-            extra["causal_computed"] = causal and self.causal == "computed"
-        try:
-            cost = fn(*to_meta(args), result=to_meta(out), **to_meta(kwargs), **extra)
-        except UnsupportedCall as e:
-            self._unknown(str(packet), str(e))
-            return
-        cost = _with_bytes(cost, func, packet, args, kwargs, out)
-        self.records.append(OpRecord(str(packet), scope, phase, _first_dtype(args, out), cost, causal))
-
-    def _track(self, out: Any) -> None:
-        frame = self.tracker.current
-        for t in iter_tensors(out):
-            self.memory.track(t, self.op_index)
-        if self.memory.live_bytes > frame.peak_bytes:
-            frame.peak_bytes = self.memory.live_bytes
-
-    def _unknown(self, name: str, reason: str) -> None:
-        scope, _ = self.scope_and_phase()
-        calls, scopes, why = self.unknown.get(name, (0, set(), reason))
-        if calls == 0:
-            warnings.warn(f"dispatchprof: {name} has no formula ({reason}); its calls are kept as "
-                          f"unknown in the result (OpCounter.unknown_ops()), not counted", stacklevel=4)
-        scopes.add(scope)
-        self.unknown[name] = (calls + 1, scopes, why)
-
-    def _is_causal(self, args: tuple, kwargs: dict, scope: str) -> bool:
-        flag = kwargs.get("is_causal")
-        if flag is None:
-            flag = next((a for a in args[3:] if isinstance(a, bool)), False)
-        if flag:
-            return True
-        hint = self.tracker.scopes.get(scope)
-        return bool(hint is not None and hint.causal_hint)
-
-    def freeze(self) -> Profile:
-        scopes = tuple(
-            Scope(s.name, s.module_type, s.parent, s.calls, s.params[0], s.params[1],
-                  s.params_self[0], s.buffers[0], s.buffers[1], s.act, s.act_bytes, s.cache,
-                  self.memory.peak_bytes if s.name == "" else s.peak_bytes)
-            for s in self.tracker.scopes.values())
-        unknown = tuple(UnknownOp(op, calls, tuple(sorted(sc)), why)
-                        for op, (calls, sc, why) in self.unknown.items())
-        return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
-                       self.causal, self.memory.peak_bytes)
+    def simulated(self, device: str | None = None) -> Simulation:
+        """The simulation of this count on one of the ``devices`` given to the counter: its
+        totals (``.total``: time, energy, power, bound shares) and ``by_module()``,
+        ``by_operator()``, ``by_phase()``, ``by_device()``, ``capacity``. ``device`` names the
+        scenario when several devices were given side by side ("placement" for a placement)."""
+        if not self._scenarios:
+            raise ValueError("no devices to simulate on: use OpCounter(devices='PIM-AI-1chip') "
+                             "(see dispatchprof.list_devices())")
+        if device is None:
+            if len(self._scenarios) > 1:
+                raise ValueError(f"several devices were simulated; pick one: {', '.join(self._scenarios)}")
+            device = next(iter(self._scenarios))
+        key = {k.lower(): k for k in self._scenarios}.get(device.lower())
+        if key is None:
+            raise ValueError(f"{device!r} was not simulated; simulated: {', '.join(self._scenarios)}")
+        return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key)
 
 
-def _namespace(packet: torch._ops.OpOverloadPacket) -> str:
-    return packet._qualified_op_name.split("::")[0]
-
-
-_SCHEMA_CACHE: dict[torch._ops.OpOverload, tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]] = {}
-
-
-def _schema_info(func: torch._ops.OpOverload) -> tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]:
-    """(write-only kwarg names, mutated positional indices, mutated kwarg names) of an overload."""
-    info = _SCHEMA_CACHE.get(func)
-    if info is None:
-        write_only, positions, names = set(), [], []
-        for i, a in enumerate(func._schema.arguments):
-            if a.alias_info is not None and a.alias_info.is_write:
-                if a.kwarg_only:
-                    write_only.add(a.name)
-                    names.append(a.name)
-                else:
-                    positions.append(i)
-        info = _SCHEMA_CACHE[func] = (frozenset(write_only), tuple(positions), tuple(names))
-    return info
-
-
-def _with_bytes(cost: Cost, func: torch._ops.OpOverload, packet: Any, args: tuple, kwargs: dict,
-                out: Any) -> Cost:
-    """Fill in the generic traffic rule where the formula left bytes as None: every tensor
-    input read once (stride-0 dims once; write-only ``out=`` and overwritten targets not read),
-    every output and mutated argument written once."""
-    if cost.bytes_read is not None and cost.bytes_written is not None:
-        return cost
-    write_only, mutated_pos, mutated_kw = _schema_info(func)
-    read = cost.bytes_read
-    if read is None:
-        skip_first = packet in OVERWRITES_SELF
-        read = 0
-        for i, a in enumerate(args):
-            if not (skip_first and i == 0):
-                read += sum(stored_bytes(t) for t in iter_tensors(a))
-        read += sum(stored_bytes(t) for k, v in kwargs.items() if k not in write_only
-                    for t in iter_tensors(v))
-    written = cost.bytes_written
-    if written is None:
-        seen: set[int] = set()
-        written = 0
-        targets = [out] + [args[i] for i in mutated_pos if i < len(args)] + [kwargs.get(k) for k in mutated_kw]
-        for t in iter_tensors(targets):
-            if id(t) not in seen:
-                seen.add(id(t))
-                written += stored_bytes(t)
-    return cost.with_bytes(read, written)
-
-
-def _first_dtype(args: tuple, out: Any) -> str:
-    for t in iter_tensors(args):
-        return dtype_name(t.dtype)
-    for t in iter_tensors(out):
-        return dtype_name(t.dtype)
-    return ""
+def scenarios_of(devices: Any) -> dict[str, Placement]:
+    """Simulation scenarios from OpCounter's ``devices``: name -> placement."""
+    if devices is None:
+        return {}
+    if isinstance(devices, (list, tuple)):
+        out = {}
+        for spec in devices:
+            p = placement_of(spec)
+            out[p.devices[0].name] = p
+        return out
+    p = placement_of(devices)
+    return {"placement" if isinstance(devices, dict) else p.devices[0].name: p}
 
 
 class _CountingMode(TorchDispatchMode):
     """Sees every aten op; counts it unless a fused op above already did."""
 
-    def __init__(self, state: _CountState) -> None:
+    def __init__(self, state: Recorder) -> None:
         super().__init__()
         self.state = state
 
@@ -330,7 +196,7 @@ class _CountingMode(TorchDispatchMode):
 class _FusedAttentionMode(TorchFunctionMode):
     """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
 
-    def __init__(self, state: _CountState) -> None:
+    def __init__(self, state: Recorder) -> None:
         super().__init__()
         self.state = state
 

@@ -1,8 +1,10 @@
-"""Live-tensor accounting for ACT, CACHE and PEAK (COUNTING.md, tensor quantities).
+"""The tensor ledger: which op produced each live storage, and how many bytes are live.
 
-Every tensor an op returns is followed with a weak reference; a storage is live while
-any tensor object seen on it is alive. Live bytes are the sum of the live storages'
-sizes; parameters, buffers and user inputs are never op outputs, so they are excluded.
+Every tensor an op returns is followed with a weak reference; a storage is live while any
+tensor object seen on it is alive. Live bytes are the sum of the live storages' sizes
+(ACT, CACHE and PEAK in COUNTING.md); parameters, buffers and user inputs are never op
+outputs, so they are excluded. Each storage also remembers the record that last wrote it,
+which tells the simulator where a tensor lives when another op reads it.
 """
 
 from __future__ import annotations
@@ -12,42 +14,61 @@ from dataclasses import dataclass, field
 
 import torch
 
+#: Producer of a storage written by an op that has no record (zero-cost or unknown ops).
+UNRECORDED = -2
+#: Producer of a tensor no counted op made and that is not a parameter: it comes from the host.
+HOST = -1
+
 
 @dataclass
 class _Storage:
     nbytes: int
     born: int          # op index that allocated it
+    producer: int      # record index that last wrote it, or UNRECORDED
     refs: int = 0
 
 
+def storage_key(t: torch.Tensor) -> int | None:
+    """Identity of a tensor's storage (views share it); None for layouts without one."""
+    try:
+        return t.untyped_storage()._cdata
+    except (RuntimeError, NotImplementedError):   # sparse, nested
+        return None
+
+
 @dataclass
-class LiveMemory:
-    """Bytes of live op outputs, the running peak, and each storage's birth op."""
+class TensorLedger:
+    """Bytes of live op outputs, the running peak, and each storage's birth and producer."""
 
     live_bytes: int = 0
     peak_bytes: int = 0
     produced_elements: int = 0
     _storages: dict[int, _Storage] = field(default_factory=dict)
+    _closed: bool = False
 
-    def track(self, t: torch.Tensor, op_index: int) -> None:
-        """Follow ``t``; a storage first seen here counts as allocated by ``op_index``."""
-        try:
-            storage = t.untyped_storage()
-        except (RuntimeError, NotImplementedError):  # sparse, nested: no plain storage
+    def track(self, t: torch.Tensor, op_index: int, producer: int, not_new: set[int | None]) -> None:
+        """Follow ``t``, written by ``producer``. A storage seen for the first time counts as
+        allocated at ``op_index`` unless its key is in ``not_new`` (the op's inputs, parameters:
+        a view or an in-place write of a tensor that existed before, which is not followed)."""
+        key = storage_key(t)
+        if key is None:
             return
-        key = storage._cdata
         entry = self._storages.get(key)
         if entry is None:
-            entry = self._storages[key] = _Storage(storage.nbytes(), op_index)
+            if key in not_new:
+                return
+            entry = self._storages[key] = _Storage(t.untyped_storage().nbytes(), op_index, producer)
             self.live_bytes += entry.nbytes
             self.produced_elements += t.numel()
             if self.live_bytes > self.peak_bytes:
                 self.peak_bytes = self.live_bytes
+        elif producer != UNRECORDED:
+            entry.producer = producer       # an in-place write moves the tensor to its writer
         entry.refs += 1
         weakref.finalize(t, self._release, key)
 
     def _release(self, key: int) -> None:
-        entry = self._storages.get(key)
+        entry = None if self._closed else self._storages.get(key)
         if entry is None:
             return
         entry.refs -= 1
@@ -57,12 +78,15 @@ class LiveMemory:
 
     def born_at(self, t: torch.Tensor) -> int | None:
         """Op index that allocated ``t``'s storage, or None if no op of ours did."""
-        try:
-            entry = self._storages.get(t.untyped_storage()._cdata)
-        except (RuntimeError, NotImplementedError):
-            return None
+        entry = self._storages.get(storage_key(t))
         return None if entry is None else entry.born
+
+    def producer_of(self, key: int | None) -> int:
+        """Record index that last wrote storage ``key``; HOST if no op of ours made it."""
+        entry = self._storages.get(key)
+        return HOST if entry is None else entry.producer
 
     def close(self) -> None:
         """Forget everything; finalizers that fire later find nothing to release."""
+        self._closed = True
         self._storages.clear()

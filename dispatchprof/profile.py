@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from op_formulas.cost import CATEGORIES, Cost
 
-PHASES = ("forward", "backward")
+#: Phase labels: forward and backward passes, generation steps, optimizer steps.
+PHASES = ("forward", "backward", "prefill", "decode", "optimizer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +22,14 @@ class OpRecord:
 
     op: str                 # overload packet, e.g. "aten.mm"
     scope: str              # module path, "" for the root
-    phase: str              # "forward" or "backward"
+    phase: str              # one of PHASES
     dtype: str              # dtype of the first tensor input (or output)
     cost: Cost              # counts, MACs and resolved bytes
     causal: bool | None = None   # attention only: was the call causal
+    inputs: tuple[tuple[int, int, int], ...] = ()   # (producer record or HOST, bytes, storage id) per input
+    param_bytes: int = 0    # bytes of bytes_read that are parameters or buffers
+    param_elements: int = 0
+    out_elements: int = 0   # elements of the tensor outputs
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +96,7 @@ class Scope:
     params: int
     params_bytes: int
     params_self: int
+    params_self_bytes: int
     buffers: int
     buffers_bytes: int
     act: int
@@ -178,7 +184,7 @@ class Profile:
             if name not in self_totals:
                 self_totals[""] = self_totals.get("", Totals()) + sum_records(groups[name])
         inclusive = dict(self_totals)
-        depth = tree_depths(self.scopes)
+        depth = tree_depths({s.name: s.parent for s in self.scopes})
         for s in sorted(self.scopes, key=lambda s: -depth[s.name]):
             if s.parent is not None and s.parent != s.name and s.parent in inclusive:
                 inclusive[s.parent] = inclusive[s.parent] + inclusive[s.name]
@@ -189,9 +195,8 @@ class Profile:
         return list(self.unknown)
 
 
-def tree_depths(scopes: Iterable[Scope]) -> dict[str, int]:
+def tree_depths(parent: Mapping[str, str | None]) -> dict[str, int]:
     """Depth of each scope along its parent links (the root is 0)."""
-    parent = {s.name: s.parent for s in scopes}
     depth: dict[str, int] = {}
     for name in parent:
         chain, n = [], name

@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
+from dispatchprof.memory import storage_key
+
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
 
@@ -63,6 +65,8 @@ class ModuleTracker:
 
     def __init__(self, model: nn.Module | None, on_push: Callable[[Frame], None],
                  on_pop: Callable[[Frame, Any], None]) -> None:
+        #: storage keys of every parameter and buffer of the modules seen: resident tensors
+        self.resident: set[int] = set()
         self.root_model = model
         self.stack: list[Frame] = [Frame("", None, 0)]
         self.scopes: dict[str, ScopeInfo] = {"": ScopeInfo("", type(model).__name__ if model else "", None)}
@@ -173,9 +177,12 @@ class ModuleTracker:
             self._relative[id(parent)] = rel
         return rel
 
-    @staticmethod
-    def _own_tensors(info: ScopeInfo, module: nn.Module) -> None:
+    def _own_tensors(self, info: ScopeInfo, module: nn.Module) -> None:
         """PARAMS and BUFFERS; torch's iterators yield a tied tensor once."""
+        for t in (*module.parameters(), *module.buffers()):
+            key = storage_key(t)
+            if key is not None:
+                self.resident.add(key)
         info.params = _size_of(module.parameters())
         info.params_self = _size_of(module.parameters(recurse=False))
         info.buffers = _size_of(module.buffers())

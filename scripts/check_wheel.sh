@@ -12,12 +12,14 @@ python3 -m venv "$work/venv"
 cd "$work"
 "$work/venv/bin/python" - <<'PY'
 import torch, dispatchprof, op_formulas
-from dispatchprof import OpCounter
+from dispatchprof import OpCounter, list_devices
+assert len(list_devices()) == 29, list_devices()
 assert "site-packages" in dispatchprof.__file__ and "site-packages" in op_formulas.__file__, dispatchprof.__file__
 lin = torch.nn.Linear(8, 4)
-with OpCounter() as c:
+with OpCounter(devices="PIM-AI-1chip") as c:
     lin(torch.randn(2, 8))
 t = c.total()
 assert (t.macs, t.mult, t.add) == (64, 64, 64), t
+assert c.simulated().total.time_s > 0
 print(f"wheel ok: dispatchprof {dispatchprof.__version__} from {dispatchprof.__file__}: {t.macs} MACs")
 PY

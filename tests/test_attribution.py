@@ -153,3 +153,9 @@ def test_act_cache_and_peak():
     assert s.cache == 1600 + 16
     assert s.peak_bytes >= 1600 * 4
     assert c.by_module()[""].scope.peak_bytes >= s.peak_bytes
+
+
+def test_peak_excludes_parameters_and_views_of_them():
+    lin = nn.Linear(1000, 1000)                              # 4 MB of weight, viewed by t()
+    c = count(lin, torch.randn(1, 1000))
+    assert c.by_module()[""].scope.peak_bytes == 1000 * 4     # only the output is allocated

@@ -1,0 +1,122 @@
+"""Measure this machine's CPU and write it as a device profile ("host-cpu").
+
+Measured: matmul throughput per dtype (work counted as dispatchprof counts it: an n x n
+matmul is n*n*(2n-1) ADD + MULT), element-wise throughput per dtype (one MULT per element, on
+a tensor that stays in cache), copy bandwidth (a large clone reads and writes its bytes), and
+the installed memory. Not measured: energy, which is written as a stated assumption.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import yaml
+
+from dispatchprof.devices import load_device
+
+CALIBRATED_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured figures of this machine (FLOP/s and bytes/s)."""
+
+    matrix_flops: dict[str, float]
+    vector_flops: dict[str, float]
+    copy_bytes_per_s: float
+    memory_bytes: int | None
+    threads: int
+
+
+def _median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    fn()                                            # warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(matmul_n: int = 1024, vector_elements: int = 1 << 18, vector_reps: int = 50,
+            copy_bytes: int = 1 << 28, repeats: int = 5) -> Calibration:
+    """Time the kernels above; sizes are parameters so that tests can run it small."""
+    matrix, vector = {}, {}
+    for key, dtype in CALIBRATED_DTYPES.items():
+        a = torch.randn(matmul_n, matmul_n).to(dtype)
+        b = torch.randn(matmul_n, matmul_n).to(dtype)
+        matrix[key] = matmul_n * matmul_n * (2 * matmul_n - 1) / _median_seconds(lambda: a @ b, repeats)
+        x = torch.randn(vector_elements).to(dtype)
+        out = torch.empty_like(x)
+
+        def many_muls() -> None:
+            for _ in range(vector_reps):
+                torch.mul(x, x, out=out)
+
+        vector[key] = vector_elements * vector_reps / _median_seconds(many_muls, repeats)
+    big = torch.empty(copy_bytes // 4, dtype=torch.float32).fill_(1.0)
+    copy = 2 * copy_bytes / _median_seconds(lambda: big.clone(), repeats)
+    return Calibration(matrix, vector, copy, _installed_memory(), torch.get_num_threads())
+
+
+def _installed_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def profile_yaml(cal: Calibration, name: str = "host-cpu") -> dict:
+    """The device-profile document of a calibration."""
+    gbs = round(cal.copy_bytes_per_s / 1e9, 3)
+    when = time.strftime("%Y-%m-%d")
+    return {
+        "family": "host CPU",
+        "source": (f"measured by dispatchprof calibrate on {when} on {platform.machine()} "
+                   f"({platform.processor() or 'unknown processor'}), torch {torch.__version__}, "
+                   f"{cal.threads} threads"),
+        "devices": {name: {
+            "kind": "cpu",
+            "memory_capacity_gb": None if cal.memory_bytes is None else round(cal.memory_bytes / 1e9, 3),
+            "memory_bandwidth_gb_per_s": gbs,
+            "memory_pj_per_bit": 20,
+            "host_to_device_gb_per_s": gbs,
+            "host_to_device_pj_per_bit": 0,
+            "device_to_host_gb_per_s": gbs,
+            "device_to_host_pj_per_bit": 0,
+            "matrix_tflops": {k: round(v / 1e12, 6) for k, v in cal.matrix_flops.items()},
+            "vector_tflops": {k: round(v / 1e12, 6) for k, v in cal.vector_flops.items()},
+            "pj_per_flop": 1.0,
+            "sources": {
+                "memory_pj_per_bit": "assumed, not measured: DRAM access energy of the order of 20 pJ/bit",
+                "pj_per_flop": "assumed, not measured: about 1 pJ per FLOP for a CPU core",
+                "host_to_device_gb_per_s": "the host is the device: its own copy bandwidth, no link energy",
+                "memory_capacity_gb": "installed memory (sysconf)",
+            },
+        }},
+    }
+
+
+def write_profile(path: str | os.PathLike, cal: Calibration, name: str = "host-cpu") -> str:
+    """Write the profile atomically (temporary file, then rename) and check that it loads."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".calibrate-", suffix=".yaml")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("# Written by dispatchprof calibrate; units are in the field names.\n")
+            yaml.safe_dump(profile_yaml(cal, name), f, sort_keys=False)
+        load_device(tmp)                        # never publish a profile that does not load
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

@@ -1,0 +1,67 @@
+"""Which device runs each module scope.
+
+``devices`` is one device (a name, a YAML path or a Device), or a mapping of module-name globs
+to devices: ``{"*.self_attn*": "PIM-AI-1chip", "*": "PIM-AI-4chip"}``. Globs are matched with
+``fnmatch`` against the op's scope (``model.layers.3.self_attn.q_proj``; the root is ``""``),
+first match wins; a mapping must end in a rule that matches everything (``"*"``) so no op is
+left without a device.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+from dispatchprof.devices import Device, load_device
+
+DeviceSpec = Union[str, os.PathLike, Device]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Ordered (glob, device) rules; the first glob that matches a scope names its device."""
+
+    rules: tuple[tuple[str, Device], ...]
+
+    def __post_init__(self) -> None:
+        self._cache: dict[str, Device]
+        object.__setattr__(self, "_cache", {})
+
+    @property
+    def devices(self) -> tuple[Device, ...]:
+        """The distinct devices, in rule order."""
+        seen: dict[str, Device] = {}
+        for _, d in self.rules:
+            seen.setdefault(d.name, d)
+        return tuple(seen.values())
+
+    def device_for(self, scope: str) -> Device:
+        d = self._cache.get(scope)
+        if d is None:
+            d = self._cache[scope] = next(dev for glob, dev in self.rules if _matches(glob, scope))
+        return d
+
+
+def _matches(glob: str, scope: str) -> bool:
+    return glob == "*" or fnmatch.fnmatchcase(scope, glob)
+
+
+def placement_of(devices: DeviceSpec | Mapping[str, DeviceSpec] | Placement) -> Placement:
+    """A Placement from one device or a glob -> device mapping (see module docstring)."""
+    if isinstance(devices, Placement):
+        return devices
+    if isinstance(devices, Mapping):
+        if not devices:
+            raise ValueError("a placement needs at least one rule, such as {'*': 'PIM-AI-1chip'}")
+        rules = []
+        for glob, spec in devices.items():
+            if not isinstance(glob, str):
+                raise TypeError(f"placement globs are strings such as '*.self_attn*', got {glob!r}")
+            rules.append((glob, load_device(spec)))
+        if not any(g == "*" for g, _ in rules):
+            raise ValueError(f"placement {list(devices)} has no catch-all rule: add '*': DEVICE last, "
+                             f"so that every op (the root model's included) has a device")
+        return Placement(tuple(rules))
+    return Placement((("*", load_device(devices)),))
