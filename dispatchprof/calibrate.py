@@ -75,7 +75,7 @@ def _installed_memory() -> int | None:
 
 def profile_yaml(cal: Calibration, name: str = "host-cpu") -> dict:
     """The device-profile document of a calibration."""
-    gbs = round(cal.copy_bytes_per_s / 1e9, 3)
+    gbs = _sig(cal.copy_bytes_per_s / 1e9)
     when = time.strftime("%Y-%m-%d")
     return {
         "family": "host CPU",
@@ -91,8 +91,8 @@ def profile_yaml(cal: Calibration, name: str = "host-cpu") -> dict:
             "host_to_device_pj_per_bit": 0,
             "device_to_host_gb_per_s": gbs,
             "device_to_host_pj_per_bit": 0,
-            "matrix_tflops": {k: round(v / 1e12, 6) for k, v in cal.matrix_flops.items()},
-            "vector_tflops": {k: round(v / 1e12, 6) for k, v in cal.vector_flops.items()},
+            "matrix_tflops": {k: _sig(v / 1e12) for k, v in cal.matrix_flops.items()},
+            "vector_tflops": {k: _sig(v / 1e12) for k, v in cal.vector_flops.items()},
             "pj_per_flop": 1.0,
             "sources": {
                 "memory_pj_per_bit": "assumed, not measured: DRAM access energy of the order of 20 pJ/bit",
@@ -102,6 +102,11 @@ def profile_yaml(cal: Calibration, name: str = "host-cpu") -> dict:
             },
         }},
     }
+
+
+def _sig(x: float) -> float:
+    """``x`` to 6 significant digits (readable YAML, no loss that matters)."""
+    return float(f"{x:.6g}")
 
 
 def write_profile(path: str | os.PathLike, cal: Calibration, name: str = "host-cpu") -> str:

@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import op_formulas  # noqa: F401  (registers every formula)
+from dispatchprof import query, units
 from dispatchprof.errors import DataDependentOpError
 from dispatchprof.placement import Placement, placement_of
 from dispatchprof.profile import Profile, check_phase
@@ -141,6 +142,31 @@ class OpCounter:
     def unknown_ops(self):
         """Ops with no formula: name, calls and the scopes they ran in."""
         return self.profile.unknown_ops()
+
+    def get(self, metric: str, scope: str | None = None, phase: str | None = None) -> int:
+        """One number: ``metric`` (a category, "flops", "macs", "bytes", "params", "peak", ...)
+        over ``scope`` (a name glob, a class name, or "attn", "mlp", "transformer");
+        see dispatchprof.query."""
+        return query.get(self.profile, metric, scope, phase)
+
+    def simulations(self) -> list[Simulation]:
+        """Every simulated scenario, in the order the devices were given."""
+        return [self.simulated(name) for name in self._scenarios]
+
+    def __str__(self) -> str:
+        """A short summary: totals, and time per simulated device."""
+        p = self.profile if (self._state is not None or self._profile is not None) else None
+        if p is None:
+            return "OpCounter (nothing counted yet)"
+        t = p.total()
+        text = (f"OpCounter: {t.calls} ops counted, {units.si(t.flops, 'FLOPs')} (ADD+MULT), {units.si(t.macs, 'MACs')}, "
+                f"{units.nbytes(t.bytes)} moved, peak {units.nbytes(p.peak_bytes)}, "
+                f"{len(p.unknown)} unknown ops")
+        for sim in self.simulations():
+            tot = sim.total
+            text += (f"\n  {sim.name}: {units.seconds(tot.time_s)}, {units.joules(tot.energy_j)}, "
+                     f"{units.watts(tot.power_w)}")
+        return text
 
     def simulated(self, device: str | None = None) -> Simulation:
         """The simulation of this count on one of the ``devices`` given to the counter: its

@@ -30,6 +30,7 @@ class OpRecord:
     param_bytes: int = 0    # bytes of bytes_read that are parameters or buffers
     param_elements: int = 0
     out_elements: int = 0   # elements of the tensor outputs
+    shapes: tuple[tuple[int, ...], ...] = ()   # shapes of the tensor arguments
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,7 @@ class Scope:
     act_bytes: int
     cache: int
     peak_bytes: int
+    latency_s: float = 0.0      # measured wall time of its forward calls, counting included
 
     @property
     def depth(self) -> int:
@@ -147,6 +149,7 @@ class Profile:
     zero_cost_calls: tuple[tuple[str, int], ...] = ()
     causal_rule: str = "full"
     peak_bytes: int = 0
+    tensor_kind: str = ""       # "real", "fake" or "meta": what the counted tensors were
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def select(self, phase: str | None = None) -> tuple[OpRecord, ...]:
@@ -193,6 +196,17 @@ class Profile:
     def unknown_ops(self) -> list[UnknownOp]:
         """Ops that had no formula (name, calls, scopes)."""
         return list(self.unknown)
+
+    def save(self, path: str) -> str:
+        """Write this profile as lossless, versioned JSON (atomically)."""
+        from dispatchprof.export import save_profile
+        return save_profile(self, path)
+
+    @staticmethod
+    def load(path: str) -> Profile:
+        """Read a profile written by `save`."""
+        from dispatchprof.export import load_profile
+        return load_profile(path)
 
 
 def tree_depths(parent: Mapping[str, str | None]) -> dict[str, int]:

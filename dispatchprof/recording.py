@@ -3,18 +3,20 @@ where its inputs came from; and the per-scope bookkeeping of ACT, CACHE and PEAK
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections import Counter
 from typing import Any
 
 import torch
 from torch import nn
+from torch._subclasses import FakeTensor
 
 from dispatchprof.memory import HOST, UNRECORDED, TensorLedger, storage_key
 from dispatchprof.profile import OpRecord, Profile, Scope, UnknownOp
 from dispatchprof.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.tracker import Frame, ModuleTracker
-from op_formulas.cost import Cost
+from op_formulas.cost import Cost, TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
 aten = torch.ops.aten
@@ -40,11 +42,13 @@ class Recorder:
         self.ledger = TensorLedger()
         self.inside_fused = 0
         self.label = "forward"        # phase of ops outside backward (OpCounter.phase)
+        self.tensor_kind: str | None = None   # "real", "fake" or "meta", from the first counted op
         self.op_index = 0
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
 
     # --- frames: entry snapshot, exit bookkeeping of ACT / CACHE / PEAK ---------------------
     def _on_push(self, frame: Frame) -> None:
+        frame.started = time.perf_counter()
         frame.first_op = self.op_index
         frame.produced_at_entry = self.ledger.produced_elements
         frame.peak_bytes = self.ledger.live_bytes
@@ -55,6 +59,7 @@ class Recorder:
         if frame.in_backward:
             return
         info = self.tracker.scopes[frame.name]
+        info.latency_s += time.perf_counter() - frame.started
         info.peak_bytes = max(info.peak_bytes, frame.peak_bytes)
         produced = self.ledger.produced_elements - frame.produced_at_entry
         seen: set[int] = set()
@@ -96,7 +101,8 @@ class Recorder:
             causal = self._is_causal(args, kwargs, scope)
             extra["causal_computed"] = causal and self.causal == "computed"
         try:
-            cost = fn(*to_meta(args), result=to_meta(out), **to_meta(kwargs), **extra)
+            meta_args = to_meta(args)
+            cost = fn(*meta_args, result=to_meta(out), **to_meta(kwargs), **extra)
         except UnsupportedCall as e:
             self._track(out, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
             self._unknown(str(packet), str(e))
@@ -108,7 +114,9 @@ class Recorder:
         index = len(self.records)
         self.records.append(OpRecord(str(packet), scope, phase, _first_dtype(args, out), cost, causal,
                                      tuple(reads.sources), reads.param_bytes, reads.param_elements,
-                                     out_elements))
+                                     out_elements, _shapes(meta_args)))
+        if self.tensor_kind is None:
+            self.tensor_kind = _kind_of(args, out)
         self._track(out, index, reads.keys)
         for i in _schema_info(func)[1]:           # mutated arguments now live where this op ran
             if i < len(args):
@@ -143,12 +151,12 @@ class Recorder:
         scopes = tuple(
             Scope(s.name, s.module_type, s.parent, s.calls, s.params[0], s.params[1],
                   s.params_self[0], s.params_self[1], s.buffers[0], s.buffers[1], s.act, s.act_bytes,
-                  s.cache, self.ledger.peak_bytes if s.name == "" else s.peak_bytes)
+                  s.cache, self.ledger.peak_bytes if s.name == "" else s.peak_bytes, s.latency_s)
             for s in self.tracker.scopes.values())
         unknown = tuple(UnknownOp(op, calls, tuple(sorted(sc)), why)
                         for op, (calls, sc, why) in self.unknown.items())
         return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
-                       self.causal, self.ledger.peak_bytes)
+                       self.causal, self.ledger.peak_bytes, self.tensor_kind or "")
 
 
 _SCHEMA_CACHE: dict[torch._ops.OpOverload, tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]] = {}
@@ -239,6 +247,25 @@ def _written(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[int, int]:
             nbytes += stored_bytes(t)
             elements += t.numel()
     return nbytes, elements
+
+
+def _shapes(meta_args: tuple) -> tuple[tuple[int, ...], ...]:
+    """Shapes of the tensor arguments, in order (lists of tensors flattened)."""
+    out = []
+    for a in meta_args:
+        if isinstance(a, TensorMeta):
+            out.append(a.shape)
+        elif isinstance(a, (list, tuple)):
+            out.extend(x.shape for x in a if isinstance(x, TensorMeta))
+    return tuple(out)
+
+
+def _kind_of(args: tuple, out: Any) -> str | None:
+    for t in iter_tensors((args, out)):
+        if isinstance(t, FakeTensor):
+            return "fake"
+        return "meta" if t.device.type == "meta" else "real"
+    return None
 
 
 def _first_dtype(args: tuple, out: Any) -> str:

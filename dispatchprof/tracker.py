@@ -39,6 +39,7 @@ class Frame:
     produced_at_entry: int = 0    # LiveMemory.produced_elements at entry
     peak_bytes: int = 0           # peak live bytes while it ran (children included)
     in_backward: bool = False
+    started: float = 0.0          # perf_counter at entry
 
 
 @dataclass
@@ -53,6 +54,7 @@ class ScopeInfo:
     act_bytes: int = 0
     cache: int = 0                # elements of temporaries (not outputs), summed over calls
     peak_bytes: int = 0           # max over calls
+    latency_s: float = 0.0        # wall time of its forward calls (counting included)
     params: tuple[int, int] = (0, 0)          # (elements, bytes) of the module and its children
     params_self: tuple[int, int] = (0, 0)     # (elements, bytes) it owns directly
     buffers: tuple[int, int] = (0, 0)

@@ -1,0 +1,66 @@
+"""A roofline plot (PNG) of a simulation: ops or modules against the device's roofs.
+
+x: arithmetic intensity (work / bytes), y: achieved FLOP/s (work / simulated time); the roofs
+are min(peak, bandwidth * x) for the device's matrix and vector peaks of ``dtype``. Needs
+matplotlib (``pip install dispatchprof[plot]``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections import defaultdict
+
+from dispatchprof.devices import load_device
+from dispatchprof.export import write_atomic
+from dispatchprof.simulate import Simulation
+
+LEVELS = ("ops", "modules")
+
+
+def plot_roofline(sim: Simulation, path: str | os.PathLike, *, level: str = "ops", dtype: str = "bf16") -> str:
+    """Write the roofline PNG of ``sim`` (first device of its placement) to ``path``."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("the roofline plot needs matplotlib: pip install 'dispatchprof[plot]'") from None
+    device = load_device(sim.devices[0])
+    points = _points(sim, level)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    xs = [10 ** (k / 10) for k in range(-30, 41)]
+    bw = device.memory_bandwidth_gb_per_s * 1e9
+    for label, matrix, style in (("matrix", True, "-"), ("vector", False, "--")):
+        peak = device.peak_flops(dtype, matrix)
+        ax.plot(xs, [min(peak, bw * x) for x in xs], style, color="black", lw=1,
+                label=f"{label} roof ({dtype}, {peak / 1e12:g} TFLOP/s)")
+    for name, (x, y) in points.items():
+        ax.scatter([x], [y], s=18)
+        ax.annotate(name, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (work / byte)")
+    ax.set_ylabel("achieved FLOP/s")
+    ax.set_title(f"{sim.name}: {level}")
+    ax.legend(fontsize=7, loc="lower right")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return write_atomic(path, buf.getvalue())
+
+
+def _points(sim: Simulation, level: str) -> dict[str, tuple[float, float]]:
+    work: dict[str, float] = defaultdict(float)
+    traffic: dict[str, float] = defaultdict(float)
+    time: dict[str, float] = defaultdict(float)
+    for t in sim.ops:
+        r = sim._records[t.record]
+        key = r.op if level == "ops" else (r.scope or "(root)")
+        c = r.cost
+        work[key] += c.ops
+        traffic[key] += (c.bytes_read or 0) + (c.bytes_written or 0)
+        time[key] += t.time_s
+    return {k: (work[k] / traffic[k], work[k] / time[k]) for k in work if work[k] and traffic[k] and time[k]}
