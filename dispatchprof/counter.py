@@ -110,12 +110,12 @@ class OpCounter:
         check_phase(name)
         if self._state is None:
             raise RuntimeError("OpCounter.phase() works only inside `with OpCounter() as c:`")
-        state, saved = self._state, self._state.label
-        state.label = name
+        state, saved = self._state, (self._state.label, self._state.label_baseline)
+        state.label, state.label_baseline = name, state.ledger.live_bytes
         try:
             yield
         finally:
-            state.label = saved
+            state.label, state.label_baseline = saved
 
     # --- results ---------------------------------------------------------------------------
     @property

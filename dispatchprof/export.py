@@ -46,7 +46,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
     return {
         "schema": SCHEMA, "version": VERSION,
         "causal_rule": profile.causal_rule, "peak_bytes": profile.peak_bytes,
-        "tensor_kind": profile.tensor_kind,
+        "tensor_kind": profile.tensor_kind, "phase_peaks": [list(p) for p in profile.phase_peaks],
         "record_fields": _RECORD_FIELDS, "cost_fields": _COST_FIELDS,
         "records": [[*(_plain(getattr(r, f)) for f in _RECORD_FIELDS[:4]), list(astuple(r.cost)),
                      *(_plain(getattr(r, f)) for f in _RECORD_FIELDS[5:])] for r in profile.records],
@@ -85,7 +85,7 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
         unknown = tuple(UnknownOp(u[0], u[1], tuple(u[2]), u[3]) for u in data["unknown"])
         zero = tuple((z[0], z[1]) for z in data["zero_cost_calls"])
         return Profile(records, scopes, unknown, zero, data["causal_rule"], data["peak_bytes"],
-                       data["tensor_kind"])
+                       data["tensor_kind"], tuple((p[0], p[1]) for p in data["phase_peaks"]))
     except (KeyError, IndexError, TypeError) as e:
         raise ValueError(f"{where}: malformed profile ({type(e).__name__}: {e})") from None
 

@@ -150,6 +150,7 @@ class Profile:
     causal_rule: str = "full"
     peak_bytes: int = 0
     tensor_kind: str = ""       # "real", "fake" or "meta": what the counted tensors were
+    phase_peaks: tuple[tuple[str, int], ...] = ()   # (phase, peak live bytes above the phase's start)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def select(self, phase: str | None = None) -> tuple[OpRecord, ...]:

@@ -42,6 +42,8 @@ class Recorder:
         self.ledger = TensorLedger()
         self.inside_fused = 0
         self.label = "forward"        # phase of ops outside backward (OpCounter.phase)
+        self.label_baseline = 0       # live bytes when the current label began
+        self.phase_peaks: dict[str, int] = {}   # label -> peak live bytes above its baseline
         self.tensor_kind: str | None = None   # "real", "fake" or "meta", from the first counted op
         self.op_index = 0
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
@@ -126,8 +128,11 @@ class Recorder:
         frame = self.tracker.current
         for t in iter_tensors(out):
             self.ledger.track(t, self.op_index, producer, not_new)
-        if self.ledger.live_bytes > frame.peak_bytes:
-            frame.peak_bytes = self.ledger.live_bytes
+        live = self.ledger.live_bytes
+        if live > frame.peak_bytes:
+            frame.peak_bytes = live
+        if live - self.label_baseline > self.phase_peaks.get(self.label, 0):
+            self.phase_peaks[self.label] = live - self.label_baseline
 
     def _unknown(self, name: str, reason: str) -> None:
         scope, _ = self.scope_and_phase()
@@ -156,7 +161,8 @@ class Recorder:
         unknown = tuple(UnknownOp(op, calls, tuple(sorted(sc)), why)
                         for op, (calls, sc, why) in self.unknown.items())
         return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
-                       self.causal, self.ledger.peak_bytes, self.tensor_kind or "")
+                       self.causal, self.ledger.peak_bytes, self.tensor_kind or "",
+                       tuple(sorted(self.phase_peaks.items())))
 
 
 _SCHEMA_CACHE: dict[torch._ops.OpOverload, tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]] = {}

@@ -67,6 +67,7 @@ class OpTiming:
     t_overhead: float
     energy_j: float
     bound: str
+    static_power_w: float = 0.0       # the device's static power (part of energy_j: static x time_s)
 
     @property
     def time_s(self) -> float:
@@ -209,7 +210,7 @@ def _time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_d
     energy = (work * d.pj_per_flop + 8 * traffic * d.memory_pj_per_bit) * 1e-12 \
         + d.static_power_w * t_op + e_transfer
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, t_overhead, energy,
-                    "compute" if t_compute >= t_memory else "memory")
+                    "compute" if t_compute >= t_memory else "memory", d.static_power_w)
 
 
 def _override(r: OpRecord, d: Device, t_compute: float, in_rms_norm: bool) -> float:
