@@ -5,7 +5,7 @@ setup:
 	./scripts/setup.sh
 
 demo: setup
-	.venv/bin/python scripts/examples/count_llama.py
+	.venv/bin/dispatchprof llama-3.2-1b --batch 16 --prompt-len 200 --device PIM-AI-1chip
 
 wheel: setup
 	./scripts/check_wheel.sh
@@ -18,3 +18,4 @@ coverage: setup
 
 bench: setup
 	.venv/bin/python scripts/bench_overhead.py
+	.venv/bin/python scripts/bench_generation.py

@@ -187,17 +187,19 @@ class OpCounter:
 
 
 def scenarios_of(devices: Any) -> dict[str, Placement]:
-    """Simulation scenarios from OpCounter's ``devices``: name -> placement."""
+    """Simulation scenarios from OpCounter's ``devices``: name -> placement. A device is named
+    by its own name; a placement mapping is named "placement" (the first) or "placement N"."""
     if devices is None:
         return {}
-    if isinstance(devices, (list, tuple)):
-        out = {}
-        for spec in devices:
-            p = placement_of(spec)
-            out[p.devices[0].name] = p
-        return out
-    p = placement_of(devices)
-    return {"placement" if isinstance(devices, dict) else p.devices[0].name: p}
+    out: dict[str, Placement] = {}
+    for spec in devices if isinstance(devices, (list, tuple)) else [devices]:
+        p = placement_of(spec)
+        if isinstance(spec, dict):
+            name = "placement" if "placement" not in out else f"placement {len(out) + 1}"
+        else:
+            name = p.devices[0].name
+        out[name] = p
+    return out
 
 
 class _CountingMode(TorchDispatchMode):

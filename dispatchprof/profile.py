@@ -96,7 +96,7 @@ class Scope:
     calls: int
     params: int
     params_bytes: int
-    params_self: int
+    params_self: int          # parameters it owns directly (a tied one: only its first scope)
     params_self_bytes: int
     buffers: int
     buffers_bytes: int

@@ -69,6 +69,7 @@ class ModuleTracker:
                  on_pop: Callable[[Frame, Any], None]) -> None:
         #: storage keys of every parameter and buffer of the modules seen: resident tensors
         self.resident: set[int] = set()
+        self._owned: set[int] = set()    # ids of parameters already given to a scope as its own
         self.root_model = model
         self.stack: list[Frame] = [Frame("", None, 0)]
         self.scopes: dict[str, ScopeInfo] = {"": ScopeInfo("", type(model).__name__ if model else "", None)}
@@ -186,7 +187,9 @@ class ModuleTracker:
             if key is not None:
                 self.resident.add(key)
         info.params = _size_of(module.parameters())
-        info.params_self = _size_of(module.parameters(recurse=False))
+        own = [p for p in module.parameters(recurse=False) if id(p) not in self._owned]
+        self._owned.update(id(p) for p in own)     # a tied parameter is owned by the first scope
+        info.params_self = _size_of(own)
         info.buffers = _size_of(module.buffers())
         info.buffers_self = _size_of(module.buffers(recurse=False))
 

@@ -1,0 +1,26 @@
+"""``dispatchprof calibrate``: measure this machine's CPU and write its device profile."""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence
+
+from dispatchprof.calibrate import measure, write_profile
+from dispatchprof.cli import Parser
+
+
+def run(argv: Sequence[str]) -> int:
+    p = Parser(prog="dispatchprof calibrate", description="Measure matmul and element-wise throughput, "
+               "copy bandwidth and memory of this CPU; write a device YAML.")
+    p.add_argument("-o", "--output", default="host-cpu.yaml")
+    p.add_argument("--name", default="host-cpu")
+    args = p.parse_args(argv)
+    cal = measure()
+    path = write_profile(args.output, cal, args.name)
+    print(f"wrote {path}: use it as --device {path}")
+    for key in cal.matrix_flops:
+        print(f"  {key}: matmul {cal.matrix_flops[key] / 1e9:,.1f} GFLOP/s, "
+              f"element-wise {cal.vector_flops[key] / 1e9:,.2f} GFLOP/s")
+    print(f"  copy bandwidth {cal.copy_bytes_per_s / 1e9:,.2f} GB/s, {cal.threads} threads")
+    sys.stdout.flush()
+    return 0
