@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import platform
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -19,7 +18,8 @@ from typing import Callable
 import torch
 import yaml
 
-from dispatchprof.devices import load_device
+from dispatchprof.devices import parse_profile
+from dispatchprof.export import write_atomic
 
 CALIBRATED_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
@@ -110,18 +110,9 @@ def _sig(x: float) -> float:
 
 
 def write_profile(path: str | os.PathLike, cal: Calibration, name: str = "host-cpu") -> str:
-    """Write the profile atomically (temporary file, then rename) and check that it loads."""
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".calibrate-", suffix=".yaml")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("# Written by dispatchprof calibrate; units are in the field names.\n")
-            yaml.safe_dump(profile_yaml(cal, name), f, sort_keys=False)
-        load_device(tmp)                        # never publish a profile that does not load
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    """Write the profile atomically, after checking that it loads: a profile that would not load
+    is never written."""
+    text = "# Written by dispatchprof calibrate; units are in the field names.\n" + \
+        yaml.safe_dump(profile_yaml(cal, name), sort_keys=False)
+    parse_profile(text, os.fspath(path))
+    return write_atomic(path, text)

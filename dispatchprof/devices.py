@@ -147,17 +147,23 @@ def read_profile_file(path: str | os.PathLike) -> list[Device]:
     path = str(path)
     try:
         with open(path, encoding="utf-8") as f:
-            loader = _StrictLoader(f)
-            loader.name = path
-            try:
-                data = loader.get_single_data()
-            finally:
-                loader.dispose()
+            text = f.read()
     except OSError as e:
         raise DeviceProfileError(f"{path}: cannot read the device profile ({e.strerror})") from None
+    return parse_profile(text, path)
+
+
+def parse_profile(text: str, where: str) -> list[Device]:
+    """Every device of a profile document (YAML text), validated; ``where`` names it in errors."""
+    loader = _StrictLoader(text)
+    loader.name = where
+    try:
+        data = loader.get_single_data()
     except yaml.YAMLError as e:
-        raise DeviceProfileError(f"{path}: not valid YAML: {e}") from None
-    return _devices_of(path, data)
+        raise DeviceProfileError(f"{where}: not valid YAML: {e}") from None
+    finally:
+        loader.dispose()
+    return _devices_of(where, data)
 
 
 def _devices_of(path: str, data: Any) -> list[Device]:
