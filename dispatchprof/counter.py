@@ -14,6 +14,7 @@ from typing import Any, Iterator, Literal, get_args
 
 import torch
 from torch import nn
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -78,6 +79,8 @@ class OpCounter:
         self._profile = None
         self._state = Recorder(self._model, self._causal)
         self._state.tracker.start()
+        self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
+                                 register_optimizer_step_post_hook(self._optimizer_finished)]
         self._modes = [_FusedAttentionMode(self._state), _CountingMode(self._state)]
         try:
             for m in self._modes:
@@ -97,11 +100,25 @@ class OpCounter:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
+            for h in getattr(self, "_optimizer_hooks", []):
+                h.remove()
+            self._optimizer_hooks = []
             if state is not None:
                 state.tracker.stop()
                 self._profile = state.freeze()
                 state.ledger.close()
                 self._state = None
+
+    def _optimizer_started(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """Global optimizer pre-hook: the step's ops are phase "optimizer"."""
+        if self._state is not None:
+            self._saved_label = (self._state.label, self._state.label_baseline)
+            self._state.label, self._state.label_baseline = "optimizer", self._state.ledger.live_bytes
+
+    def _optimizer_finished(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if self._state is not None and getattr(self, "_saved_label", None) is not None:
+            self._state.label, self._state.label_baseline = self._saved_label
+            self._saved_label = None
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

@@ -41,12 +41,14 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> str:
 
 
 # --- JSON ------------------------------------------------------------------------------------
-def profile_to_dict(profile: Profile) -> dict[str, Any]:
-    """A JSON-ready dict holding everything in ``profile``."""
+def profile_to_dict(profile: Profile, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-ready dict holding everything in ``profile`` (and ``meta``: who wrote it, e.g. the
+    process index of a multi-process run)."""
     return {
-        "schema": SCHEMA, "version": VERSION,
+        "schema": SCHEMA, "version": VERSION, "meta": meta or {},
         "causal_rule": profile.causal_rule, "peak_bytes": profile.peak_bytes,
         "tensor_kind": profile.tensor_kind, "phase_peaks": [list(p) for p in profile.phase_peaks],
+        "phase_wall": [list(p) for p in profile.phase_wall],
         "record_fields": _RECORD_FIELDS, "cost_fields": _COST_FIELDS,
         "records": [[*(_plain(getattr(r, f)) for f in _RECORD_FIELDS[:4]), list(astuple(r.cost)),
                      *(_plain(getattr(r, f)) for f in _RECORD_FIELDS[5:])] for r in profile.records],
@@ -85,14 +87,15 @@ def profile_from_dict(data: Any, where: str = "profile") -> Profile:
         unknown = tuple(UnknownOp(u[0], u[1], tuple(u[2]), u[3]) for u in data["unknown"])
         zero = tuple((z[0], z[1]) for z in data["zero_cost_calls"])
         return Profile(records, scopes, unknown, zero, data["causal_rule"], data["peak_bytes"],
-                       data["tensor_kind"], tuple((p[0], p[1]) for p in data["phase_peaks"]))
+                       data["tensor_kind"], tuple((p[0], p[1]) for p in data["phase_peaks"]),
+                       tuple((p[0], p[1]) for p in data["phase_wall"]))
     except (KeyError, IndexError, TypeError) as e:
         raise ValueError(f"{where}: malformed profile ({type(e).__name__}: {e})") from None
 
 
-def save_profile(profile: Profile, path: str | os.PathLike) -> str:
+def save_profile(profile: Profile, path: str | os.PathLike, meta: dict[str, Any] | None = None) -> str:
     """Write ``profile`` as JSON (lossless: `load_profile` gives an equal Profile back)."""
-    return write_atomic(path, json.dumps(profile_to_dict(profile), separators=(",", ":")))
+    return write_atomic(path, json.dumps(profile_to_dict(profile, meta), separators=(",", ":")))
 
 
 def load_profile(path: str | os.PathLike) -> Profile:

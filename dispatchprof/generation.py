@@ -28,7 +28,8 @@ from dispatchprof.fake import fake_inputs
 from dispatchprof.profile import Profile, Totals
 
 Progress = Callable[[int, int, str], None]
-_COUNT_FIELDS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs", "bytes_read", "bytes_written")
+_COUNT_FIELDS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs", "bytes_read", "bytes_written",
+                 "comm_bytes")
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: int) -> StepSamp
     timing = {}
     for sim in c.simulations():
         timing[sim.name] = tuple(
-            (t.t_compute, t.t_memory, t.t_overhead, t.t_transfer,
+            (t.t_compute, t.t_memory, t.t_overhead, t.t_transfer + t.t_comm,
              t.energy_j - t.static_power_w * t.time_s, t.static_power_w)
             for t in (sim.ops[i] for i in index))
     return StepSample(past, tuple((r.op, r.scope, r.dtype) for r in records),
@@ -311,7 +312,8 @@ def _sum_decode(samples: Mapping[int, StepSample], segments: Segments, names: li
                 t[1] += e_dyn + r0[5] * (busy + overhead + transfer)
                 t[2] += compute_side
                 t[3] += memory_side
-    return {"totals": Totals(*totals, calls=calls), "by_scope": {k: Totals(*v) for k, v in by_scope.items()},
+    return {"totals": Totals(**dict(zip(_COUNT_FIELDS, totals)), calls=calls),
+            "by_scope": {k: Totals(**dict(zip(_COUNT_FIELDS, v))) for k, v in by_scope.items()},
             "timing": {n: PhaseTiming(*timing[n]) for n in names}}
 
 

@@ -48,6 +48,7 @@ class Totals:
     bytes_read: int = 0
     bytes_written: int = 0
     calls: int = 0
+    comm_bytes: int = 0       # bytes sent to other processes (collectives)
 
     @property
     def flops(self) -> int:
@@ -83,6 +84,7 @@ def sum_records(records: Iterable[OpRecord]) -> Totals:
         acc[0] += c.add; acc[1] += c.mult; acc[2] += c.div; acc[3] += c.sqrt  # noqa: E702
         acc[4] += c.exp; acc[5] += c.cmp; acc[6] += c.other; acc[7] += c.macs  # noqa: E702
         acc[8] += c.bytes_read or 0; acc[9] += c.bytes_written or 0; acc[10] += 1  # noqa: E702
+        acc[11] += c.comm_bytes
     return Totals(*acc)
 
 
@@ -151,6 +153,7 @@ class Profile:
     peak_bytes: int = 0
     tensor_kind: str = ""       # "real", "fake" or "meta": what the counted tensors were
     phase_peaks: tuple[tuple[str, int], ...] = ()   # (phase, peak live bytes above the phase's start)
+    phase_wall: tuple[tuple[str, float], ...] = ()  # (phase, measured wall seconds, counting included)
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def select(self, phase: str | None = None) -> tuple[OpRecord, ...]:

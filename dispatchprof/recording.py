@@ -16,6 +16,7 @@ from dispatchprof.memory import HOST, UNRECORDED, TensorLedger, storage_key
 from dispatchprof.profile import OpRecord, Profile, Scope, UnknownOp
 from dispatchprof.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.tracker import Frame, ModuleTracker
+from op_formulas.collectives import COLLECTIVES
 from op_formulas.cost import Cost, TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
@@ -44,6 +45,8 @@ class Recorder:
         self.label = "forward"        # phase of ops outside backward (OpCounter.phase)
         self.label_baseline = 0       # live bytes when the current label began
         self.phase_peaks: dict[str, int] = {}   # label -> peak live bytes above its baseline
+        self.phase_wall: dict[str, float] = {}  # phase -> measured wall time of its ops (s)
+        self.last_op_time = time.perf_counter()
         self.tensor_kind: str | None = None   # "real", "fake" or "meta", from the first counted op
         self.op_index = 0
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
@@ -97,11 +100,16 @@ class Recorder:
                 self._unknown(str(packet), "no formula registered")
             return
         scope, phase = self.scope_and_phase()
+        now = time.perf_counter()
+        self.phase_wall[phase] = self.phase_wall.get(phase, 0.0) + now - self.last_op_time
+        self.last_op_time = now
         extra: dict[str, Any] = {}
         causal = None
         if packet in ATTENTION_OPS:
             causal = self._is_causal(args, kwargs, scope)
             extra["causal_computed"] = causal and self.causal == "computed"
+        elif packet in COLLECTIVES:
+            extra.update(_world())
         try:
             meta_args = to_meta(args)
             cost = fn(*meta_args, result=to_meta(out), **to_meta(kwargs), **extra)
@@ -162,7 +170,7 @@ class Recorder:
                         for op, (calls, sc, why) in self.unknown.items())
         return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
                        self.causal, self.ledger.peak_bytes, self.tensor_kind or "",
-                       tuple(sorted(self.phase_peaks.items())))
+                       tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())))
 
 
 _SCHEMA_CACHE: dict[torch._ops.OpOverload, tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]] = {}
@@ -253,6 +261,15 @@ def _written(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[int, int]:
             nbytes += stored_bytes(t)
             elements += t.numel()
     return nbytes, elements
+
+
+def _world() -> dict[str, int]:
+    """world_size and rank of the default process group (1 and 0 without one)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return {"world_size": dist.get_world_size(), "rank": dist.get_rank()}
+    return {"world_size": 1, "rank": 0}
 
 
 def _shapes(meta_args: tuple) -> tuple[tuple[int, ...], ...]:

@@ -10,6 +10,10 @@ For an op o with dtype t placed on device d (units: seconds, bytes, joules):
     bound     = "compute" if t_compute >= t_memory else "memory"
     energy    = work * pj_per_flop + 8 * bytes * memory_pj_per_bit + static_power * t_op + e_transfer
 
+Collectives send ``comm_bytes`` to the other processes over the device's interconnect (its host
+link without one): t_comm = comm_bytes / interconnect, e_comm = 8 * comm_bytes * its pJ/bit,
+added to t_op and energy.
+
 A tensor read on device d that was produced on another device, or that comes from the host
 (a model input: a tensor no counted op produced and that is not a parameter or buffer), is
 first moved, once per tensor and destination: device -> host over the source's
@@ -68,10 +72,11 @@ class OpTiming:
     energy_j: float
     bound: str
     static_power_w: float = 0.0       # the device's static power (part of energy_j: static x time_s)
+    t_comm: float = 0.0               # sending comm_bytes to other processes
 
     @property
     def time_s(self) -> float:
-        return max(self.t_compute, self.t_memory) + self.t_overhead + self.t_transfer
+        return max(self.t_compute, self.t_memory) + self.t_overhead + self.t_transfer + self.t_comm
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,7 @@ class SimTotals:
     transfer_s: float = 0.0
     overhead_s: float = 0.0
     ops: int = 0
+    comm_s: float = 0.0              # collectives: time on the interconnect
 
     @property
     def power_w(self) -> float:
@@ -94,15 +100,17 @@ class SimTotals:
     def __add__(self, o: SimTotals) -> SimTotals:
         return SimTotals(self.time_s + o.time_s, self.energy_j + o.energy_j,
                          self.compute_bound_s + o.compute_bound_s, self.memory_bound_s + o.memory_bound_s,
-                         self.transfer_s + o.transfer_s, self.overhead_s + o.overhead_s, self.ops + o.ops)
+                         self.transfer_s + o.transfer_s, self.overhead_s + o.overhead_s, self.ops + o.ops,
+                         self.comm_s + o.comm_s)
 
 
 def _totals_of(timings: Iterable[OpTiming]) -> SimTotals:
-    time = energy = cb = mb = tr = ov = 0.0
+    time = energy = cb = mb = tr = ov = cm = 0.0
     n = 0
     for t in timings:
         busy = max(t.t_compute, t.t_memory)
-        time += busy + t.t_overhead + t.t_transfer
+        time += busy + t.t_overhead + t.t_transfer + t.t_comm
+        cm += t.t_comm
         energy += t.energy_j
         if t.bound == "compute":
             cb += busy
@@ -111,7 +119,7 @@ def _totals_of(timings: Iterable[OpTiming]) -> SimTotals:
         tr += t.t_transfer
         ov += t.t_overhead
         n += 1
-    return SimTotals(time, energy, cb, mb, tr, ov, n)
+    return SimTotals(time, energy, cb, mb, tr, ov, n, cm)
 
 
 @dataclass(frozen=True)
@@ -206,11 +214,22 @@ def _time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_d
     t_memory = traffic / (d.memory_bandwidth_gb_per_s * 1e9 * d.memory_efficiency)
     t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
     t_overhead = d.launch_overhead_us * 1e-6
-    t_op = max(t_compute, t_memory) + t_overhead + t_transfer
+    t_comm, e_comm = _communication(c.comm_bytes, d)
+    t_op = max(t_compute, t_memory) + t_overhead + t_transfer + t_comm
     energy = (work * d.pj_per_flop + 8 * traffic * d.memory_pj_per_bit) * 1e-12 \
-        + d.static_power_w * t_op + e_transfer
+        + d.static_power_w * t_op + e_transfer + e_comm
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, t_overhead, energy,
-                    "compute" if t_compute >= t_memory else "memory", d.static_power_w)
+                    "compute" if t_compute >= t_memory else "memory", d.static_power_w, t_comm)
+
+
+def _communication(nbytes: int, d: Device) -> tuple[float, float]:
+    """Collectives: bytes sent over the interconnect, or over the host link without one."""
+    if not nbytes:
+        return 0.0, 0.0
+    if d.interconnect_gb_per_s is not None:
+        pj = d.interconnect_pj_per_bit if d.interconnect_pj_per_bit is not None else d.device_to_host_pj_per_bit
+        return nbytes / (d.interconnect_gb_per_s * 1e9), 8 * nbytes * pj * 1e-12
+    return nbytes / (d.device_to_host_gb_per_s * 1e9), 8 * nbytes * d.device_to_host_pj_per_bit * 1e-12
 
 
 def _override(r: OpRecord, d: Device, t_compute: float, in_rms_norm: bool) -> float:

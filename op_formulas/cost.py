@@ -46,7 +46,8 @@ def T(*shape: int, dtype: torch.dtype = torch.float32) -> TensorMeta:
 @dataclass(frozen=True, slots=True)
 class Cost:
     """Counts of one op call. ``bytes_*`` of None mean "use the generic rule":
-    every tensor input is read once, every tensor output written once."""
+    every tensor input is read once, every tensor output written once. ``comm_bytes`` are the
+    bytes this process sends to other processes (collectives)."""
 
     add: int = 0
     mult: int = 0
@@ -58,16 +59,18 @@ class Cost:
     macs: int = 0
     bytes_read: int | None = None
     bytes_written: int | None = None
+    comm_bytes: int = 0
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(*(a + b for a, b in zip(self._counts(), other._counts())),
                     bytes_read=_add_opt(self.bytes_read, other.bytes_read),
-                    bytes_written=_add_opt(self.bytes_written, other.bytes_written))
+                    bytes_written=_add_opt(self.bytes_written, other.bytes_written),
+                    comm_bytes=self.comm_bytes + other.comm_bytes)
 
     def __mul__(self, k: int) -> Cost:
         """Scale the arithmetic by an integer factor (rows, batch, steps)."""
         return Cost(*(a * k for a in self._counts()),
-                    bytes_read=self.bytes_read, bytes_written=self.bytes_written)
+                    bytes_read=self.bytes_read, bytes_written=self.bytes_written, comm_bytes=self.comm_bytes)
 
     __rmul__ = __mul__
 

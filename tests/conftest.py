@@ -42,6 +42,8 @@ def _nothing_left_behind():
     """Every test must leave torch as it found it: no modes, no global module hooks."""
     yield
     from torch.nn.modules import module as m
+    from torch.optim import optimizer as o
     assert not m._global_forward_pre_hooks and not m._global_forward_hooks
+    assert not o._global_optimizer_pre_hooks and not o._global_optimizer_post_hooks
     assert torch._C._len_torch_dispatch_stack() == 0
     assert torch._C._len_torch_function_stack() == 0

@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import Sequence
 
-SUBCOMMANDS = ("devices", "report", "calibrate")
+SUBCOMMANDS = ("devices", "report", "calibrate", "merge")
 
 
 class UsageError(Exception):
