@@ -53,10 +53,12 @@ class OpCounter:
             (``{"*.self_attn*": "PIM-AI-1chip", "*": "PIM-AI-4chip"}``).
         weight_dtype: simulate the parameters stored in this dtype ("int8", "int4", ...)
             instead of the dtype the tensors carry.
+        bound: simulate the pure roofline bound, ignoring the profiles' efficiencies and launch
+            overheads (the GPU profiles carry achieved fractions by default).
     """
 
     def __init__(self, model: nn.Module | None = None, *, causal: CausalRule = "full",
-                 devices: Any = None, weight_dtype: str | None = None) -> None:
+                 devices: Any = None, weight_dtype: str | None = None, bound: bool = False) -> None:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"OpCounter(model=...) takes a torch.nn.Module, got {type(model).__name__}; "
                             f"call it as OpCounter(model) or OpCounter()")
@@ -68,6 +70,7 @@ class OpCounter:
         if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
             raise ValueError(f"OpCounter(weight_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
         self._weight_dtype = weight_dtype
+        self._bound = bool(bound)
         self._state: Recorder | None = None
         self._profile: Profile | None = None
         self._modes: list[Any] = []
@@ -200,7 +203,8 @@ class OpCounter:
         key = {k.lower(): k for k in self._scenarios}.get(device.lower())
         if key is None:
             raise ValueError(f"{device!r} was not simulated; simulated: {', '.join(self._scenarios)}")
-        return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key)
+        return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key,
+                        bound=self._bound)
 
 
 def scenarios_of(devices: Any) -> dict[str, Placement]:

@@ -13,6 +13,7 @@ the field. YAML is read with a safe loader only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass, field
@@ -57,6 +58,8 @@ class Device:
     launch_overhead_us: float = 0.0
     static_power_w: float = 0.0
     ns_per_element: Mapping[str, float] = field(default_factory=dict)
+    cache_capacity_mb: float | None = None       # last-level cache: ops whose traffic fits run at
+    cache_bandwidth_gb_per_s: float | None = None  # cache bandwidth instead of memory bandwidth
     interconnect_gb_per_s: float | None = None
     interconnect_pj_per_bit: float | None = None
     tdp_w: float | None = None
@@ -73,6 +76,18 @@ class Device:
         if matrix and dtype_key in self.matrix_tflops:
             return self.matrix_tflops[dtype_key] * 1e12
         return self.vector_tflops.get(dtype_key, self.vector_tflops["fp32"]) * 1e12
+
+    def as_bound(self) -> Device:
+        """This device with the pure roofline bound: efficiencies 1, no launch overhead."""
+        return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0)
+
+    def bandwidth_for(self, traffic_bytes: float) -> float:
+        """Bytes/s an op with this much traffic gets: the cache's when it fits in the last-level
+        cache (when the profile has one), else the memory's; times memory_efficiency."""
+        if self.cache_capacity_mb is not None and self.cache_bandwidth_gb_per_s is not None \
+                and traffic_bytes <= self.cache_capacity_mb * 1e6:
+            return self.cache_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
+        return self.memory_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
 
     def source_of(self, field_name: str) -> str:
         """Where the figure ``field_name`` comes from."""
@@ -115,6 +130,8 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "launch_overhead_us": (_NUMBER, False, _non_negative),
     "static_power_w": (_NUMBER, False, _non_negative),
     "ns_per_element": ((dict,), False, ("override", _positive)),
+    "cache_capacity_mb": (_NUMBER, False, _positive),
+    "cache_bandwidth_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_pj_per_bit": (_NUMBER, False, _non_negative),
     "tdp_w": (_NUMBER, False, _positive),

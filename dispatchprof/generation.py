@@ -102,19 +102,20 @@ class GenerationProfile:
 
 def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_tokens: int, *,
                        devices: Any = None, weight_dtype: str | None = None, exact: bool = False,
-                       progress: Progress | None = None) -> GenerationProfile:
+                       bound: bool = False, progress: Progress | None = None) -> GenerationProfile:
     """Count and simulate a generation of ``new_tokens`` tokens after a ``prompt_len`` prompt for
-    ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference)."""
+    ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference);
+    ``bound=True`` simulates the pure roofline (no efficiencies or overheads)."""
     for name, value, low in (("batch", batch, 1), ("prompt_len", prompt_len, 1), ("new_tokens", new_tokens, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     scenarios = scenarios_of(devices)
     steps = new_tokens - 1
     report = progress or (lambda done, total, what: None)
-    prefill, prefill_sims = _count_prefill(model, batch, prompt_len, devices, weight_dtype)
+    prefill, prefill_sims = _count_prefill(model, batch, prompt_len, devices, weight_dtype, bound)
     report(1, 1, "prefill")
     samples, segments = ({}, []) if not steps else (
-        _every_step if exact else _sampled)(model, batch, prompt_len, steps, devices, weight_dtype, report)
+        _every_step if exact else _sampled)(model, batch, prompt_len, steps, devices, weight_dtype, bound, report)
     sums = _sum_decode(samples, segments, list(scenarios)) if steps else {}
     first = samples.get(prompt_len)
     last = samples.get(prompt_len + steps - 1)
@@ -151,10 +152,10 @@ def _new_cache(model: torch.nn.Module) -> Any:
     return DynamicCache(config=model.config)
 
 
-def _count_prefill(model, batch, prompt_len, devices, weight_dtype):
+def _count_prefill(model, batch, prompt_len, devices, weight_dtype, bound):
     ids = fake_inputs(model, batch, prompt_len, high=_vocab(model))
     cache = _new_cache(model)
-    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype) as c:
+    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound) as c:
         with c.phase("prefill"):
             model(ids, past_key_values=cache, use_cache=True)
     sims = {sim.name: sim for sim in c.simulations()}
@@ -182,14 +183,15 @@ def cache_bytes(cache: Any) -> int:
     return total
 
 
-def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None) -> StepSample:
+def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None,
+                bound: bool = False) -> StepSample:
     """Count one decode step at cache length ``past``. A setup prefill of ``past`` tokens builds
     the cache inside the same count (so the simulator knows which device holds it); only the
     step itself, labelled "decode", is kept."""
     setup_ids = fake_inputs(model, batch, past, high=_vocab(model))
     step_ids = fake_inputs(model, batch, 1, high=_vocab(model))
     cache = _new_cache(model)
-    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype) as c:
+    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound) as c:
         with c.phase("prefill"):
             model(setup_ids, past_key_values=cache, use_cache=True)
         start = len(c._state.records)
@@ -215,14 +217,14 @@ def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: int) -> StepSamp
 Segments = list[tuple[int, int]]
 
 
-def _sampled(model, batch, prompt_len, steps, devices, weight_dtype, report) -> tuple[dict[int, StepSample], Segments]:
+def _sampled(model, batch, prompt_len, steps, devices, weight_dtype, bound, report) -> tuple[dict[int, StepSample], Segments]:
     """The segment search of the module docstring: samples, and the ranges found affine."""
     samples: dict[int, StepSample] = {}
     segments: Segments = []
 
     def get(past: int) -> StepSample:
         if past not in samples:
-            samples[past] = sample_step(model, batch, past, devices, weight_dtype)
+            samples[past] = sample_step(model, batch, past, devices, weight_dtype, bound)
             report(len(samples), len(samples), "decode steps counted")
         return samples[past]
 
@@ -242,13 +244,13 @@ def _sampled(model, batch, prompt_len, steps, devices, weight_dtype, report) -> 
     return samples, segments
 
 
-def _every_step(model, batch, prompt_len, steps, devices, weight_dtype, report) -> tuple[dict[int, StepSample], Segments]:
+def _every_step(model, batch, prompt_len, steps, devices, weight_dtype, bound, report) -> tuple[dict[int, StepSample], Segments]:
     """Reference: one count with the prefill and every decode step."""
     ids = [fake_inputs(model, batch, prompt_len, high=_vocab(model))]
     ids += [fake_inputs(model, batch, 1, high=_vocab(model)) for _ in range(steps)]
     cache = _new_cache(model)
     bounds = []
-    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype) as c:
+    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound) as c:
         with c.phase("prefill"):
             model(ids[0], past_key_values=cache, use_cache=True)
         for k in range(steps):

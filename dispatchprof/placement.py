@@ -37,6 +37,10 @@ class Placement:
             seen.setdefault(d.name, d)
         return tuple(seen.values())
 
+    def as_bound(self) -> Placement:
+        """The same placement on the bound versions of its devices (Device.as_bound)."""
+        return Placement(tuple((glob, d.as_bound()) for glob, d in self.rules))
+
     def device_for(self, scope: str) -> Device:
         d = self._cache.get(scope)
         if d is None:

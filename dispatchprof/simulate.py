@@ -6,6 +6,7 @@ For an op o with dtype t placed on device d (units: seconds, bytes, joules):
     t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d))
                 kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector"
     t_memory  = (bytes_read + bytes_written) / (memory_bandwidth(d) * memory_efficiency(d))
+                (a profile with a last-level cache uses cache_bandwidth for ops whose traffic fits in it)
     t_op      = max(t_compute, t_memory) + launch_overhead(d) + t_transfer
     bound     = "compute" if t_compute >= t_memory else "memory"
     energy    = work * pj_per_flop + 8 * bytes * memory_pj_per_bit + static_power * t_op + e_transfer
@@ -176,8 +177,11 @@ class Simulation:
 
 
 def simulate(profile: Profile, placement: Placement, *, weight_dtype: str | None = None,
-             name: str = "") -> Simulation:
-    """Simulate ``profile`` on ``placement`` (see the module docstring for every formula)."""
+             name: str = "", bound: bool = False) -> Simulation:
+    """Simulate ``profile`` on ``placement`` (see the module docstring for every formula).
+    ``bound=True`` ignores the profiles' efficiencies and launch overheads: the pure roofline."""
+    if bound:
+        placement = placement.as_bound()
     if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
         raise ValueError(f"weight_dtype must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
     records = profile.records
@@ -211,7 +215,7 @@ def _time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_d
     t_compute = work / (d.peak_flops(key, c.macs > 0) * d.compute_efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
     traffic = read + (c.bytes_written or 0)
-    t_memory = traffic / (d.memory_bandwidth_gb_per_s * 1e9 * d.memory_efficiency)
+    t_memory = traffic / d.bandwidth_for(traffic)
     t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
     t_overhead = d.launch_overhead_us * 1e-6
     t_comm, e_comm = _communication(c.comm_bytes, d)

@@ -15,7 +15,9 @@ def test_measured_profile_loads_and_simulates(tmp_path):
     d = load_device(path)
     assert d.name == "host-cpu" and d.kind == "cpu"
     assert d.matrix_tflops["fp32"] == pytest.approx(cal.matrix_flops["fp32"] / 1e12, rel=1e-3)
-    assert d.memory_bandwidth_gb_per_s == pytest.approx(cal.copy_bytes_per_s / 1e9, rel=1e-3)
+    assert d.memory_bandwidth_gb_per_s == pytest.approx(cal.read_bytes_per_s / 1e9, rel=1e-3)
+    assert d.host_to_device_gb_per_s == pytest.approx(cal.copy_bytes_per_s / 1e9, rel=1e-3)
+    assert d.launch_overhead_us == pytest.approx(cal.launch_overhead_s * 1e6, rel=1e-3) and d.launch_overhead_us > 0
     assert "measured by dispatchprof calibrate" in d.source and "assumed" in d.source_of("pj_per_flop")
     import torch
     with OpCounter(devices=str(path)) as c:

@@ -58,12 +58,24 @@ def test_placement_moves_tensors_over_the_host_links():
     assert set(sim.by_device()) == {"PIM-AI-1chip", "PIM-AI-4chip"}
 
 
+def test_gpu_profiles_carry_achieved_fractions_and_bound_removes_them():
+    h100 = load_device("H100-SXM")
+    assert (h100.memory_efficiency, h100.compute_efficiency, h100.launch_overhead_us) == (0.8, 0.7, 4)
+    assert "assumption" in h100.source and "--bound" in h100.source
+    model, x = two_linear(), torch.randn(4, 64)
+    with OpCounter(devices="H100-SXM") as real, OpCounter(devices="H100-SXM", bound=True) as peak:
+        model(x)
+    first_real, first_peak = real.simulated().ops[0], peak.simulated().ops[0]
+    assert first_real.t_memory == pytest.approx(first_peak.t_memory / 0.8)
+    assert first_real.t_overhead == pytest.approx(4e-6) and first_peak.t_overhead == 0
+
+
 def test_side_by_side_devices_and_bad_names():
     model, x = two_linear(), torch.randn(4, 64)
-    with OpCounter(devices=["PIM-AI-1chip", "H100-SXM"]) as c:
+    with OpCounter(devices=["PIM-AI-1chip", "H100-SXM"], bound=True) as c:
         model(x)
     fast, slow = c.simulated("h100-sxm"), c.simulated("PIM-AI-1chip")
-    assert fast.total.time_s < slow.total.time_s
+    assert fast.total.time_s < slow.total.time_s                 # at the roofline bound
     with pytest.raises(ValueError, match="several devices were simulated; pick one: PIM-AI-1chip, H100-SXM"):
         c.simulated()
     with pytest.raises(ValueError, match="'A100-80GB' was not simulated; simulated: PIM-AI-1chip, H100-SXM"):
@@ -136,7 +148,7 @@ def decode_step():
     devices = ["PIM-AI-1chip", "PIM-AI-4dimm", "H100-PCIe", "A17Pro"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with torch.no_grad(), OpCounter(devices=devices) as c:
+        with torch.no_grad(), OpCounter(devices=devices, bound=True) as c:   # the physical bound
             cache = DynamicCache(config=model.config)
             with c.phase("prefill"):
                 model(fake_inputs(model, 1, 16), past_key_values=cache, use_cache=True)

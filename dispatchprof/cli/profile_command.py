@@ -51,6 +51,8 @@ def parser() -> Parser:
                    help="a device to simulate on (repeat for side by side)")
     p.add_argument("--place", action="append", default=[], metavar="GLOB=DEVICE",
                    help="place modules matching GLOB on DEVICE (repeat; the last rule should be '*=DEVICE')")
+    p.add_argument("--bound", action="store_true",
+                   help="simulate the pure roofline bound (ignore the profiles' achieved fractions and overheads)")
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
     p.add_argument("--format", choices=FORMATS, default="table")
@@ -84,12 +86,12 @@ def run(argv: Sequence[str]) -> int:
         bar = ProgressBar()
         try:
             g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=devices or None,
-                                   weight_dtype=args.weight_dtype, progress=bar)
+                                   weight_dtype=args.weight_dtype, bound=args.bound, progress=bar)
         finally:
             bar.close()
     first = next(iter(scenarios.values()), None)
-    prefill_sim = simulate(g.prefill, first, weight_dtype=args.weight_dtype,
-                           name=next(iter(scenarios))) if first else None
+    prefill_sim = simulate(g.prefill, first, weight_dtype=args.weight_dtype, name=next(iter(scenarios)),
+                           bound=args.bound) if first else None
     if args.trace or args.roofline:
         if prefill_sim is None:
             raise UsageError("--trace and --roofline need a --device to simulate on")
