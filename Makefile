@@ -1,5 +1,5 @@
 # `make demo`: set up and run the main job.  `make test`: set up and run every test.
-.PHONY: setup demo test wheel coverage bench
+.PHONY: setup demo test wheel coverage bench reliability
 
 setup:
 	./scripts/setup.sh
@@ -19,3 +19,6 @@ coverage: setup
 bench: setup
 	.venv/bin/python scripts/bench_overhead.py
 	.venv/bin/python scripts/bench_generation.py
+
+reliability: setup
+	.venv/bin/python scripts/reliability.py

@@ -26,6 +26,7 @@ from dispatchprof.profile import Profile, check_phase
 from dispatchprof.recording import Recorder
 from dispatchprof.simulate import WEIGHT_BITS, Simulation, simulate
 from dispatchprof.tensors import iter_tensors
+from op_formulas.registry import lookup
 
 aten = torch.ops.aten
 CausalRule = Literal["full", "computed"]
@@ -224,7 +225,9 @@ def scenarios_of(devices: Any) -> dict[str, Placement]:
 
 
 class _CountingMode(TorchDispatchMode):
-    """Sees every aten op; counts it unless a fused op above already did."""
+    """Sees every aten op; counts it unless a fused op above already did. An op with no formula
+    that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
+    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere."""
 
     def __init__(self, state: Recorder) -> None:
         super().__init__()
@@ -237,9 +240,26 @@ class _CountingMode(TorchDispatchMode):
             return func(*args, **kwargs)
         if func.overloadpacket in _DATA_DEPENDENT and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(str(func.overloadpacket), state.scope_and_phase()[0])
+        if lookup(func.overloadpacket) is None and _decomposable(func):
+            with self:
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
         out = func(*args, **kwargs)
         state.count(func, args, kwargs, out)
         return out
+
+
+_DECOMPOSABLE: dict[Any, bool] = {}
+
+
+def _decomposable(func: Any) -> bool:
+    """Whether an aten overload has a CompositeImplicitAutograd kernel (cached)."""
+    known = _DECOMPOSABLE.get(func)
+    if known is None:
+        known = _DECOMPOSABLE[func] = func.namespace == "aten" and func.has_kernel_for_dispatch_key(
+            torch._C.DispatchKey.CompositeImplicitAutograd)
+    return known
 
 
 class _FusedAttentionMode(TorchFunctionMode):

@@ -137,6 +137,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "tdp_w": (_NUMBER, False, _positive),
     "sources": ((dict,), False, ("sources", None)),
 }
+_LARGEST = 1e12   # no figure in these units comes near it (the largest are about 1e5)
 _TABLE_KEYS = {"dtype": DTYPE_KEYS, "weight": WEIGHT_CATEGORIES, "override": OVERRIDE_OPS}
 _FILE_KEYS = ("family", "source", "defaults", "devices")
 
@@ -171,7 +172,16 @@ def read_profile_file(path: str | os.PathLike) -> list[Device]:
 
 
 def parse_profile(text: str, where: str) -> list[Device]:
-    """Every device of a profile document (YAML text), validated; ``where`` names it in errors."""
+    """Every device of a profile document (YAML text), validated; ``where`` names it in errors.
+    Anchors and aliases are refused (they allow exponential "billion laughs" documents)."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                line = event.start_mark.line + 1
+                raise DeviceProfileError(f"{where}: YAML anchors and aliases are not allowed in device profiles "
+                                         f"(line {line}); use the file's 'defaults' mapping to share fields")
+    except yaml.YAMLError as e:
+        raise DeviceProfileError(f"{where}: not valid YAML: {e}") from None
     loader = _StrictLoader(text)
     loader.name = where
     try:
@@ -234,6 +244,9 @@ def _check_field(where: str, key: str, value: Any) -> None:
         raise DeviceProfileError(f"{where}: field {key!r} must be {expected}, got {type(value).__name__} {value!r}")
     if isinstance(value, float) and not math.isfinite(value):
         raise DeviceProfileError(f"{where}: field {key!r} must be a finite number, got {value!r}")
+    if isinstance(value, (int, float)) and abs(value) > _LARGEST:
+        raise DeviceProfileError(f"{where}: field {key!r} must be at most {_LARGEST:g}, got {value!r} "
+                                 f"(check the unit in the field's name)")
     if isinstance(value, dict):
         _check_table(where, key, value, check)
     elif check is not None and value is not None:
@@ -256,8 +269,9 @@ def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> N
         if k not in _TABLE_KEYS[kind]:
             raise DeviceProfileError(f"{where}: field {key!r} has unknown key {k!r}; allowed: "
                                      f"{', '.join(_TABLE_KEYS[kind])}")
-        if isinstance(v, bool) or not isinstance(v, _NUMBER) or not math.isfinite(v):
-            raise DeviceProfileError(f"{where}: field '{key}.{k}' must be a finite number, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, _NUMBER) or not math.isfinite(v) or abs(v) > _LARGEST:
+            raise DeviceProfileError(f"{where}: field '{key}.{k}' must be a finite number up to {_LARGEST:g}, "
+                                     f"got {v!r}")
         problem = value_check(v)
         if problem:
             raise DeviceProfileError(f"{where}: field '{key}.{k}' {problem}, got {v!r}")

@@ -104,8 +104,12 @@ def batch_norm_cost(x: TensorMeta, weight: Any, bias: Any, running: bool, traini
 @formula(aten.native_batch_norm, aten._native_batch_norm_legit_functional)
 def batch_norm(x: TensorMeta, weight: Any, bias: Any, running_mean: Any, running_var: Any,
                training: bool, *args: Any, result: Any, **kwargs: Any) -> Cost:
-    """See `batch_norm_cost`."""
-    return batch_norm_cost(x, weight, bias, running_mean is not None, training)
+    """See `batch_norm_cost`. Writes the output, and in training the saved mean and inverse std
+    (evaluation saves nothing: CPU kernels return empty tensors where meta kernels return C
+    elements, so the rule, not the kernel, decides)."""
+    saved = result[1].nbytes + result[2].nbytes if training else 0
+    return batch_norm_cost(x, weight, bias, running_mean is not None, training).with_bytes(
+        None, result[0].nbytes + saved)
 
 
 @formula(aten._native_batch_norm_legit)

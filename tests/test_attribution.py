@@ -14,6 +14,7 @@ def mlp():
 
 
 def test_names_match_named_modules_and_inclusive_adds_up():
+    """Scope names are model.named_modules() names; each inclusive count is self plus children."""
     model, inputs, loss = zoo.build("llama", "fake")
     with OpCounter() as c:
         zoo.training_step(model, inputs, loss)
@@ -31,6 +32,7 @@ def test_names_match_named_modules_and_inclusive_adds_up():
 
 
 def test_self_inclusive_calls_and_ops_outside_modules():
+    """A model called twice has calls=2; ops outside any module go to the root."""
     model = mlp()
     x = torch.randn(3, 4)
     with OpCounter(model) as c:
@@ -45,6 +47,7 @@ def test_self_inclusive_calls_and_ops_outside_modules():
 
 
 def test_module_reused_inside_one_parent_is_one_scope_with_two_calls():
+    """A module used twice in one parent is one scope with calls=2."""
     lin = nn.Linear(3, 3)
     model = nn.Sequential(lin, nn.ReLU(), lin)              # named_modules lists it once, as "0"
     c = count(model, torch.randn(1, 3))
@@ -52,6 +55,7 @@ def test_module_reused_inside_one_parent_is_one_scope_with_two_calls():
 
 
 def test_module_shared_by_two_parents_gets_one_scope_under_each():
+    """A module shared by two parents gets a scope under each parent."""
     shared = nn.Linear(2, 2)
 
     class Holder(nn.Module):
@@ -78,6 +82,7 @@ def test_module_shared_by_two_parents_gets_one_scope_under_each():
 
 
 def test_recursive_module_keeps_one_scope_and_counts_everything_once():
+    """A module re-entering itself keeps one scope; nothing is counted twice."""
     class Countdown(nn.Module):
         def forward(self, x, n):
             return x if n == 0 else self(x * 2, n - 1)
@@ -97,6 +102,7 @@ def test_recursive_module_keeps_one_scope_and_counts_everything_once():
 
 
 def test_backward_ops_go_to_the_module_whose_forward_made_them():
+    """Backward ops land in the module whose forward created them, phase backward."""
     model = mlp()
     x = torch.randn(3, 4)
     with OpCounter() as c:
@@ -112,6 +118,7 @@ def test_backward_ops_go_to_the_module_whose_forward_made_them():
 
 
 def test_params_buffers_tied_weights_counted_once():
+    """PARAMS counts a tied weight once; BUFFERS counts registered buffers."""
     class Tied(nn.Module):
         def __init__(self):
             super().__init__()
@@ -132,6 +139,7 @@ def test_params_buffers_tied_weights_counted_once():
 
 
 def test_act_cache_and_peak():
+    """ACT is the outputs, CACHE the temporaries, PEAK the live bytes while the module ran."""
     class Scratch(nn.Module):
         def forward(self, x):
             big = x.repeat(100, 1)                          # 100x the input, dropped before return
@@ -156,6 +164,7 @@ def test_act_cache_and_peak():
 
 
 def test_peak_excludes_parameters_and_views_of_them():
+    """PEAK counts allocated activations, never parameters or views of them."""
     lin = nn.Linear(1000, 1000)                              # 4 MB of weight, viewed by t()
     c = count(lin, torch.randn(1, 1000))
     assert c.by_module()[""].scope.peak_bytes == 1000 * 4     # only the output is allocated

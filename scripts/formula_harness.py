@@ -1,0 +1,291 @@
+"""Property checks of the formula registry on real, meta and fake tensors.
+
+Each case draws shapes and scalars (hypothesis), runs one op on real CPU tensors, on meta tensors
+and on fake tensors under OpCounter, and checks: the op's records are identical on all three;
+every category is non-negative; where the case says so, doubling the batch dimension exactly
+doubles every count; and, for ops under the generic traffic rule, bytes equal the element sizes
+of the real inputs and outputs. Registered ops without a case are listed with the reason.
+Used by tests/test_formula_properties.py (few examples) and scripts/fuzz_formulas.py (many).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from hypothesis import strategies as st
+from torch._subclasses import FakeTensorMode
+
+from dispatchprof import OpCounter
+from dispatchprof.tensors import iter_tensors, stored_bytes
+from op_formulas import CATEGORIES, registered
+
+aten = torch.ops.aten
+KINDS = ("real", "meta", "fake")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One op family member: ``make(draw, batch)`` returns (fn, tensors); fn(*tensors) runs it."""
+
+    op: str                      # the record to check, e.g. "aten.add"
+    make: Callable[[Any, int], tuple[Callable, list[torch.Tensor]]]
+    scales: bool = True          # counts double when the batch dimension doubles
+    generic_bytes: bool = True   # bytes follow the generic rule (inputs read, outputs written)
+    backward: bool = False       # the op is found in the backward pass of fn
+    kinds: tuple[str, ...] = KINDS
+    direct: bool = False         # the drawn tensors are exactly the op's inputs (bytes are checked)
+
+
+def _dims(draw: Any) -> list[int]:
+    return draw(st.lists(st.integers(1, 5), min_size=1, max_size=2))
+
+
+def unary(name: str, fn: Callable | None = None, **kw: Any) -> Case:
+    def make(draw, batch):
+        shape = [batch] + _dims(draw)
+        return (fn or getattr(torch, name)), [torch.randn(shape)]
+    return Case(f"aten.{name}", make, direct=fn is None, **kw)
+
+
+def inplace(name: str) -> Case:
+    def make(draw, batch):
+        shape = [batch] + _dims(draw)
+        return (lambda x: getattr(x.clone(), name)()), [torch.randn(shape)]
+    return Case(f"aten.{name}", make)
+
+
+def binary(name: str, dtype: torch.dtype = torch.float32, **kw: Any) -> Case:
+    def make(draw, batch):
+        dims = _dims(draw)
+        other = draw(st.sampled_from(["same", "row", "one"]))
+        b_shape = {"same": [batch] + dims, "row": dims, "one": [1] + dims}[other]
+        a, b = torch.randn([batch] + dims), torch.randn(b_shape)
+        if dtype == torch.bool:
+            a, b = a > 0, b > 0
+        return getattr(torch, name), [a, b]
+    return Case(f"aten.{name}", make, direct=True, **kw)
+
+
+def with_scalar(op: str, call: Callable) -> Case:
+    def make(draw, batch):
+        scalar = draw(st.sampled_from([2, 0.5, 3, -1, 1.7, -0.5]))
+        return (lambda x: call(x, scalar)), [torch.randn([batch] + _dims(draw))]
+    return Case(op, make)
+
+
+def reduction(op: str, call: Callable, scales: bool = True) -> Case:
+    def make(draw, batch):
+        return call, [torch.randn([batch] + _dims(draw))]
+    return Case(op, make, scales=scales)
+
+
+def matmul(op: str, shapes: Callable, call: Callable, batch_first: bool = True) -> Case:
+    def make(draw, batch):
+        m, k, n = draw(st.integers(1, 6)), draw(st.integers(1, 6)), draw(st.integers(1, 6))
+        return call, [torch.randn(s) for s in shapes(batch, m, k, n)]
+    return Case(op, make, direct=True)
+
+
+def backward_of(op: str, forward: Callable, shape_extra: int = 0) -> Case:
+    def make(draw, batch):
+        x = torch.randn([batch] + _dims(draw)).requires_grad_()
+
+        def run(t):
+            forward(t).sum().backward()
+        return run, [x]
+    return Case(op, make, backward=True, generic_bytes=False)
+
+
+def _conv_make(draw, batch):
+    groups = draw(st.sampled_from([1, 2]))
+    cin, cout = 2 * draw(st.integers(1, 2)), 2 * draw(st.integers(1, 2))
+    k, stride = draw(st.integers(1, 3)), draw(st.integers(1, 2))
+    x, w = torch.randn(batch, cin, 6, 6), torch.randn(cout, cin // groups, k, k)
+    if draw(st.booleans()):
+        return (lambda x, w, b: F.conv2d(x, w, b, stride=stride, groups=groups)), [x, w, torch.randn(cout)]
+    return (lambda x, w: F.conv2d(x, w, stride=stride, groups=groups)), [x, w]
+
+
+def _norm_make(draw, batch):
+    n = draw(st.integers(1, 6))
+    if draw(st.booleans()):
+        return (lambda x, w, b: F.layer_norm(x, (n,), w, b)), [torch.randn(batch, 3, n), torch.randn(n), torch.randn(n)]
+    return (lambda x: F.layer_norm(x, (n,))), [torch.randn(batch, 3, n)]
+
+
+def _batch_norm_make(draw, batch):
+    c = draw(st.integers(1, 4))
+    training = draw(st.booleans())
+    return (lambda x, rm, rv, w, b: F.batch_norm(x, rm, rv, w, b, training=training)), \
+        [torch.randn(batch, c, 3), torch.zeros(c), torch.ones(c), torch.ones(c), torch.zeros(c)]
+
+
+def _sdpa_make(draw, batch):
+    h, lq, lk, e = draw(st.integers(1, 3)), draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(1, 8))
+    causal = draw(st.booleans()) and lq <= lk
+    q, k, v = torch.randn(batch, h, lq, e), torch.randn(batch, h, lk, e), torch.randn(batch, h, lk, e)
+    return (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)), [q, k, v]
+
+
+def _pool_make(kind: str):
+    def make(draw, batch):
+        x = torch.randn(batch, 2, 6, 6)
+        k = draw(st.integers(2, 3))
+        call = {"max": lambda x: F.max_pool2d(x, k), "avg": lambda x: F.avg_pool2d(x, k),
+                "adaptive": lambda x: F.adaptive_avg_pool2d(x, k)}[kind]
+        return call, [x]
+    return make
+
+
+UNARY = ["neg", "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1", "sigmoid", "tanh", "erf", "log", "log2",
+         "log10", "log1p", "sin", "cos", "tan", "atan", "sinh", "cosh", "floor", "ceil", "round", "trunc",
+         "frac", "relu", "abs", "sign", "isnan", "isinf", "erfinv"]
+INPLACE = ["neg_", "exp_", "sqrt_", "rsqrt_", "sigmoid_", "tanh_", "relu_", "abs_", "sin_", "cos_", "log_", "erf_"]
+BINARY = ["add", "sub", "mul", "div", "maximum", "minimum", "fmax", "fmin", "atan2", "eq", "ne", "lt", "le",
+          "gt", "ge", "floor_divide", "remainder", "fmod", "pow", "rsub"]
+LOGICAL = ["logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"]
+
+
+def cases() -> list[Case]:
+    out = [unary(n) for n in UNARY] + [inplace(n) for n in INPLACE]
+    out += [unary("silu", F.silu), unary("gelu", F.gelu), unary("hardtanh", F.hardtanh),
+            unary("leaky_relu", F.leaky_relu), unary("elu", F.elu), unary("softplus", F.softplus),
+            unary("logical_not", torch.logical_not), unary("bitwise_not", lambda x: torch.bitwise_not(x > 0)),
+            unary("gelu", lambda x: F.gelu(x, approximate="tanh"))]
+    out += [binary(n) for n in BINARY] + [binary(n, torch.bool) for n in LOGICAL]
+    out += [with_scalar("aten.pow", torch.pow), with_scalar("aten.add", lambda x, s: torch.add(x, s, alpha=s)),
+            with_scalar("aten.mul", torch.mul), with_scalar("aten.clamp", lambda x, s: torch.clamp(x, min=-abs(s))),
+            with_scalar("aten.clamp", lambda x, s: torch.clamp(x, -abs(s), abs(s))),
+            with_scalar("aten.div", lambda x, s: torch.div(x, s, rounding_mode="floor")),
+            with_scalar("aten.lerp", lambda x, s: torch.lerp(x, x * 2, s)),
+            with_scalar("aten.masked_fill", lambda x, s: x.masked_fill(x > 0, s)),
+            with_scalar("aten.where", lambda x, s: torch.where(x > 0, x, s)),
+            with_scalar("aten.addcmul", lambda x, s: torch.addcmul(x, x, x, value=s)),
+            with_scalar("aten.addcdiv", lambda x, s: torch.addcdiv(x, x, x, value=s)),
+            with_scalar("aten.threshold", lambda x, s: F.threshold(x, s, 0.0))]
+    out += [reduction("aten.sum", lambda x: x.sum(-1)), reduction("aten.sum", lambda x: x.sum(), scales=False),
+            reduction("aten.mean", lambda x: x.mean(-1)), reduction("aten.prod", lambda x: x.prod(-1)),
+            reduction("aten.amax", lambda x: x.amax(-1)), reduction("aten.amin", lambda x: x.amin(-1)),
+            reduction("aten.argmax", lambda x: x.argmax(-1)), reduction("aten.argmin", lambda x: x.argmin(-1)),
+            reduction("aten.var", lambda x: x.var(-1)), reduction("aten.std", lambda x: x.std(-1)),
+            reduction("aten.logsumexp", lambda x: x.logsumexp(-1)), reduction("aten.any", lambda x: (x > 0).any(-1)),
+            reduction("aten.all", lambda x: (x > 0).all(-1)), reduction("aten.cumsum", lambda x: x.cumsum(-1)),
+            reduction("aten.cumprod", lambda x: x.cumprod(-1)), reduction("aten.cummax", lambda x: x.cummax(-1)),
+            reduction("aten._softmax", lambda x: x.softmax(-1)),
+            reduction("aten._log_softmax", lambda x: x.log_softmax(-1)),
+            reduction("aten.sort", lambda x: x.sort(-1)), reduction("aten.topk", lambda x: x.topk(1, -1)),
+            reduction("aten.linalg_vector_norm", lambda x: torch.linalg.vector_norm(x, dim=-1)),
+            reduction("aten.max", lambda x: x.max(-1)), reduction("aten.var_mean", lambda x: torch.var_mean(x, -1))]
+    out += [matmul("aten.mm", lambda b, m, k, n: [(b * m, k), (k, n)], torch.mm),
+            matmul("aten.bmm", lambda b, m, k, n: [(b, m, k), (b, k, n)], torch.bmm),
+            matmul("aten.addmm", lambda b, m, k, n: [(n,), (b * m, k), (k, n)], lambda c, a, w: torch.addmm(c, a, w, beta=0.5)),
+            matmul("aten.baddbmm", lambda b, m, k, n: [(b, m, n), (b, m, k), (b, k, n)], torch.baddbmm),
+            matmul("aten.mv", lambda b, m, k, n: [(b * m, k), (k,)], torch.mv),
+            matmul("aten.addmv", lambda b, m, k, n: [(b * m,), (b * m, k), (k,)], torch.addmv)]
+    out += [Case("aten.convolution", _conv_make), Case("aten.native_layer_norm", _norm_make),
+            Case("aten.native_batch_norm", _batch_norm_make, scales=False),
+            Case("aten.scaled_dot_product_attention", _sdpa_make, generic_bytes=True),
+            Case("aten.max_pool2d_with_indices", _pool_make("max")), Case("aten.avg_pool2d", _pool_make("avg")),
+            Case("aten._adaptive_avg_pool2d", _pool_make("adaptive"))]
+    out += [reduction("aten.clone", lambda x: x.t().clone() if x.dim() == 2 else x.clone()),
+            reduction("aten.cat", lambda x: torch.cat([x, x], -1)), reduction("aten.stack", lambda x: torch.stack([x, x])),
+            reduction("aten.flip", lambda x: x.flip(-1)), reduction("aten.roll", lambda x: x.roll(1, -1)),
+            reduction("aten.repeat", lambda x: x.repeat(2, 1) if x.dim() == 2 else x.repeat(2, 1, 1)),
+            reduction("aten.constant_pad_nd", lambda x: F.pad(x, (1, 1))),
+            reduction("aten.tril", lambda x: x.tril() if x.dim() >= 2 else x), reduction("aten.zeros_like", torch.zeros_like),
+            reduction("aten.ones_like", torch.ones_like), reduction("aten.rand_like", torch.rand_like),
+            reduction("aten.randn_like", torch.randn_like)]
+    out += [backward_of("aten.silu_backward", F.silu), backward_of("aten.gelu_backward", F.gelu),
+            backward_of("aten.tanh_backward", torch.tanh), backward_of("aten.sigmoid_backward", torch.sigmoid),
+            backward_of("aten.threshold_backward", F.relu),
+            backward_of("aten._softmax_backward_data", lambda x: x.softmax(-1)),
+            backward_of("aten._log_softmax_backward_data", lambda x: x.log_softmax(-1)),
+            backward_of("aten.native_layer_norm_backward", lambda x: F.layer_norm(x, x.shape[-1:]))]
+    return out
+
+
+UNCOVERED_REASON = ("no harness generator: the op needs structured arguments (indices, lists of tensors, "
+                    "process groups, RNN weights, optimizer state); its unit test in tests/ checks it")
+
+
+def coverage() -> tuple[set[str], dict[str, str]]:
+    """(ops with cases, {registered op without a case: reason})."""
+    covered = {c.op for c in cases()}
+    listed = {str(p): UNCOVERED_REASON for p in registered() if str(p) not in covered}
+    return covered, listed
+
+
+def run_kind(case: Case, fn: Callable, tensors: list[torch.Tensor], kind: str) -> list:
+    """The records of ``case.op`` when fn runs on ``kind`` tensors."""
+    if kind == "meta":
+        tensors = [t.detach().to("meta").requires_grad_(t.requires_grad) for t in tensors]
+    elif kind == "fake":
+        mode = FakeTensorMode(allow_non_fake_inputs=True)    # python scalars become CPU 0-d tensors
+        tensors = [mode.from_tensor(t.detach()).requires_grad_(t.requires_grad) for t in tensors]
+    with OpCounter() as c:
+        fn(*tensors)
+    phase = "backward" if case.backward else "forward"
+    return [r for r in c.profile.records if r.op == case.op and r.phase == phase]
+
+
+def check(case: Case, draw: Any) -> None:
+    """Every property of the module docstring for one drawn instance of ``case``."""
+    seed = draw(st.integers(0, 2**16))
+    torch.manual_seed(seed)
+    recorded = Recording(draw)
+    fn, tensors = case.make(recorded, 2)
+    results = {}
+    for kind in case.kinds:
+        torch.manual_seed(seed)
+        results[kind] = run_kind(case, fn, tensors, kind)
+    real = results["real"]
+    assert real, f"{case.op}: no record on real tensors"
+    for kind, recs in results.items():
+        assert [r.cost for r in recs] == [r.cost for r in real], f"{case.op}: {kind} differs from real"
+    for r in real:
+        assert all(getattr(r.cost, c) >= 0 for c in CATEGORIES + ("macs",)), f"{case.op}: negative count"
+    if case.direct and len(real) == 1:
+        _check_bytes(case, fn, tensors, real[0])
+    if case.scales:
+        torch.manual_seed(seed)
+        fn2, tensors2 = case.make(_Replay(recorded), 4)
+        doubled = run_kind(case, fn2, tensors2, "real")
+        for a, b in zip(real, doubled):
+            for c in CATEGORIES + ("macs",):
+                assert getattr(b.cost, c) == 2 * getattr(a.cost, c), f"{case.op}: {c} does not double with the batch"
+
+
+class _Replay:
+    """Replays the draws of the first build so the doubled build differs only in its batch."""
+
+    def __init__(self, draw: Any) -> None:
+        self.values = list(getattr(draw, "_dispatchprof_values", []))
+
+    def __call__(self, strategy: Any) -> Any:
+        return self.values.pop(0)
+
+
+class Recording:
+    """A draw function that remembers what it drew (for `_Replay`)."""
+
+    def __init__(self, draw: Any) -> None:
+        self.draw, self._dispatchprof_values = draw, []
+
+    def __call__(self, strategy: Any) -> Any:
+        value = self.draw(strategy)
+        self._dispatchprof_values.append(value)
+        return value
+
+
+def _check_bytes(case: Case, fn: Callable, tensors: list[torch.Tensor], record: Any) -> None:
+    """For single-op cases whose inputs are the drawn tensors: bytes of inputs and outputs."""
+    inputs_read = sum(stored_bytes(t) for t in tensors)
+    if record.cost.bytes_read < 0 or record.cost.bytes_written <= 0:
+        raise AssertionError(f"{case.op}: bytes {record.cost.bytes_read}/{record.cost.bytes_written}")
+    out = fn(*[t.detach() for t in tensors])
+    written = sum(stored_bytes(t) for t in iter_tensors(out))
+    assert record.cost.bytes_read == inputs_read, f"{case.op}: read {record.cost.bytes_read} != {inputs_read}"
+    assert record.cost.bytes_written == written, f"{case.op}: written {record.cost.bytes_written} != {written}"
