@@ -98,18 +98,22 @@ def save_profile(profile: Profile, path: str | os.PathLike, meta: dict[str, Any]
     return write_atomic(path, json.dumps(profile_to_dict(profile, meta), separators=(",", ":")))
 
 
-def load_profile(path: str | os.PathLike) -> Profile:
-    """Read a profile written by `save_profile`; a truncated file or a newer schema raises ValueError."""
+def read_json(path: str | os.PathLike, what: str, error: type[Exception] = ValueError) -> Any:
+    """Parse a JSON file; an unreadable, truncated or corrupt file raises ``error`` naming it."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            return json.load(f)
     except OSError as e:
-        raise ValueError(f"{path}: cannot read the profile ({e.strerror})") from None
+        raise error(f"{path}: cannot read the {what} ({e.strerror})") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not a complete JSON profile (truncated or corrupt: {e.msg} at "
-                         f"line {e.lineno} column {e.colno})") from None
-    return profile_from_dict(data, path)
+        raise error(f"{path}: not a complete JSON {what} (truncated or corrupt: {e.msg} at "
+                    f"line {e.lineno} column {e.colno})") from None
+
+
+def load_profile(path: str | os.PathLike) -> Profile:
+    """Read a profile written by `save_profile`; a truncated file or a newer schema raises ValueError."""
+    return profile_from_dict(read_json(path, "profile"), os.fspath(path))
 
 
 # --- CSV -------------------------------------------------------------------------------------

@@ -112,16 +112,16 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     scenarios = scenarios_of(devices)
     steps = new_tokens - 1
     report = progress or (lambda done, total, what: None)
-    prefill, prefill_sims = _count_prefill(model, batch, prompt_len, devices, weight_dtype, bound)
+    prefill, prefill_sims, prefill_kv = _count_prefill(model, batch, prompt_len, devices, weight_dtype, bound)
     report(1, 1, "prefill")
     samples, segments = ({}, []) if not steps else (
         _every_step if exact else _sampled)(model, batch, prompt_len, steps, devices, weight_dtype, bound, report)
     sums = _sum_decode(samples, segments, list(scenarios)) if steps else {}
     first = samples.get(prompt_len)
     last = samples.get(prompt_len + steps - 1)
-    kv = last.kv_bytes if last else _kv_after(prefill)
+    kv = last.kv_bytes if last else prefill_kv
     prefill_peak = dict(prefill.phase_peaks).get("prefill", 0)
-    activations = max(prefill_peak - _kv_after(prefill), last.peak_extra if last else 0, 0)
+    activations = max(prefill_peak - prefill_kv, last.peak_extra if last else 0, 0)
     weights = check_capacity(prefill, next(iter(scenarios.values())), weight_dtype)[0].weights_bytes \
         if scenarios else sum(s.params_self_bytes for s in prefill.scopes)
     per_device = {}
@@ -158,14 +158,7 @@ def _count_prefill(model, batch, prompt_len, devices, weight_dtype, bound):
     with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound) as c:
         with c.phase("prefill"):
             model(ids, past_key_values=cache, use_cache=True)
-    sims = {sim.name: sim for sim in c.simulations()}
-    profile = c.profile
-    object.__setattr__(profile, "_cache", {"kv_bytes": cache_bytes(cache)})
-    return profile, sims
-
-
-def _kv_after(prefill: Profile) -> int:
-    return prefill._cache.get("kv_bytes", 0)
+    return c.profile, {sim.name: sim for sim in c.simulations()}, cache_bytes(cache)
 
 
 def _vocab(model: torch.nn.Module) -> int:

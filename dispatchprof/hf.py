@@ -13,7 +13,6 @@ so counting needs no routing values, which fake tensors do not have.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -75,13 +74,9 @@ def _looks_like_hub_id(text: str) -> bool:
 def _config_from_file(path: str) -> Any:
     import transformers
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise ModelSpecError(f"{path}: cannot read the config ({e.strerror})") from None
-    except json.JSONDecodeError as e:
-        raise ModelSpecError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    from dispatchprof.export import read_json
+
+    data = read_json(path, "config", ModelSpecError)
     if not isinstance(data, dict):
         raise ModelSpecError(f"{path}: a config.json holds a JSON object")
     if "auto_map" in data:

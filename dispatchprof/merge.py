@@ -8,14 +8,13 @@ rank's simulated time; ranks run at the same time, so the run takes as long as i
 from __future__ import annotations
 
 import glob
-import json
 import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 from dispatchprof import units
 from dispatchprof.counter import scenarios_of
-from dispatchprof.export import profile_from_dict
+from dispatchprof.export import profile_from_dict, read_json
 from dispatchprof.profile import Profile, Totals
 from dispatchprof.report import render
 from dispatchprof.simulate import simulate
@@ -37,11 +36,7 @@ def load_ranks(paths: Sequence[str]) -> list[RankProfile]:
         raise ValueError(f"no dispatchprof_*.json files in {', '.join(paths)}")
     ranks = []
     for f in files:
-        try:
-            with open(f, encoding="utf-8") as fh:
-                data: Any = json.load(fh)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{f}: not a complete JSON profile ({e.msg} at line {e.lineno})") from None
+        data: Any = read_json(f, "profile")
         meta = data.get("meta", {}) if isinstance(data, dict) else {}
         ranks.append(RankProfile(int(meta.get("process_index", len(ranks))), f, profile_from_dict(data, f)))
     seen = [r.rank for r in ranks]

@@ -7,7 +7,7 @@ categories; MACs count contractions only (COUNTING.md).
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 from op_formulas.cost import CATEGORIES, Cost
@@ -154,7 +154,6 @@ class Profile:
     tensor_kind: str = ""       # "real", "fake" or "meta": what the counted tensors were
     phase_peaks: tuple[tuple[str, int], ...] = ()   # (phase, peak live bytes above the phase's start)
     phase_wall: tuple[tuple[str, float], ...] = ()  # (phase, measured wall seconds, counting included)
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     def select(self, phase: str | None = None) -> tuple[OpRecord, ...]:
         if phase is None:

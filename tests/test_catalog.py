@@ -43,7 +43,7 @@ def test_config_json_file_and_folder(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("{not json", r"not valid JSON"),
+    ("{not json", r"not a complete JSON config \(truncated or corrupt"),
     ('{"hidden_size": 3}', r"missing field 'model_type'"),
     ('{"model_type": "llama", "auto_map": {"AutoModel": "x.Y"}}', r"asks for remote code \(auto_map\); dispatchprof never runs"),
     ('{"model_type": "no-such-arch"}', r"no-such-arch"),

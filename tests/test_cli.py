@@ -85,7 +85,7 @@ def test_calibrate_subcommand(capsys, tmp_path):
     (["llama-3.2-1b", "--place", "*.mlp*=L4"], "no catch-all rule"),
     (["llama-3.2-1b", "--format", "xml"], "argument --format: invalid choice: 'xml'"),
     (["llama-3.2-1b", "--trace", "t.json"], "--trace and --roofline need a --device"),
-    (["report", "/no/such/file.json"], "/no/such/file.json: No such file or directory"),
+    (["report", "/no/such/file.json"], "/no/such/file.json: cannot read the file (No such file or directory)"),
     (["missing/config.json"], "missing/config.json: no such config file"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Sequence
 
@@ -10,7 +9,7 @@ from dispatchprof import report
 from dispatchprof.cli import Parser
 from dispatchprof.counter import scenarios_of
 from dispatchprof.export import SCHEMA as PROFILE_SCHEMA
-from dispatchprof.export import profile_from_dict
+from dispatchprof.export import profile_from_dict, read_json
 from dispatchprof.report_generation import SCHEMA as GENERATION_SCHEMA
 from dispatchprof.report_generation import generation_from_dict, generation_summary
 from dispatchprof.simulate import simulate
@@ -26,11 +25,7 @@ def run(argv: Sequence[str]) -> int:
     p.add_argument("--format", choices=("table", "markdown"), default="table")
     args = p.parse_args(argv)
     fmt = "github" if args.format == "markdown" else "simple"
-    try:
-        with open(args.file, encoding="utf-8") as f:
-            data = json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{args.file}: not a complete JSON file ({e.msg} at line {e.lineno})") from None
+    data = read_json(args.file, "file")
     schema = data.get("schema") if isinstance(data, dict) else None
     parts = []
     if schema == GENERATION_SCHEMA:
