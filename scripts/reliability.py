@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -76,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
              "sizes of the real inputs and outputs (ops under the generic traffic rule).", "",
              f"- {len(harness.cases())} cases over {len(covered)} registered ops, up to {args.examples} examples "
              f"each: {ran} examples run, **{len(failures)} failing**.",
-             f"- {len(listed)} of {len(covered) + len(listed)} registered ops have no generator and are listed "
-             f"with the reason: {harness.UNCOVERED_REASON}.",
+             f"- {len(listed)} of {len(covered) + len(listed)} registered ops have no case; each is listed "
+             f"with its reason (`formula_harness.coverage()`):",
+             *[f"  - {n} ops: {reason}" for reason, n in Counter(listed.values()).most_common()],
              "- Found and fixed by this harness: evaluation-mode `native_batch_norm` wrote different bytes on "
              "CPU (empty saved statistics) and meta (C elements); the formula now states what is written.",
              "- Found and fixed by the stress tests: under `torch.inference_mode` composite ops such as "
