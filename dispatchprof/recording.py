@@ -17,7 +17,7 @@ from dispatchprof.profile import OpRecord, Profile, Scope, UnknownOp
 from dispatchprof.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.tracker import Frame, ModuleTracker
 from op_formulas.collectives import COLLECTIVES
-from op_formulas.cost import Cost, TensorMeta
+from op_formulas.cost import TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
 aten = torch.ops.aten

@@ -23,24 +23,27 @@ def nbytes(value: float) -> str:
     return si(value, "B")
 
 
+_SUBUNITS = ((1, ""), (1e-3, "m"), (1e-6, "u"), (1e-9, "n"))
+
+
+def small(value: float, unit: str) -> str:
+    """Values at or below one ``unit``: 0.00123 s -> '1.23 ms', down to pico."""
+    if value == 0:
+        return f"0 {unit}"
+    for scale, prefix in _SUBUNITS:
+        if abs(value) >= scale:
+            return f"{value / scale:.2f} {prefix}{unit}"
+    return f"{value / 1e-12:.2f} p{unit}"
+
+
 def seconds(value: float) -> str:
     """0.00123 -> '1.23 ms'."""
-    if value == 0:
-        return "0 s"
-    for scale, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value / 1e-12:.2f} ps"
+    return small(value, "s")
 
 
 def joules(value: float) -> str:
     """0.0123 -> '12.30 mJ'."""
-    if value == 0:
-        return "0 J"
-    for scale, unit in ((1, "J"), (1e-3, "mJ"), (1e-6, "uJ"), (1e-9, "nJ")):
-        if abs(value) >= scale:
-            return f"{value / scale:.2f} {unit}"
-    return f"{value / 1e-12:.2f} pJ"
+    return small(value, "J")
 
 
 def watts(value: float) -> str:

@@ -36,8 +36,8 @@ def test_self_inclusive_calls_and_ops_outside_modules():
     model = mlp()
     x = torch.randn(3, 4)
     with OpCounter(model) as c:
-        y = model(x)
-        y = model(x) * 2                        # called twice; the mul runs outside any module
+        model(x)
+        model(x) * 2                        # called twice; the mul runs outside any module
     rows = c.by_module()
     assert rows["0"].scope.calls == 2 and rows[""].scope.calls == 2
     assert rows["0"].self_totals.macs == 2 * 3 * 4 * 8

@@ -81,7 +81,7 @@ def test_exception_inside_forward_leaves_nothing_and_keeps_results():
             self.lin = nn.Linear(4, 4)
 
         def forward(self, x):
-            y = self.lin(x)
+            self.lin(x)
             raise RuntimeError("boom")
 
     model = Boom()

@@ -9,7 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, 
 
 import coverage as coverage_script
 import zoo
-from dispatchprof import OpCounter, fake_inputs, fake_mode, fake_model
+from dispatchprof import OpCounter, fake_inputs, fake_model
 
 aten = torch.ops.aten
 
