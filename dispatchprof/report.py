@@ -113,6 +113,8 @@ COLUMNS: dict[str, tuple[str, Column]] = {
     "cache": ("CACHE", lambda n, r: units.si(n.cache)),
     "peak": ("PEAK", lambda n, r: units.nbytes(n.peak_bytes)),
     "latency": ("measured latency", lambda n, r: units.seconds(n.latency_s)),
+    "achieved": ("achieved FLOP/s", lambda n, r: units.si(n.inclusive.flops / n.latency_s, "FLOP/s")
+                 if n.latency_s else "-"),
     "time": ("time", _sim("time_s", units.seconds)),
     "%time": ("% time", lambda n, r: "-" if n.sim is None or r.sim is None
               else units.percent(n.sim.time_s, r.sim.time_s)),
@@ -122,9 +124,11 @@ DEFAULT_COLUMNS = ("type", "calls", "params", "flops", "%flops", "macs", "bytes"
 
 
 def module_tree(profile: Profile, sim: Simulation | None = None, *, depth: int = -1,
-                columns: Sequence[str] | None = None, fold: bool = True, fmt: str = "simple") -> str:
+                columns: Sequence[str] | None = None, fold: bool = True, fmt: str = "simple",
+                phase: str | None = None) -> str:
     """The module tree down to ``depth`` (-1: all) with ``columns`` (keys of COLUMNS; by default
-    DEFAULT_COLUMNS, plus time and % time with a simulation)."""
+    DEFAULT_COLUMNS, plus time and % time with a simulation); counts of one ``phase`` if given
+    (measured latency is always the forward's)."""
     if columns is None:
         columns = DEFAULT_COLUMNS + (("time", "%time") if sim is not None else ())
     unknown = [c for c in columns if c not in COLUMNS]
@@ -132,7 +136,7 @@ def module_tree(profile: Profile, sim: Simulation | None = None, *, depth: int =
         raise ValueError(f"unknown column {unknown[0]!r}; allowed: {', '.join(COLUMNS)}")
     if not isinstance(depth, int) or depth < -1:
         raise ValueError(f"depth must be -1 (all) or a depth >= 0, got {depth!r}")
-    root = build_tree(profile, sim, fold)
+    root = build_tree(profile, sim, fold, phase)
     rows = [[label, *(COLUMNS[c][1](node, root) for c in columns)] for label, node, _ in walk(root, depth)]
     return render(rows, ["module", *(COLUMNS[c][0] for c in columns)], fmt)
 

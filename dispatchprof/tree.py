@@ -41,9 +41,10 @@ class Node:
         return (self.module_type, self.inclusive, self.params, tuple(c.signature() for c in self.children))
 
 
-def build_tree(profile: Profile, sim: Simulation | None = None, fold: bool = True) -> Node:
-    """The root node of ``profile``'s module tree."""
-    rows = profile.by_module()
+def build_tree(profile: Profile, sim: Simulation | None = None, fold: bool = True,
+               phase: str | None = None) -> Node:
+    """The root node of ``profile``'s module tree (counts of one ``phase``, if given)."""
+    rows = profile.by_module(phase)
     sim_rows = sim.by_module() if sim is not None else {}
     children: dict[str | None, list[str]] = {}
     for name, row in rows.items():

@@ -188,6 +188,114 @@ def _group_norm_make(draw, batch):
     return (lambda x: F.group_norm(x, groups)), [torch.randn(batch, 4, 3)]
 
 
+def direct(op: str, call: Callable, *, inputs: Callable | None = None, scales: bool = True) -> Case:
+    """A case that calls an aten op directly: ``call(batch, n, *tensors)`` with tensors from
+    ``inputs(batch, n)`` (default one [batch, n] float tensor)."""
+    def make(draw, batch):
+        n = draw(st.integers(2, 6))
+        tensors = inputs(batch, n) if inputs else [torch.randn(batch, n)]
+        return (lambda *ts: call(batch, n, *ts)), tensors
+    return Case(op, make, scales=scales)
+
+
+def _pair(batch: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(batch, n), torch.randn(batch, n)]
+
+
+def _mats(batch: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(n, n), torch.randn(batch, n, n), torch.randn(batch, n, n)]
+
+
+def _vecs(batch: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(batch * n), torch.randn(batch * n)]
+
+
+def _image(batch: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(batch, 2, n, n)]
+
+
+def _volume(batch: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(batch, 2, n, n, n)]
+
+
+def _seq(batch: int, n: int) -> list[torch.Tensor]:
+    return [torch.randn(batch, 2, n)]
+
+
+def direct_cases() -> list[Case]:
+    """Ops called through torch.ops.aten with plain arguments."""
+    a = torch.ops.aten
+    def on(t: torch.Tensor) -> dict:
+        return {"device": t.device, "dtype": t.dtype}
+
+    return [
+        direct("aten.acos", lambda b, n, x: a.acos(x)), direct("aten.asin", lambda b, n, x: a.asin(x)),
+        direct("aten.clamp_min", lambda b, n, x: a.clamp_min(x, 0.1)),
+        direct("aten.clamp_max", lambda b, n, x: a.clamp_max(x, 0.1)),
+        direct("aten.clamp_min_", lambda b, n, x: a.clamp_min_(x.clone(), 0.1)),
+        direct("aten.clamp_max_", lambda b, n, x: a.clamp_max_(x.clone(), 0.1)),
+        direct("aten.triu", lambda b, n, x: a.triu(x)), direct("aten.triu_", lambda b, n, x: a.triu_(x.clone())),
+        direct("aten.cummin", lambda b, n, x: a.cummin(x, -1)), direct("aten.aminmax", lambda b, n, x: a.aminmax(x, dim=-1)),
+        direct("aten.nansum", lambda b, n, x: a.nansum(x, [-1])), direct("aten.std_mean", lambda b, n, x: a.std_mean(x, [-1])),
+        direct("aten.min", lambda b, n, x: a.min(x, -1)), direct("aten.norm", lambda b, n, x: a.norm(x, 2, [-1])),
+        direct("aten._safe_softmax", lambda b, n, x: a._safe_softmax(x, -1)),
+        direct("aten.dot", lambda b, n, x, y: a.dot(x, y), inputs=_vecs, scales=False),
+        direct("aten.vdot", lambda b, n, x, y: a.vdot(x, y), inputs=_vecs, scales=False),
+        direct("aten.addbmm", lambda b, n, c, x, y: a.addbmm(c, x, y), inputs=_mats, scales=False),
+        direct("aten.addbmm_", lambda b, n, c, x, y: a.addbmm_(c.clone(), x, y), inputs=_mats, scales=False),
+        direct("aten._addmm_activation", lambda b, n, x, y: a._addmm_activation(x[:, 0], x, y.t()), inputs=_pair,
+               scales=False),
+        direct("aten._to_copy", lambda b, n, x: a._to_copy(x, dtype=torch.float64)),
+        direct("aten.copy_", lambda b, n, x, y: a.copy_(x.clone(), y), inputs=_pair),
+        direct("aten.copy", lambda b, n, x, y: a.copy(x, y), inputs=_pair),
+        direct("aten.fill_", lambda b, n, x: a.fill_(x.clone(), 2.0)), direct("aten.zero_", lambda b, n, x: a.zero_(x.clone())),
+        direct("aten.fill", lambda b, n, x: a.fill(x, 2.0)),
+        direct("aten.zeros", lambda b, n, x: a.zeros([b, n], **on(x))), direct("aten.ones", lambda b, n, x: a.ones([b, n], **on(x))),
+        direct("aten.full", lambda b, n, x: a.full([b, n], 3.0, **on(x))),
+        direct("aten.empty", lambda b, n, x: a.empty([b, n], **on(x))),
+        direct("aten.empty_like", lambda b, n, x: a.empty_like(x)), direct("aten.full_like", lambda b, n, x: a.full_like(x, 2.0)),
+        direct("aten.empty_strided", lambda b, n, x: a.empty_strided([b, n], [n, 1], **on(x))),
+        direct("aten.new_zeros", lambda b, n, x: a.new_zeros(x, [b, n])), direct("aten.new_ones", lambda b, n, x: a.new_ones(x, [b, n])),
+        direct("aten.new_full", lambda b, n, x: a.new_full(x, [b, n], 2.0)), direct("aten.new_empty", lambda b, n, x: a.new_empty(x, [b, n])),
+        direct("aten.new_empty_strided", lambda b, n, x: a.new_empty_strided(x, [b, n], [n, 1])),
+        direct("aten.arange", lambda b, n, x: a.arange(b * n, **on(x))),
+        direct("aten.linspace", lambda b, n, x: a.linspace(0.0, 1.0, b * n, **on(x))),
+        direct("aten.eye", lambda b, n, x: a.eye(b * n, **on(x)), scales=False),
+        direct("aten.scalar_tensor", lambda b, n, x: a.scalar_tensor(2.0, **on(x)), scales=False),
+        direct("aten.rand", lambda b, n, x: a.rand([b, n], **on(x))), direct("aten.randn", lambda b, n, x: a.randn([b, n], **on(x))),
+        direct("aten.randint", lambda b, n, x: a.randint(10, [b, n], device=x.device)),
+        direct("aten.randint_like", lambda b, n, x: a.randint_like(x, 10)),
+        direct("aten.randperm", lambda b, n, x: a.randperm(b * n, device=x.device)),
+        direct("aten.bernoulli", lambda b, n, x: a.bernoulli(x.sigmoid())),
+        direct("aten.normal_", lambda b, n, x: a.normal_(x.clone())), direct("aten.uniform_", lambda b, n, x: a.uniform_(x.clone())),
+        direct("aten.exponential_", lambda b, n, x: a.exponential_(x.clone())),
+        direct("aten.random_", lambda b, n, x: a.random_(x.clone())),
+        direct("aten.reflection_pad1d", lambda b, n, x: a.reflection_pad1d(x, [1, 1]), inputs=_seq),
+        direct("aten.replication_pad1d", lambda b, n, x: a.replication_pad1d(x, [1, 1]), inputs=_seq),
+        direct("aten.reflection_pad2d", lambda b, n, x: a.reflection_pad2d(x, [1, 1, 1, 1]), inputs=_image),
+        direct("aten.replication_pad2d", lambda b, n, x: a.replication_pad2d(x, [1, 1, 1, 1]), inputs=_image),
+        direct("aten.upsample_nearest1d", lambda b, n, x: a.upsample_nearest1d(x, [2 * n]), inputs=_seq),
+        direct("aten.upsample_nearest2d", lambda b, n, x: a.upsample_nearest2d(x, [2 * n, 2 * n]), inputs=_image),
+        direct("aten.upsample_nearest3d", lambda b, n, x: a.upsample_nearest3d(x, [2 * n] * 3), inputs=_volume),
+        direct("aten.avg_pool3d", lambda b, n, x: a.avg_pool3d(x, [2, 2, 2]), inputs=_volume),
+        direct("aten.max_pool3d_with_indices", lambda b, n, x: a.max_pool3d_with_indices(x, [2, 2, 2]), inputs=_volume),
+        direct("aten.adaptive_max_pool2d", lambda b, n, x: a.adaptive_max_pool2d(x, [2, 2]), inputs=_image),
+        direct("aten._adaptive_avg_pool3d", lambda b, n, x: a._adaptive_avg_pool3d(x, [2, 2, 2]), inputs=_volume),
+        direct("aten.scatter", lambda b, n, x: a.scatter(x, 1, torch.zeros(b, 1, dtype=torch.long, device=x.device), 1.0)),
+        direct("aten.index_fill", lambda b, n, x: a.index_fill(x, 1, torch.zeros(1, dtype=torch.long, device=x.device), 1.0)),
+        direct("aten.triu", lambda b, n, x: a.triu(x, 1)),
+        direct("aten.select_scatter", lambda b, n, x: a.select_scatter(x, x[:, 0], 1, 0)),
+        direct("aten.slice_scatter", lambda b, n, x: a.slice_scatter(x, x[:, :1], 1, 0, 1)),
+        direct("aten.t_copy", lambda b, n, x: a.t_copy(x)), direct("aten.view_copy", lambda b, n, x: a.view_copy(x, [b * n])),
+        direct("aten.permute_copy", lambda b, n, x: a.permute_copy(x, [1, 0])),
+        direct("aten.transpose_copy", lambda b, n, x: a.transpose_copy(x, 0, 1)),
+        direct("aten.unsqueeze_copy", lambda b, n, x: a.unsqueeze_copy(x, 0)),
+        direct("aten.detach_copy", lambda b, n, x: a.detach_copy(x)), direct("aten.alias_copy", lambda b, n, x: a.alias_copy(x)),
+        direct("aten.expand_copy", lambda b, n, x: a.expand_copy(x[:, :1], [b, n])),
+        direct("aten.lift_fresh_copy", lambda b, n, x: a.lift_fresh_copy(x)),
+    ]
+
+
 UNARY = ["neg", "reciprocal", "sqrt", "rsqrt", "exp", "exp2", "expm1", "sigmoid", "tanh", "erf", "log", "log2",
          "log10", "log1p", "sin", "cos", "tan", "atan", "sinh", "cosh", "floor", "ceil", "round", "trunc",
          "frac", "relu", "abs", "sign", "isnan", "isinf", "erfinv"]
@@ -246,7 +354,7 @@ def cases() -> list[Case]:
             reduction("aten.tril", lambda x: x.tril() if x.dim() >= 2 else x), reduction("aten.zeros_like", torch.zeros_like),
             reduction("aten.ones_like", torch.ones_like), reduction("aten.rand_like", torch.rand_like),
             reduction("aten.randn_like", torch.randn_like)]
-    out += [_binary_inplace(n) for n in ("add_", "sub_", "mul_", "div_")]
+    out += [_binary_inplace(n) for n in ("add_", "sub_", "mul_", "div_")] + direct_cases()
     out += [Case("aten.gather", _index_make("gather")), Case("aten.index_select", _index_make("index_select")),
             Case("aten.scatter_add", _index_make("scatter_add")), Case("aten.index_add", _index_make("index_add")),
             Case("aten.embedding", _embedding_make, generic_bytes=False),

@@ -159,3 +159,4 @@ def test_example_scripts_run(script):
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "phase" in out.stdout and "module" in out.stdout
+    assert "measured latency" in out.stdout and "achieved FLOP/s" in out.stdout     # real tensors

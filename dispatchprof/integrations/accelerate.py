@@ -77,6 +77,10 @@ class CountResult:
         sims = list(self.simulations)
         parts = [phase_table(self.profile, sims, fmt), report.summary(self.profile, sims, fmt=fmt),
                  report.module_tree(self.profile, sims[0] if sims else None, depth=depth, fmt=fmt)]
+        if self.profile.tensor_kind == "real":       # DeepSpeed's per-module forward profile
+            parts.append("Forward, measured per module (counting included):\n" + report.module_tree(
+                self.profile, depth=depth, fmt=fmt, phase="forward",
+                columns=("type", "calls", "flops", "macs", "latency", "achieved")))
         if top > 0:
             parts.append(report.operator_table(self.profile, sims[0] if sims else None, row_limit=top, fmt=fmt))
         return "\n\n".join(parts + [report.LEGEND])
