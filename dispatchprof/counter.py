@@ -75,6 +75,8 @@ class OpCounter:
         self._state: Recorder | None = None
         self._profile: Profile | None = None
         self._modes: list[Any] = []
+        self._optimizer_hooks: list[Any] = []
+        self._saved_label: tuple[str, int] | None = None
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
@@ -104,7 +106,7 @@ class OpCounter:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
-            for h in getattr(self, "_optimizer_hooks", []):
+            for h in self._optimizer_hooks:
                 h.remove()
             self._optimizer_hooks = []
             if state is not None:
@@ -120,7 +122,7 @@ class OpCounter:
             self._state.label, self._state.label_baseline = "optimizer", self._state.ledger.live_bytes
 
     def _optimizer_finished(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self._state is not None and getattr(self, "_saved_label", None) is not None:
+        if self._state is not None and self._saved_label is not None:
             self._state.label, self._state.label_baseline = self._saved_label
             self._saved_label = None
 
