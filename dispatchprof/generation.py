@@ -41,7 +41,7 @@ class StepSample:
     counts: tuple[tuple[int, ...], ...]              # per record: _COUNT_FIELDS
     timing: Mapping[str, tuple[tuple[float, ...], ...]]   # scenario -> per record (c, m, oh, tr, e_dyn, static_w)
     peak_extra: int
-    kv_bytes: int
+    kv_bytes: tuple[int, ...]       # per cache layer, after the step
     profile: Profile
 
 
@@ -87,12 +87,13 @@ class GenerationProfile:
     prefill_totals: Totals
     decode_totals: Totals
     decode_by_scope: Mapping[str, Totals]
-    kv_cache_bytes: int
+    kv_cache_bytes: int             # every layer's keys and values after the last token
     weights_bytes: int
     activations_peak_bytes: int
     devices: Mapping[str, DeviceGeneration]
     steps_counted: int
     last_step: Profile | None = field(default=None, repr=False)
+    kv_cache_bytes_by_layer: tuple[int, ...] = ()   # KV (COUNTING.md) of each decoder layer
 
     @property
     def tokens(self) -> dict[str, int]:
@@ -119,9 +120,10 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     sums = _sum_decode(samples, segments, list(scenarios)) if steps else {}
     first = samples.get(prompt_len)
     last = samples.get(prompt_len + steps - 1)
-    kv = last.kv_bytes if last else prefill_kv
+    kv_layers = last.kv_bytes if last else prefill_kv
+    kv = sum(kv_layers)
     prefill_peak = dict(prefill.phase_peaks).get("prefill", 0)
-    activations = max(prefill_peak - prefill_kv, last.peak_extra if last else 0, 0)
+    activations = max(prefill_peak - sum(prefill_kv), last.peak_extra if last else 0, 0)
     weights = check_capacity(prefill, next(iter(scenarios.values())), weight_dtype)[0].weights_bytes \
         if scenarios else sum(s.params_self_bytes for s in prefill.scopes)
     per_device = {}
@@ -142,7 +144,7 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     return GenerationProfile(batch, prompt_len, new_tokens, prefill, prefill.total(),
                              sums["totals"] if steps else Totals(), sums["by_scope"] if steps else {},
                              kv, weights, activations, per_device, len(samples),
-                             last.profile if last else None)
+                             last.profile if last else None, kv_layers)
 
 
 # --- counting -------------------------------------------------------------------------------
@@ -158,22 +160,29 @@ def _count_prefill(model, batch, prompt_len, devices, weight_dtype, bound):
     with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound) as c:
         with c.phase("prefill"):
             model(ids, past_key_values=cache, use_cache=True)
-    return c.profile, {sim.name: sim for sim in c.simulations()}, cache_bytes(cache)
+    return c.profile, {sim.name: sim for sim in c.simulations()}, cache_layer_bytes(cache)
 
 
 def _vocab(model: torch.nn.Module) -> int:
     return int(getattr(model.config, "vocab_size", 2) or 2)
 
 
-def cache_bytes(cache: Any) -> int:
-    """Bytes of every key and value tensor a cache holds."""
-    total = 0
+def cache_layer_bytes(cache: Any) -> tuple[int, ...]:
+    """Bytes of the key and value tensors each layer of a cache holds."""
+    out = []
     for layer in getattr(cache, "layers", ()):
+        nbytes = 0
         for name in ("keys", "values"):
             t = getattr(layer, name, None)
             if isinstance(t, torch.Tensor):
-                total += t.numel() * t.element_size()
-    return total
+                nbytes += t.numel() * t.element_size()
+        out.append(nbytes)
+    return tuple(out)
+
+
+def cache_bytes(cache: Any) -> int:
+    """Bytes of every key and value tensor a cache holds."""
+    return sum(cache_layer_bytes(cache))
 
 
 def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None,
@@ -190,10 +199,10 @@ def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | 
         start = len(c._state.records)
         with c.phase("decode"):
             model(step_ids, past_key_values=cache, use_cache=True)
-    return _sample_of(c, past, range(start, len(c.profile.records)), cache_bytes(cache))
+    return _sample_of(c, past, range(start, len(c.profile.records)), cache_layer_bytes(cache))
 
 
-def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: int) -> StepSample:
+def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...]) -> StepSample:
     profile = c.profile
     records = [profile.records[i] for i in index]
     timing = {}
@@ -250,7 +259,7 @@ def _every_step(model, batch, prompt_len, steps, devices, weight_dtype, bound, r
             start = len(c._state.records)
             with c.phase("decode"):
                 model(ids[k + 1], past_key_values=cache, use_cache=True)
-            bounds.append((start, len(c._state.records), cache_bytes(cache)))
+            bounds.append((start, len(c._state.records), cache_layer_bytes(cache)))
             report(k + 1, steps, "decode steps counted")
     samples = {prompt_len + k: _sample_of(c, prompt_len + k, range(a, b), kv) for k, (a, b, kv) in enumerate(bounds)}
     return samples, [(p, p) for p in sorted(samples)]
@@ -343,5 +352,5 @@ def _step_time(sample: StepSample, name: str) -> float:
     return sum(max(r[0], r[1]) + r[2] + r[3] for r in sample.timing[name])
 
 
-__all__ = ["DeviceGeneration", "GenerationProfile", "PhaseTiming", "StepSample", "cache_bytes",
+__all__ = ["DeviceGeneration", "GenerationProfile", "PhaseTiming", "StepSample", "cache_bytes", "cache_layer_bytes",
            "profile_generation", "sample_step"]

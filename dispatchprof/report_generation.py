@@ -76,7 +76,8 @@ def generation_to_dict(g: GenerationProfile, model: str = "") -> dict[str, Any]:
             "new_tokens": g.new_tokens, "prefill_totals": asdict(g.prefill_totals),
             "decode_totals": asdict(g.decode_totals),
             "decode_by_scope": {k: asdict(v) for k, v in g.decode_by_scope.items()},
-            "kv_cache_bytes": g.kv_cache_bytes, "weights_bytes": g.weights_bytes,
+            "kv_cache_bytes": g.kv_cache_bytes, "kv_cache_bytes_by_layer": list(g.kv_cache_bytes_by_layer),
+            "weights_bytes": g.weights_bytes,
             "activations_peak_bytes": g.activations_peak_bytes, "steps_counted": g.steps_counted,
             "devices": {n: asdict(d) for n, d in g.devices.items()},
             "prefill_profile": profile_to_dict(g.prefill)}
@@ -98,7 +99,8 @@ def generation_from_dict(data: dict[str, Any], where: str = "generation") -> tup
             data["batch"], data["prompt_len"], data["new_tokens"], profile_from_dict(data["prefill_profile"], where),
             Totals(**data["prefill_totals"]), Totals(**data["decode_totals"]),
             {k: Totals(**v) for k, v in data["decode_by_scope"].items()}, data["kv_cache_bytes"],
-            data["weights_bytes"], data["activations_peak_bytes"], devices, data["steps_counted"])
+            data["weights_bytes"], data["activations_peak_bytes"], devices, data["steps_counted"],
+            None, tuple(data["kv_cache_bytes_by_layer"]))
     except (KeyError, TypeError) as e:
         raise ValueError(f"{where}: malformed generation profile ({type(e).__name__}: {e})") from None
     return g, data.get("model", "")

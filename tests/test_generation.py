@@ -46,6 +46,7 @@ def test_fast_decode_path_equals_counting_every_step(family, extra, prompt, new)
     assert fast.decode_by_scope == slow.decode_by_scope
     assert fast.prefill_totals == slow.prefill_totals
     assert fast.kv_cache_bytes == slow.kv_cache_bytes
+    assert fast.kv_cache_bytes_by_layer == slow.kv_cache_bytes_by_layer
     for name in DEVICES:
         f, s = fast.devices[name], slow.devices[name]
         for field in ("ttft_s", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "tokens_per_s", "energy_per_token_j"):
@@ -66,6 +67,7 @@ def test_per_phase_figures_by_hand():
     assert d.tpot_first_s < d.tpot_last_s                               # attention reads more keys
     # KV cache after 5 + 3 tokens: 2 layers x (K, V) x batch 2 x 2 kv heads x 8 tokens x 16 dims x 4 bytes
     assert g.kv_cache_bytes == 2 * 2 * 2 * 2 * 8 * 16 * 4
+    assert g.kv_cache_bytes_by_layer == (2 * 2 * 2 * 8 * 16 * 4,) * 2              # KV per decoder layer
     cap = d.capacity[0]
     assert cap.kv_bytes == g.kv_cache_bytes and cap.weights_bytes == g.weights_bytes
     # decode MACs: 3 steps x 2 sequences through every Linear weight (no embedding) + attention
