@@ -27,7 +27,7 @@ from dispatchprof.counter import OpCounter, scenarios_of
 from dispatchprof.fake import fake_inputs
 from dispatchprof.profile import Profile, Totals
 
-Progress = Callable[[int, int, str], None]
+Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, what)
 _COUNT_FIELDS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs", "bytes_read", "bytes_written",
                  "comm_bytes")
 
@@ -227,7 +227,7 @@ def _sampled(model, batch, prompt_len, steps, devices, weight_dtype, bound, repo
     def get(past: int) -> StepSample:
         if past not in samples:
             samples[past] = sample_step(model, batch, past, devices, weight_dtype, bound)
-            report(len(samples), len(samples), "decode steps counted")
+            report(len(samples), 0, "decode steps counted (the rest summed)")   # total unknown
         return samples[past]
 
     def segment(a: int, b: int) -> None:

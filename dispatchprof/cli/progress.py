@@ -7,7 +7,8 @@ from typing import TextIO
 
 
 class ProgressBar:
-    """``bar(done, total, what)`` redraws one line; ``close()`` ends it."""
+    """``bar(done, total, what)`` redraws one line (total 0: unknown, a count without a bar);
+    ``close()`` ends it."""
 
     def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
         self.stream = stream or sys.stderr
@@ -18,8 +19,11 @@ class ProgressBar:
     def __call__(self, done: int, total: int, what: str) -> None:
         if not self.enabled:
             return
-        filled = int(self.width * done / total) if total else self.width
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {what}: {done}  ")
+        if total:
+            filled = int(self.width * done / total)
+            self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {what}: {done} of {total}  ")
+        else:
+            self.stream.write(f"\r{what}: {done}  ")
         self.stream.flush()
         self.drawn = True
 
