@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dispatchprof.devices import WEIGHT_BITS
 from dispatchprof.placement import Placement
 from dispatchprof.profile import Profile
 
@@ -56,8 +57,6 @@ class CapacityCheck:
 def check_capacity(profile: Profile, placement: Placement, weight_dtype: str | None,
                    kv_bytes: int = 0) -> tuple[CapacityCheck, ...]:
     """One CapacityCheck per device of the placement."""
-    from dispatchprof.simulate import WEIGHT_BITS
-
     weights: dict[str, int] = {d.name: 0 for d in placement.devices}
     placed_params = 0
     for s in profile.scopes:

@@ -24,7 +24,8 @@ from dispatchprof.errors import DataDependentOpError
 from dispatchprof.placement import Placement, placement_of
 from dispatchprof.profile import Profile, check_phase
 from dispatchprof.recording import Recorder
-from dispatchprof.simulate import WEIGHT_BITS, Simulation, simulate
+from dispatchprof.devices import WEIGHT_BITS
+from dispatchprof.simulate import Simulation, simulate
 from dispatchprof.tensors import iter_tensors
 from op_formulas.registry import lookup
 

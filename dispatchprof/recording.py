@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch._subclasses import FakeTensor
 
-from dispatchprof.memory import HOST, UNRECORDED, TensorLedger, storage_key
+from dispatchprof.memory import UNRECORDED, TensorLedger, storage_key
 from dispatchprof.profile import OpRecord, Profile, Scope, UnknownOp
 from dispatchprof.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.tracker import Frame, ModuleTracker
@@ -299,4 +299,4 @@ def _first_dtype(args: tuple, out: Any) -> str:
     return ""
 
 
-__all__ = ["ATTENTION_OPS", "HOST", "Recorder"]
+__all__ = ["ATTENTION_OPS", "Recorder"]

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import tabulate as _tabulate
 
 from dispatchprof import units
-from dispatchprof.profile import Profile, Totals
+from dispatchprof.profile import Profile, Totals, sum_records
 from dispatchprof.simulate import Simulation
 from dispatchprof.tree import Node, build_tree, walk
 
@@ -174,7 +174,6 @@ def operator_table(profile: Profile, sim: Simulation | None = None, *, sort_by: 
 
 
 def _sum_totals(profile: Profile, idx: list[int]) -> Totals:
-    from dispatchprof.profile import sum_records
     return sum_records(profile.records[i] for i in idx)
 
 

@@ -41,12 +41,11 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 from dispatchprof.capacity import CapacityCheck, check_capacity
-from dispatchprof.devices import Device
+from dispatchprof.devices import WEIGHT_BITS, Device
 from dispatchprof.memory import HOST, UNRECORDED
 from dispatchprof.placement import Placement
 from dispatchprof.profile import OpRecord, Profile, tree_depths
 
-WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
 _SOFTMAX = frozenset({"aten._softmax", "aten._safe_softmax", "aten.softmax"})
 _SILU = frozenset({"aten.silu", "aten.silu_"})
 _RMS_NORM = frozenset({"aten._fused_rms_norm", "aten.rms_norm"})

@@ -36,7 +36,7 @@ class Frame:
     name: str
     module: nn.Module | None
     first_op: int                 # index of the first op counted inside it
-    produced_at_entry: int = 0    # LiveMemory.produced_elements at entry
+    produced_at_entry: int = 0    # TensorLedger.produced_elements at entry
     peak_bytes: int = 0           # peak live bytes while it ran (children included)
     in_backward: bool = False
     started: float = 0.0          # perf_counter at entry

@@ -18,7 +18,8 @@ from dispatchprof.export import write_atomic
 from dispatchprof.generation import profile_generation
 from dispatchprof.hf import build_model
 from dispatchprof.report_generation import generation_csv, generation_summary, generation_to_dict
-from dispatchprof.simulate import WEIGHT_BITS, simulate
+from dispatchprof.devices import WEIGHT_BITS
+from dispatchprof.simulate import simulate
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 FORMATS = ("table", "markdown", "json", "csv")
