@@ -1,23 +1,27 @@
 """dispatchprof: exact operation counts and simulated cost of PyTorch models.
 
-Public names only; see README.md.
+The face of the package: its public names, re-exported from the layers (see
+docs/architecture.md): ``count`` (OpCounter, weightless models), ``results`` (frozen records
+and the Profile), ``sim`` (devices, placements, the simulator), ``report`` (tables and files),
+``llm`` (model catalog and generation) and the front ends (``cli``, ``integrations``,
+``flops_profiler``).
 """
 
-from dispatchprof.capacity import CapacityCheck
-from dispatchprof.counter import OpCounter
-from dispatchprof.devices import Device, DeviceProfileError, list_devices, load_device
-from dispatchprof.errors import DataDependentOpError
-from dispatchprof.fake import fake_inputs, fake_mode, fake_model
-from dispatchprof.generation import GenerationProfile, profile_generation
-from dispatchprof.hf import build_model, load_config
-from dispatchprof.placement import Placement, placement_of
-from dispatchprof.profile import ModuleStats, OperatorStats, OpRecord, Profile, Scope, Totals, UnknownOp
-from dispatchprof.simulate import OpTiming, SimTotals, Simulation, simulate
+from dispatchprof.count import OpCounter, fake_inputs, fake_mode, fake_model
+from dispatchprof.errors import DataDependentOpError, DeviceProfileError, ModelSpecError
+from dispatchprof.llm import build_model, load_config, profile_generation
+from dispatchprof.results import (
+    CapacityCheck, GenerationProfile, ModuleStats, OperatorStats, OpRecord, Profile, Scope, Totals, UnknownOp,
+)
+from dispatchprof.sim import (
+    Device, OpTiming, Placement, Scenarios, SimTotals, Simulation, list_devices, load_device, placement_of,
+    scenarios_of, simulate,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["CapacityCheck", "DataDependentOpError", "Device", "DeviceProfileError", "ModuleStats", "OpCounter",
-           "OpRecord", "OpTiming", "OperatorStats", "Placement", "Profile", "Scope", "SimTotals", "Simulation",
-           "Totals", "UnknownOp", "GenerationProfile", "build_model", "fake_inputs", "fake_mode", "fake_model",
-           "list_devices", "load_config", "load_device", "placement_of", "profile_generation", "simulate",
-           "__version__"]
+__all__ = ["CapacityCheck", "DataDependentOpError", "Device", "DeviceProfileError", "GenerationProfile",
+           "ModelSpecError", "ModuleStats", "OpCounter", "OpRecord", "OpTiming", "OperatorStats", "Placement",
+           "Profile", "Scenarios", "Scope", "SimTotals", "Simulation", "Totals", "UnknownOp", "__version__",
+           "build_model", "fake_inputs", "fake_mode", "fake_model", "list_devices", "load_config", "load_device",
+           "placement_of", "profile_generation", "scenarios_of", "simulate"]

@@ -15,3 +15,11 @@ class DataDependentOpError(RuntimeError):
             f"which run data-dependent ops with placeholder values.")
         self.op = op
         self.scope = scope
+
+
+class DeviceProfileError(ValueError):
+    """A device profile that does not follow the schema, or a device name nobody defines."""
+
+
+class ModelSpecError(ValueError):
+    """A model name, path or hub id that cannot be turned into a config."""

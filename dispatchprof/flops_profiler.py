@@ -16,9 +16,9 @@ import torch
 from torch import nn
 
 from dispatchprof import report, units
-from dispatchprof.counter import OpCounter
-from dispatchprof.export import write_atomic
-from dispatchprof.profile import Profile
+from dispatchprof.count.counter import OpCounter
+from dispatchprof.results.files import write_atomic
+from dispatchprof.results.profile import Profile
 
 
 def _strings(flops: int, macs: int, params: int) -> tuple[str, str, str]:

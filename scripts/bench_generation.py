@@ -20,8 +20,8 @@ CASES = [("llama-3.1-8b", 1, 512, 1024, ("PIM-AI-1chip", "H100-SXM"))]
 def measure(model: str, batch: int, prompt: int, new: int, devices: list[str]) -> dict:
     import warnings
 
-    from dispatchprof.generation import profile_generation
-    from dispatchprof.hf import build_model
+    from dispatchprof.llm.generation import profile_generation
+    from dispatchprof.llm.models import build_model
 
     warnings.simplefilter("ignore")
     start = time.perf_counter()

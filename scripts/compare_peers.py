@@ -34,7 +34,7 @@ def models() -> dict[str, Callable[[], tuple[torch.nn.Module, dict]]]:
 
     def hf(name: str, seq: int):
         def build():
-            from dispatchprof.hf import catalog, load_config
+            from dispatchprof.llm.catalog import catalog, load_config
             entry = catalog()[name]
             cls = tf.AutoModel if entry.auto == "model" else tf.AutoModelForCausalLM
             torch.manual_seed(0)

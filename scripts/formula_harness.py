@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from torch._subclasses import FakeTensorMode
 
 from dispatchprof import OpCounter
-from dispatchprof.tensors import iter_tensors, stored_bytes
+from dispatchprof.count.tensors import iter_tensors, stored_bytes
 from op_formulas import CATEGORIES, registered
 
 aten = torch.ops.aten

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     import formula_harness as harness
     from fuzz_formulas import run
 
-    from dispatchprof.export import write_atomic
+    from dispatchprof.results.files import write_atomic
 
     start = time.time()
     ran, failures = run(args.examples)

@@ -2,7 +2,7 @@
 
     python scripts/validate_cpu.py [--markdown]
 
-The host profile comes from `dispatchprof.calibrate.measure()` (matmul and element-wise
+The host profile comes from `dispatchprof.sim.calibrate.measure()` (matmul and element-wise
 throughput per dtype, copy bandwidth, per-op launch overhead). Each case is a real forward pass
 (random weights, CPU, no_grad): its ops are counted once and simulated on the host profile
 (predicted), and the pass is timed (median of several runs, measured). Target: median absolute
@@ -30,7 +30,7 @@ def cases():
 
     def hf(name, batch, seq):
         def build():
-            from dispatchprof.hf import catalog, load_config
+            from dispatchprof.llm.catalog import catalog, load_config
             cls = tf.AutoModel if catalog()[name].auto == "model" else tf.AutoModelForCausalLM
             torch.manual_seed(0)
             return cls.from_config(load_config(name)).eval(), {"input_ids": torch.randint(0, 1000, (batch, seq))}
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from tabulate import tabulate
 
     from dispatchprof import OpCounter
-    from dispatchprof.calibrate import calibrated_device, measure
+    from dispatchprof.sim.calibrate import calibrated_device, measure
 
     warnings.simplefilter("ignore")
     cal = measure()

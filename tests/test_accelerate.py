@@ -16,7 +16,8 @@ from torch import nn
 
 from dispatchprof import OpCounter
 from dispatchprof.integrations.accelerate import CountKwargs, phase_table, profile
-from dispatchprof.merge import load_ranks, merge_report
+from dispatchprof.report.ranks import merge_report
+from dispatchprof.results.ranks import load_ranks
 from op_formulas import T, lookup
 from op_formulas.collectives import share
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from dispatchprof import DeviceProfileError, OpCounter, load_device
-from dispatchprof.calibrate import Calibration, measure, write_profile
+from dispatchprof.sim.calibrate import Calibration, measure, write_profile
 
 
 def test_measured_profile_loads_and_simulates(tmp_path):

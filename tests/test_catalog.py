@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from dispatchprof.hf import ModelSpecError, build_model, catalog, load_config
+from dispatchprof.llm.catalog import ModelSpecError, catalog, load_config
+from dispatchprof.llm.models import build_model
 
 MODELS_MD = {  # published parameter counts (MODELS.md)
     "llama-3.2-1b": 1_235_814_400, "llama-3.2-3b": 3_212_749_824, "llama-3.1-8b": 8_030_261_248,
@@ -65,7 +66,7 @@ def test_unknown_name_lists_the_catalog():
 
 def test_hub_id_without_network_fails_clearly():
     # HF_HUB_OFFLINE makes the hub client fail at once instead of retrying: the same error path.
-    code = ("from dispatchprof.hf import load_config\n"
+    code = ("from dispatchprof.llm.catalog import load_config\n"
             "try:\n    load_config('meta-llama/Llama-3.1-8B')\n"
             "except ValueError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 
 from dispatchprof import Device, DeviceProfileError, list_devices, load_device
-from dispatchprof.devices import catalog
+from dispatchprof.sim.catalog import catalog
 
 DEVICES_MD = [  # every device of DEVICES.md
     "PIM-AI-1chip", "PIM-AI-4chip", "PIM-AI-1dimm", "PIM-AI-2dimm", "PIM-AI-4dimm", "PIM-AI-6dimm",

@@ -11,9 +11,11 @@ import pytest
 
 import zoo
 from dispatchprof import OpCounter, Profile
-from dispatchprof.export import VERSION, modules_csv, operators_csv, write_atomic
-from dispatchprof.roofline import plot_roofline
-from dispatchprof.trace import trace_events, write_trace
+from dispatchprof.report.csv_tables import modules_csv, operators_csv
+from dispatchprof.results.files import write_atomic
+from dispatchprof.results.profile import VERSION
+from dispatchprof.report.roofline import plot_roofline
+from dispatchprof.report.trace import trace_events, write_trace
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dispatchprof import OpCounter, fake_inputs
-from dispatchprof.generation import profile_generation
-from dispatchprof.hf import balanced_split, build_model
+from dispatchprof.llm.generation import profile_generation
+from dispatchprof.llm.models import balanced_split, build_model
 
 DEVICES = ["PIM-AI-1chip", "H100-SXM"]
 

@@ -54,7 +54,7 @@ def test_hostile_device_yaml(tmp_path, text, message):
 
 def test_hostile_config_json_never_runs_remote_code(tmp_path):
     """A config asking for remote code is refused and its code never runs."""
-    from dispatchprof.hf import ModelSpecError, load_config
+    from dispatchprof.llm.catalog import ModelSpecError, load_config
 
     marker = tmp_path / "ran"
     (tmp_path / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")

@@ -7,22 +7,12 @@ line on stderr, never a traceback.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Sequence
 
+from dispatchprof.cli.parser import UsageError
+
 SUBCOMMANDS = ("devices", "report", "calibrate", "merge")
-
-
-class UsageError(Exception):
-    """A mistake of the user's: reported in one line, exit code 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and raises instead of exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see {self.prog} --help)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from dispatchprof.calibrate import measure, write_profile
-from dispatchprof.cli import Parser
+from dispatchprof.sim.calibrate import measure, write_profile
+from dispatchprof.cli.parser import Parser
 
 
 def run(argv: Sequence[str]) -> int:

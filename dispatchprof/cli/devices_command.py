@@ -5,9 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from dispatchprof.cli import Parser
-from dispatchprof.devices import catalog
-from dispatchprof.report import render
+from dispatchprof.cli.parser import Parser
+from dispatchprof.sim.catalog import catalog
+from dispatchprof.report.render import render
 
 
 def run(argv: Sequence[str]) -> int:

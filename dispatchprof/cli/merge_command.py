@@ -5,8 +5,9 @@ from __future__ import annotations
 import sys
 from typing import Sequence
 
-from dispatchprof.cli import Parser
-from dispatchprof.merge import load_ranks, merge_report
+from dispatchprof.cli.parser import Parser
+from dispatchprof.report.ranks import merge_report
+from dispatchprof.results.ranks import load_ranks
 
 
 def run(argv: Sequence[str]) -> int:

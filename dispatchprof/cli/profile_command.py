@@ -11,15 +11,16 @@ from typing import Sequence
 import torch
 
 from dispatchprof import report
-from dispatchprof.cli import Parser, UsageError
+from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
-from dispatchprof.counter import scenarios_of
-from dispatchprof.export import write_atomic
-from dispatchprof.generation import profile_generation
-from dispatchprof.hf import build_model
-from dispatchprof.report_generation import generation_csv, generation_summary, generation_to_dict
-from dispatchprof.devices import WEIGHT_BITS
-from dispatchprof.simulate import simulate
+from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.results.files import write_atomic
+from dispatchprof.llm.generation import profile_generation
+from dispatchprof.llm.models import build_model
+from dispatchprof.report.generation import generation_csv, generation_summary
+from dispatchprof.results.generation import generation_to_dict
+from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.simulate import simulate
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 FORMATS = ("table", "markdown", "json", "csv")
@@ -97,10 +98,10 @@ def run(argv: Sequence[str]) -> int:
         if prefill_sim is None:
             raise UsageError("--trace and --roofline need a --device to simulate on")
         if args.trace:
-            from dispatchprof.trace import write_trace
+            from dispatchprof.report.trace import write_trace
             write_trace(prefill_sim, args.trace)
         if args.roofline:
-            from dispatchprof.roofline import plot_roofline
+            from dispatchprof.report.roofline import plot_roofline
             plot_roofline(prefill_sim, args.roofline)
     text = render(g, args, prefill_sim)
     if args.output:

@@ -6,13 +6,15 @@ import sys
 from typing import Sequence
 
 from dispatchprof import report
-from dispatchprof.cli import Parser
-from dispatchprof.counter import scenarios_of
-from dispatchprof.export import SCHEMA as PROFILE_SCHEMA
-from dispatchprof.export import profile_from_dict, read_json
-from dispatchprof.report_generation import SCHEMA as GENERATION_SCHEMA
-from dispatchprof.report_generation import generation_from_dict, generation_summary
-from dispatchprof.simulate import simulate
+from dispatchprof.cli.parser import Parser
+from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.results.files import read_json
+from dispatchprof.results.profile import SCHEMA as PROFILE_SCHEMA
+from dispatchprof.results.profile import Profile
+from dispatchprof.report.generation import generation_summary
+from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
+from dispatchprof.results.generation import generation_from_dict
+from dispatchprof.sim.simulate import simulate
 
 
 def run(argv: Sequence[str]) -> int:
@@ -33,11 +35,12 @@ def run(argv: Sequence[str]) -> int:
         parts.append(generation_summary(g, model=model, fmt=fmt))
         profile = g.prefill
     elif schema == PROFILE_SCHEMA:
-        profile = profile_from_dict(data, args.file)
+        profile = Profile.from_dict(data, args.file)
     else:
         raise ValueError(f"{args.file}: not a dispatchprof profile (schema {schema!r}; expected "
                          f"{PROFILE_SCHEMA!r} or {GENERATION_SCHEMA!r})")
-    sims = [simulate(profile, pl, name=n) for n, pl in scenarios_of(args.device).items()]
+    scenarios = scenarios_of(args.device)
+    sims = [simulate(profile, scenarios[n], name=n) for n in scenarios]
     if schema == PROFILE_SCHEMA:
         parts.append(report.summary(profile, sims, fmt=fmt))
     parts.append(report.module_tree(profile, sims[0] if sims else None, depth=args.depth, fmt=fmt))

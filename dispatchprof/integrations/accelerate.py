@@ -30,11 +30,11 @@ from typing import Any, Callable, Iterator
 import torch
 from accelerate.utils import KwargsHandler, ProfileKwargs
 
-from dispatchprof import report
-from dispatchprof.counter import OpCounter
-from dispatchprof.export import save_profile
-from dispatchprof.profile import Profile
-from dispatchprof.simulate import Simulation
+from dispatchprof import report, units
+from dispatchprof.count.counter import OpCounter
+
+from dispatchprof.results.profile import Profile
+from dispatchprof.sim.simulate import Simulation
 
 SCHEDULE_KEYS = ("wait", "warmup", "active", "repeat", "skip_first")
 
@@ -88,8 +88,6 @@ class CountResult:
 
 def phase_table(profile: Profile, sims: list[Simulation], fmt: str = "simple") -> str:
     """Per phase: ops, FLOPs, MACs, measured wall time and achieved FLOP/s, simulated time per device."""
-    from dispatchprof import units
-
     wall = dict(profile.phase_wall)
     phases = [p for p in ("forward", "backward", "optimizer", "prefill", "decode") if profile.select(p)]
     rows = []
@@ -157,7 +155,7 @@ class CountSession:
         k = self.kwargs
         if k.output_trace_dir:
             os.makedirs(k.output_trace_dir, exist_ok=True)
-            save_profile(result.profile, os.path.join(k.output_trace_dir, f"dispatchprof_{result.process_index}.json"),
+            result.profile.save(os.path.join(k.output_trace_dir, f"dispatchprof_{result.process_index}.json"),
                          meta={"process_index": result.process_index, "num_processes": result.num_processes,
                                "window": result.window})
         if k.on_trace_ready is not None:

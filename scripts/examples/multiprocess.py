@@ -17,7 +17,8 @@ from accelerate import Accelerator
 from torch import nn
 
 from dispatchprof.integrations.accelerate import CountKwargs, profile
-from dispatchprof.merge import load_ranks, merge_report
+from dispatchprof.report.ranks import merge_report
+from dispatchprof.results.ranks import load_ranks
 
 warnings.simplefilter("ignore")
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "dispatchprof_ranks"

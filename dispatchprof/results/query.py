@@ -21,7 +21,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from dispatchprof.profile import ModuleStats, Profile
+from dispatchprof.results.profile import ModuleStats, Profile
 
 COUNT_METRICS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "flops", "ops", "macs", "bytes",
                  "bytes_read", "bytes_written", "calls")

@@ -1,10 +1,8 @@
 """OpCounter: the public context manager that counts every aten op of the code it wraps.
 
-It owns two private modes: a TorchDispatchMode that sees every aten op (forward and
-backward) and hands its shapes to the op_formulas registry, and a TorchFunctionMode that
-records ``F.scaled_dot_product_attention`` as one fused op before torch picks a backend
-(so attention counts the same on real, meta and fake tensors). A ModuleTracker says which
-module scope each op belongs to. Nothing is left behind on exit, normal or not.
+It owns two private modes (dispatchprof.count.modes) that hand every aten op to a Recorder;
+a ModuleTracker says which module scope each op belongs to. Nothing is left behind on exit,
+normal or not. The devices it simulates on are resolved once, when it is made.
 """
 
 from __future__ import annotations
@@ -12,29 +10,21 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Literal, get_args
 
-import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import op_formulas  # noqa: F401  (registers every formula)
-from dispatchprof import query, units
-from dispatchprof.errors import DataDependentOpError
-from dispatchprof.placement import Placement, placement_of
-from dispatchprof.profile import Profile, check_phase
-from dispatchprof.recording import Recorder
-from dispatchprof.devices import WEIGHT_BITS
-from dispatchprof.simulate import Simulation, simulate
-from dispatchprof.tensors import iter_tensors
-from op_formulas.registry import lookup
+from dispatchprof import units
+from dispatchprof.count.modes import CountingMode, FusedAttentionMode
+from dispatchprof.count.recorder import Recorder
+from dispatchprof.results import query
+from dispatchprof.results.profile import Profile
+from dispatchprof.results.records import check_phase
+from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.simulate import Simulation, simulate
 
-aten = torch.ops.aten
 CausalRule = Literal["full", "computed"]
-#: Ops whose output depends on tensor values: impossible on meta tensors.
-_DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
-                             aten._unique2, aten.unique_consecutive, aten.unique_dim,
-                             aten.repeat_interleave, aten.bincount, aten.histc})
 
 
 class OpCounter:
@@ -88,7 +78,7 @@ class OpCounter:
         self._state.tracker.start()
         self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
                                  register_optimizer_step_post_hook(self._optimizer_finished)]
-        self._modes = [_FusedAttentionMode(self._state), _CountingMode(self._state)]
+        self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
         try:
             for m in self._modes:
                 m.__enter__()
@@ -142,6 +132,13 @@ class OpCounter:
             state.label, state.label_baseline = saved
 
     # --- results ---------------------------------------------------------------------------
+    @property
+    def records_counted(self) -> int:
+        """How many op records this count holds so far (an index to cut a count into steps)."""
+        if self._state is not None:
+            return len(self._state.records)
+        return len(self._profile.records) if self._profile is not None else 0
+
     @property
     def profile(self) -> Profile:
         """The frozen result (a live snapshot while still counting)."""
@@ -204,83 +201,8 @@ class OpCounter:
             if len(self._scenarios) > 1:
                 raise ValueError(f"several devices were simulated; pick one: {', '.join(self._scenarios)}")
             device = next(iter(self._scenarios))
-        key = {k.lower(): k for k in self._scenarios}.get(device.lower())
+        key = self._scenarios.lookup(device)
         if key is None:
             raise ValueError(f"{device!r} was not simulated; simulated: {', '.join(self._scenarios)}")
         return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key,
                         bound=self._bound)
-
-
-def scenarios_of(devices: Any) -> dict[str, Placement]:
-    """Simulation scenarios from OpCounter's ``devices``: name -> placement. A device is named
-    by its own name; a placement mapping is named "placement" (the first) or "placement N"."""
-    if devices is None:
-        return {}
-    out: dict[str, Placement] = {}
-    for spec in devices if isinstance(devices, (list, tuple)) else [devices]:
-        p = placement_of(spec)
-        if isinstance(spec, dict):
-            name = "placement" if "placement" not in out else f"placement {len(out) + 1}"
-        else:
-            name = p.devices[0].name
-        out[name] = p
-    return out
-
-
-class _CountingMode(TorchDispatchMode):
-    """Sees every aten op; counts it unless a fused op above already did. An op with no formula
-    that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
-    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere."""
-
-    def __init__(self, state: Recorder) -> None:
-        super().__init__()
-        self.state = state
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        state = self.state
-        if state.inside_fused:
-            return func(*args, **kwargs)
-        if func.overloadpacket in _DATA_DEPENDENT and any(t.device.type == "meta" for t in iter_tensors(args)):
-            raise DataDependentOpError(str(func.overloadpacket), state.scope_and_phase()[0])
-        if lookup(func.overloadpacket) is None and _decomposable(func):
-            with self:
-                out = func.decompose(*args, **kwargs)
-            if out is not NotImplemented:
-                return out
-        out = func(*args, **kwargs)
-        state.count(func, args, kwargs, out)
-        return out
-
-
-_DECOMPOSABLE: dict[Any, bool] = {}
-
-
-def _decomposable(func: Any) -> bool:
-    """Whether an aten overload has a CompositeImplicitAutograd kernel (cached)."""
-    known = _DECOMPOSABLE.get(func)
-    if known is None:
-        known = _DECOMPOSABLE[func] = func.namespace == "aten" and func.has_kernel_for_dispatch_key(
-            torch._C.DispatchKey.CompositeImplicitAutograd)
-    return known
-
-
-class _FusedAttentionMode(TorchFunctionMode):
-    """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
-
-    def __init__(self, state: Recorder) -> None:
-        super().__init__()
-        self.state = state
-
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        if func is not torch.nn.functional.scaled_dot_product_attention or self.state.inside_fused \
-                or torch._C._current_graph_task_id() != -1:
-            return func(*args, **kwargs)
-        self.state.inside_fused += 1
-        try:
-            out = func(*args, **kwargs)
-        finally:
-            self.state.inside_fused -= 1
-        self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
-        return out

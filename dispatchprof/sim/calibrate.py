@@ -20,8 +20,8 @@ from typing import Callable
 import torch
 import yaml
 
-from dispatchprof.devices import parse_profile
-from dispatchprof.export import write_atomic
+from dispatchprof.results.files import write_atomic
+from dispatchprof.sim.loader import parse_profile
 
 CALIBRATED_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 

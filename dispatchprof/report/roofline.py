@@ -11,9 +11,8 @@ import io
 import os
 from collections import defaultdict
 
-from dispatchprof.devices import load_device
-from dispatchprof.export import write_atomic
-from dispatchprof.simulate import Simulation
+from dispatchprof.results.files import write_atomic
+from dispatchprof.sim.simulate import Simulation
 
 LEVELS = ("ops", "modules")
 
@@ -28,7 +27,7 @@ def plot_roofline(sim: Simulation, path: str | os.PathLike, *, level: str = "ops
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("the roofline plot needs matplotlib: pip install 'dispatchprof[plot]'") from None
-    device = load_device(sim.devices[0])
+    device = sim.placement.devices[0]
     points = _points(sim, level)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     xs = [10 ** (k / 10) for k in range(-30, 41)]
@@ -57,10 +56,9 @@ def _points(sim: Simulation, level: str) -> dict[str, tuple[float, float]]:
     traffic: dict[str, float] = defaultdict(float)
     time: dict[str, float] = defaultdict(float)
     for t in sim.ops:
-        r = sim._records[t.record]
+        r = sim.records[t.record]
         key = r.op if level == "ops" else (r.scope or "(root)")
-        c = r.cost
-        work[key] += c.ops
-        traffic[key] += (c.bytes_read or 0) + (c.bytes_written or 0)
+        work[key] += t.work
+        traffic[key] += t.traffic_bytes
         time[key] += t.time_s
     return {k: (work[k] / traffic[k], work[k] / time[k]) for k in work if work[k] and traffic[k] and time[k]}

@@ -1,10 +1,14 @@
-"""Which device runs each module scope.
+"""Which device runs each module scope, and the scenarios a run is simulated on.
 
 ``devices`` is one device (a name, a YAML path or a Device), or a mapping of module-name globs
 to devices: ``{"*.self_attn*": "PIM-AI-1chip", "*": "PIM-AI-4chip"}``. Globs are matched with
 ``fnmatch`` against the op's scope (``model.layers.3.self_attn.q_proj``; the root is ``""``),
 first match wins; a mapping must end in a rule that matches everything (``"*"``) so no op is
 left without a device.
+
+A run's ``devices`` (one device, a list of them side by side, or placement mappings) become
+`Scenarios`: named placements whose devices are resolved once (a YAML file is parsed once) and
+shared by every consumer: the simulator, the capacity check, the trace, the roofline, the reports.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from __future__ import annotations
 import fnmatch
 import os
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import Any, Iterator, Mapping, Union
 
-from dispatchprof.devices import Device, load_device
+from dispatchprof.sim.catalog import load_device
+from dispatchprof.sim.device import Device
 
 DeviceSpec = Union[str, os.PathLike, Device]
 
@@ -69,3 +74,48 @@ def placement_of(devices: DeviceSpec | Mapping[str, DeviceSpec] | Placement) -> 
                              f"so that every op (the root model's included) has a device")
         return Placement(tuple(rules))
     return Placement((("*", load_device(devices)),))
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """Named placements, in the order they were given; devices already resolved."""
+
+    items: tuple[tuple[str, Placement], ...] = ()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(name for name, _ in self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, name: str) -> Placement:
+        for n, p in self.items:
+            if n == name:
+                return p
+        raise KeyError(name)
+
+    def values(self) -> list[Placement]:
+        return [p for _, p in self.items]
+
+    def lookup(self, name: str) -> str | None:
+        """The scenario named ``name`` (case-insensitive), or None."""
+        return next((n for n in self if n.lower() == name.lower()), None)
+
+
+def scenarios_of(devices: Any) -> Scenarios:
+    """Scenarios from a run's ``devices``: one device (a name, a YAML path or a Device), a
+    placement mapping, or a list of them; `Scenarios` are returned as they are. A device is
+    named by its own name; a placement mapping "placement" (the first) or "placement N"."""
+    if isinstance(devices, Scenarios):
+        return devices
+    if devices is None:
+        return Scenarios()
+    out: dict[str, Placement] = {}
+    for spec in devices if isinstance(devices, (list, tuple)) else [devices]:
+        p = placement_of(spec)
+        if isinstance(spec, Mapping):
+            name = "placement" if "placement" not in out else f"placement {len(out) + 1}"
+        else:
+            name = p.devices[0].name
+        out[name] = p
+    return Scenarios(tuple(out.items()))

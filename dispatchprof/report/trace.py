@@ -13,8 +13,8 @@ import json
 import os
 from typing import Any
 
-from dispatchprof.export import write_atomic
-from dispatchprof.simulate import Simulation
+from dispatchprof.results.files import write_atomic
+from dispatchprof.sim.simulate import Simulation
 
 
 def _ancestors(scope: str, parents: dict[str, str | None]) -> list[str]:
@@ -38,7 +38,7 @@ def trace_events(sim: Simulation) -> list[dict[str, Any]]:
     last_end: dict[str, int] = dict.fromkeys(pids, 0)
     energy: dict[str, float] = dict.fromkeys(pids, 0.0)
     clock_s, start_ns = 0.0, 0
-    records, parents = sim._records, dict(sim._parents)
+    records, parents = sim.records, dict(sim.parents)
     for timing in sim.ops:
         r = records[timing.record]
         dev = timing.device
@@ -57,7 +57,7 @@ def trace_events(sim: Simulation) -> list[dict[str, Any]]:
         events.append(_slice(r.op, "op", pids[dev], start_ns, end_ns, {
             "scope": r.scope or "(root)", "bound": timing.bound, "compute_ns": timing.t_compute * 1e9,
             "memory_ns": timing.t_memory * 1e9, "transfer_ns": timing.t_transfer * 1e9,
-            "flops": r.cost.flops, "bytes": (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0)}))
+            "flops": r.cost.flops, "bytes": timing.traffic_bytes}))
         energy[dev] += timing.energy_j
         events.append({"ph": "C", "name": "energy (J)", "pid": pids[dev], "tid": 1, "ts": end_ns / 1000,
                        "args": {"J": energy[dev]}})

@@ -5,7 +5,6 @@
 - `operator_table`: per aten op, in the style of torch.profiler's ``key_averages().table``;
 - `top_modules`: the top-k module types per depth (as DeepSpeed's aggregated profile prints);
 - `module_types`: totals per module class;
-- `LEGEND`: the counting rules in two lines.
 Every function takes ``fmt``: a tabulate format name ("simple", "github", "grid", ...) or
 "markdown".
 """
@@ -15,32 +14,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Callable, Iterable, Mapping, Sequence
 
-import tabulate as _tabulate
-
 from dispatchprof import units
-from dispatchprof.profile import Profile, Totals, sum_records
-from dispatchprof.simulate import Simulation
-from dispatchprof.tree import Node, build_tree, walk
-
-LEGEND = ("Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; "
-          "MACs count contractions only (2 x MACs = torch FlopCounterMode).\n"
-          "Bytes: every tensor input read and output written once, views free; time: per-op roofline "
-          "max(compute, memory) + overheads and transfers, summed over ops.")
-_ALIASES = {"markdown": "github", "md": "github"}
-
-
-def table_format(fmt: str) -> str:
-    """The tabulate format for ``fmt``; an unknown name raises with the allowed ones."""
-    name = _ALIASES.get(fmt, fmt)
-    if name not in _tabulate.tabulate_formats:
-        raise ValueError(f"unknown table format {fmt!r}; allowed: markdown, "
-                         f"{', '.join(sorted(_tabulate.tabulate_formats))}")
-    return name
-
-
-def render(rows: Sequence[Sequence[object]], headers: Sequence[str], fmt: str) -> str:
-    return _tabulate.tabulate(rows, headers=headers, tablefmt=table_format(fmt), disable_numparse=True)
-
+from dispatchprof.report.render import render
+from dispatchprof.results.profile import Profile
+from dispatchprof.results.records import Totals, sum_records
+from dispatchprof.results.tree import Node, build_tree, walk
+from dispatchprof.sim.simulate import Simulation
+from op_formulas.cost import CATEGORIES
 
 # --- summary ----------------------------------------------------------------------------------
 def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: str = "simple",
@@ -49,7 +29,7 @@ def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: st
     ``tokens`` (phase -> tokens produced) adds tokens/s for those phases."""
     t = profile.total()
     root = next(s for s in profile.scopes if s.name == "") if profile.scopes else None
-    rows = [[c.upper(), units.si(getattr(t, c))] for c in ("add", "mult", "div", "sqrt", "exp", "cmp", "other")]
+    rows = [[c.upper(), units.si(getattr(t, c))] for c in CATEGORIES]
     rows += [["FLOPs (ADD+MULT)", units.si(t.flops)], ["MACs", units.si(t.macs)]]
     if root is not None:
         rows += [["PARAMS", f"{units.si(root.params)} ({units.nbytes(root.params_bytes)})"],
@@ -102,7 +82,7 @@ COLUMNS: dict[str, tuple[str, Column]] = {
     "params": ("params", lambda n, r: units.si(n.params)),
     "%params": ("% params", lambda n, r: units.percent(n.params, r.params)),
     **{c: (c.upper() if len(c) <= 5 else c, _count(c))
-       for c in ("add", "mult", "div", "sqrt", "exp", "cmp", "other")},
+       for c in CATEGORIES},
     "flops": ("FLOPs", _count("flops")),
     "%flops": ("% FLOPs", _share("flops")),
     "macs": ("MACs", _count("macs")),
@@ -136,13 +116,13 @@ def module_tree(profile: Profile, sim: Simulation | None = None, *, depth: int =
         raise ValueError(f"unknown column {unknown[0]!r}; allowed: {', '.join(COLUMNS)}")
     if not isinstance(depth, int) or depth < -1:
         raise ValueError(f"depth must be -1 (all) or a depth >= 0, got {depth!r}")
-    root = build_tree(profile, sim, fold, phase)
+    root = build_tree(profile, sim.by_module() if sim is not None else None, fold, phase)
     rows = [[label, *(COLUMNS[c][1](node, root) for c in columns)] for label, node, _ in walk(root, depth)]
     return render(rows, ["module", *(COLUMNS[c][0] for c in columns)], fmt)
 
 
 # --- operators ----------------------------------------------------------------------------------
-_SORT_KEYS = ("flops", "macs", "ops", "bytes", "calls", "time", "add", "mult", "div", "sqrt", "exp", "cmp", "other")
+_SORT_KEYS = ("flops", "macs", "ops", "bytes", "calls", "time", *CATEGORIES)
 
 
 def operator_table(profile: Profile, sim: Simulation | None = None, *, sort_by: str = "flops",

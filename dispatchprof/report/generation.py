@@ -1,26 +1,19 @@
-"""Tables and files for a generation profile (prefill + decode): rows first, then tabulate.
+"""Tables and CSV of a generation (prefill + decode): rows first, then tabulate.
 
 `generation_summary` renders the per-phase counts and, per simulated device, time to first
 token, time per output token, tokens/s, energy per token and the memory footprint against the
-device's capacity. `generation_to_dict` / `generation_from_dict` are its lossless JSON form.
+device's capacity. Its lossless JSON form lives with the result (dispatchprof.results.generation).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from dataclasses import asdict
-from typing import Any
 
 from dispatchprof import units
-from dispatchprof.capacity import CapacityCheck
-from dispatchprof.export import profile_from_dict, profile_to_dict
-from dispatchprof.generation import DeviceGeneration, GenerationProfile, PhaseTiming
-from dispatchprof.profile import Totals
-from dispatchprof.report import render
-
-SCHEMA = "dispatchprof.generation"
-VERSION = 1
+from dispatchprof.report.render import render
+from dispatchprof.results.capacity import CapacityCheck
+from dispatchprof.results.generation import GenerationProfile
 
 
 def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "simple") -> str:
@@ -68,39 +61,3 @@ def generation_csv(g: GenerationProfile) -> str:
                        d.energy_per_token_j, max(c.required_bytes for c in d.capacity),
                        d.capacity[0].capacity_bytes] if d else [""] * 9)])
     return out.getvalue()
-
-
-def generation_to_dict(g: GenerationProfile, model: str = "") -> dict[str, Any]:
-    """JSON-ready, lossless for everything the reports show."""
-    return {"schema": SCHEMA, "version": VERSION, "model": model, "batch": g.batch, "prompt_len": g.prompt_len,
-            "new_tokens": g.new_tokens, "prefill_totals": asdict(g.prefill_totals),
-            "decode_totals": asdict(g.decode_totals),
-            "decode_by_scope": {k: asdict(v) for k, v in g.decode_by_scope.items()},
-            "kv_cache_bytes": g.kv_cache_bytes, "kv_cache_bytes_by_layer": list(g.kv_cache_bytes_by_layer),
-            "weights_bytes": g.weights_bytes,
-            "activations_peak_bytes": g.activations_peak_bytes, "steps_counted": g.steps_counted,
-            "devices": {n: asdict(d) for n, d in g.devices.items()},
-            "prefill_profile": profile_to_dict(g.prefill)}
-
-
-def generation_from_dict(data: dict[str, Any], where: str = "generation") -> tuple[GenerationProfile, str]:
-    """The inverse of `generation_to_dict`: (profile, model name)."""
-    version = data.get("version")
-    if not isinstance(version, int) or not 1 <= version <= VERSION:
-        raise ValueError(f"{where}: generation schema version {version!r} is not supported: this dispatchprof "
-                         f"reads version {VERSION}; a newer version needs a newer dispatchprof")
-    try:
-        devices = {n: DeviceGeneration(
-            d["name"], d["ttft_s"], d["tpot_first_s"], d["tpot_mean_s"], d["tpot_last_s"],
-            PhaseTiming(**d["prefill"]), PhaseTiming(**d["decode"]), d["tokens_per_s"], d["decode_tokens_per_s"],
-            d["energy_per_token_j"], tuple(CapacityCheck(**c) for c in d["capacity"]))
-            for n, d in data["devices"].items()}
-        g = GenerationProfile(
-            data["batch"], data["prompt_len"], data["new_tokens"], profile_from_dict(data["prefill_profile"], where),
-            Totals(**data["prefill_totals"]), Totals(**data["decode_totals"]),
-            {k: Totals(**v) for k, v in data["decode_by_scope"].items()}, data["kv_cache_bytes"],
-            data["weights_bytes"], data["activations_peak_bytes"], devices, data["steps_counted"],
-            None, tuple(data["kv_cache_bytes_by_layer"]))
-    except (KeyError, TypeError) as e:
-        raise ValueError(f"{where}: malformed generation profile ({type(e).__name__}: {e})") from None
-    return g, data.get("model", "")

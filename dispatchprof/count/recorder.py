@@ -12,10 +12,11 @@ import torch
 from torch import nn
 from torch._subclasses import FakeTensor
 
-from dispatchprof.memory import UNRECORDED, TensorLedger, storage_key
-from dispatchprof.profile import OpRecord, Profile, Scope, UnknownOp
-from dispatchprof.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
-from dispatchprof.tracker import Frame, ModuleTracker
+from dispatchprof.count.ledger import TensorLedger, storage_key
+from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
+from dispatchprof.count.tracker import Frame, ModuleTracker
+from dispatchprof.results.profile import Profile
+from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
 from op_formulas.collectives import COLLECTIVES
 from op_formulas.cost import TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup

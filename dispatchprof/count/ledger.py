@@ -14,10 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-#: Producer of a storage written by an op that has no record (zero-cost or unknown ops).
-UNRECORDED = -2
-#: Producer of a tensor no counted op made and that is not a parameter: it comes from the host.
-HOST = -1
+from dispatchprof.results.records import HOST, UNRECORDED
 
 
 @dataclass

@@ -1,10 +1,8 @@
-"""Device profiles: the schema, the strict YAML loader, and the bundled catalog.
+"""The strict YAML loader of device profiles.
 
 A profile file holds one device family: ``family``, ``source`` (where its figures come from),
-optional ``defaults`` merged under every device, and ``devices`` (name -> fields). Units are in
-the field names: GB/s are 1e9 bytes/s, GB are 1e9 bytes, TFLOPS are 1e12 FLOP/s, pJ/bit, pJ/FLOP,
-microseconds, watts, ns/element. A figure's source is the device's ``source`` (or the file's),
-unless ``sources`` names one for that field.
+optional ``defaults`` merged under every device, and ``devices`` (name -> fields; see
+`dispatchprof.sim.device.Device` for the units).
 
 Loading is strict: an unknown, missing, duplicated or wrongly typed key, a NaN or infinite number,
 a zero or negative bandwidth or peak, raises `DeviceProfileError` naming the file, the device and
@@ -13,88 +11,14 @@ the field. YAML is read with a safe loader only.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Any, Literal, Mapping, get_args
+from typing import Any, get_args
 
 import yaml
 
-Kind = Literal["pim", "gpu", "soc", "cpu", "other"]
-DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
-#: Storage bits of the dtypes weights can be simulated in (``weight_dtype``).
-WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-WEIGHT_CATEGORIES = ("div", "sqrt", "exp", "cmp", "other")
-OVERRIDE_OPS = ("softmax", "silu", "rms_norm")
-
-
-class DeviceProfileError(ValueError):
-    """A device profile that does not follow the schema, or a device name nobody defines."""
-
-
-@dataclass(frozen=True)
-class Device:
-    """One device's figures, in the units their names say (see the module docstring)."""
-
-    name: str
-    source: str
-    memory_capacity_gb: float | None
-    memory_bandwidth_gb_per_s: float
-    memory_pj_per_bit: float
-    host_to_device_gb_per_s: float
-    host_to_device_pj_per_bit: float
-    device_to_host_gb_per_s: float
-    device_to_host_pj_per_bit: float
-    matrix_tflops: Mapping[str, float]
-    vector_tflops: Mapping[str, float]
-    pj_per_flop: float
-    kind: str = "other"
-    family: str = ""
-    product: str = ""
-    cost_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(WEIGHT_CATEGORIES, 1.0))
-    compute_efficiency: float = 1.0
-    memory_efficiency: float = 1.0
-    launch_overhead_us: float = 0.0
-    static_power_w: float = 0.0
-    ns_per_element: Mapping[str, float] = field(default_factory=dict)
-    cache_capacity_mb: float | None = None       # last-level cache: ops whose traffic fits run at
-    cache_bandwidth_gb_per_s: float | None = None  # cache bandwidth instead of memory bandwidth
-    interconnect_gb_per_s: float | None = None
-    interconnect_pj_per_bit: float | None = None
-    tdp_w: float | None = None
-    sources: Mapping[str, str] = field(default_factory=dict)
-    file: str = ""
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.file))
-
-    def peak_flops(self, dtype_key: str, matrix: bool) -> float:
-        """Peak FLOP/s for an op of ``dtype_key`` ("bf16", ...): the matrix table for matrix ops,
-        else the vector table; a dtype missing from the matrix table falls back to the vector
-        table, and one missing there to the vector fp32 peak (always present)."""
-        if matrix and dtype_key in self.matrix_tflops:
-            return self.matrix_tflops[dtype_key] * 1e12
-        return self.vector_tflops.get(dtype_key, self.vector_tflops["fp32"]) * 1e12
-
-    def as_bound(self) -> Device:
-        """This device with the pure roofline bound: efficiencies 1, no launch overhead."""
-        return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0)
-
-    def bandwidth_for(self, traffic_bytes: float) -> float:
-        """Bytes/s an op with this much traffic gets: the cache's when it fits in the last-level
-        cache (when the profile has one), else the memory's; times memory_efficiency."""
-        if self.cache_capacity_mb is not None and self.cache_bandwidth_gb_per_s is not None \
-                and traffic_bytes <= self.cache_capacity_mb * 1e6:
-            return self.cache_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
-        return self.memory_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
-
-    def source_of(self, field_name: str) -> str:
-        """Where the figure ``field_name`` comes from."""
-        return self.sources.get(field_name, self.source)
-
+from dispatchprof.errors import DeviceProfileError
+from dispatchprof.sim.device import DTYPE_KEYS, OVERRIDE_OPS, WEIGHT_CATEGORIES, Device, Kind
 
 # --- the schema: name -> (python types, required, check) ---------------------------------------
 _NUMBER = (int, float)
@@ -277,65 +201,3 @@ def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> N
         problem = value_check(v)
         if problem:
             raise DeviceProfileError(f"{where}: field '{key}.{k}' {problem}, got {v!r}")
-
-
-# --- the bundled catalog -----------------------------------------------------------------------
-_CATALOG: dict[str, Device] | None = None
-
-
-#: Listing order of the bundled families; other files follow alphabetically.
-_FILE_ORDER = ("pim_ai", "cxl_pim", "samsung_pim", "phone_soc", "nvidia", "amd")
-
-
-def _bundled_files() -> list[Path]:
-    root = resources.files("dispatchprof.device_profiles")
-    files = [Path(str(p)) for p in root.iterdir() if p.name.endswith((".yaml", ".yml"))]
-    rank = {stem: i for i, stem in enumerate(_FILE_ORDER)}
-    return sorted(files, key=lambda p: (rank.get(p.stem, len(rank)), p.name))
-
-
-def catalog() -> dict[str, Device]:
-    """Every bundled device by name (loaded once)."""
-    global _CATALOG
-    if _CATALOG is None:
-        found: dict[str, Device] = {}
-        for path in _bundled_files():
-            for d in read_profile_file(path):
-                if d.name.lower() in (n.lower() for n in found):
-                    raise DeviceProfileError(f"{path}: device {d.name!r} is defined twice "
-                                             f"(also in {found[d.name].file})")
-                found[d.name] = d
-        _CATALOG = found
-    return _CATALOG
-
-
-def list_devices() -> list[str]:
-    """Names of the bundled devices: PIM first, then phone SoCs, then GPUs."""
-    return list(catalog())
-
-
-def load_device(name_or_path: str | os.PathLike | Device, name: str | None = None) -> Device:
-    """A bundled device by name (exact, case-insensitive), or the device of a YAML file
-    (``name`` picks one when the file holds several). A Device is returned as is."""
-    if isinstance(name_or_path, Device):
-        return name_or_path
-    if not isinstance(name_or_path, (str, os.PathLike)):
-        raise TypeError(f"load_device() takes a device name or a YAML path, got {type(name_or_path).__name__}")
-    text = str(name_or_path)
-    if text.endswith((".yaml", ".yml")) or os.sep in text or os.path.isfile(text):
-        devices = read_profile_file(text)
-        if name is None and len(devices) == 1:
-            return devices[0]
-        by_name = {d.name.lower(): d for d in devices}
-        if name is not None and name.lower() in by_name:
-            return by_name[name.lower()]
-        raise DeviceProfileError(f"{text}: holds {', '.join(d.name for d in devices)}; "
-                                 f"pick one with load_device({text!r}, name=...)")
-    by_name = {n.lower(): d for n, d in catalog().items()}
-    if text.lower() in by_name:
-        return by_name[text.lower()]
-    raise DeviceProfileError(f"unknown device {text!r}; known devices: {', '.join(list_devices())} "
-                             f"(or give the path of a device YAML file)")
-
-
-__all__ = ["Device", "DeviceProfileError", "catalog", "list_devices", "load_device", "read_profile_file"]

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
-from dispatchprof.memory import storage_key
+from dispatchprof.count.ledger import storage_key
 
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward

@@ -1,6 +1,7 @@
 """The module tree of a profile, with repeated identical blocks folded.
 
-Nodes carry inclusive counts, tensor quantities and (optionally) simulated totals. Siblings
+Nodes carry inclusive counts, tensor quantities and (optionally) simulated totals per scope
+(any values that add with ``+``, such as the simulator's SimTotals). Siblings
 named ``prefix.0``, ``prefix.1``, ... of one type whose subtrees count exactly the same fold
 into one node ``prefix.0-15 (16x)`` whose values are the sums, and whose children are the
 blocks' children summed position by position.
@@ -10,9 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from functools import reduce
+from operator import add
+from typing import Any, Mapping
 
-from dispatchprof.profile import Profile, Totals
-from dispatchprof.simulate import SimTotals, Simulation
+from dispatchprof.results.profile import Profile
+from dispatchprof.results.records import Totals
 
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
 
@@ -32,7 +36,7 @@ class Node:
     cache: int
     peak_bytes: int
     latency_s: float
-    sim: SimTotals | None
+    sim: Any                # simulated totals of the subtree (None without a simulation)
     children: tuple[Node, ...] = field(default=())
     repeat: int = 1
 
@@ -41,11 +45,12 @@ class Node:
         return (self.module_type, self.inclusive, self.params, tuple(c.signature() for c in self.children))
 
 
-def build_tree(profile: Profile, sim: Simulation | None = None, fold: bool = True,
+def build_tree(profile: Profile, sim_rows: Mapping[str, Any] | None = None, fold: bool = True,
                phase: str | None = None) -> Node:
-    """The root node of ``profile``'s module tree (counts of one ``phase``, if given)."""
+    """The root node of ``profile``'s module tree (counts of one ``phase``, if given);
+    ``sim_rows`` maps scope names to their simulated inclusive totals."""
     rows = profile.by_module(phase)
-    sim_rows = sim.by_module() if sim is not None else {}
+    sim_rows = sim_rows or {}
     children: dict[str | None, list[str]] = {}
     for name, row in rows.items():
         parent = row.scope.parent
@@ -95,11 +100,7 @@ def merge(nodes: tuple[Node, ...], label: str) -> Node:
     for n in nodes:
         total = total + n.inclusive
     sims = [n.sim for n in nodes if n.sim is not None]
-    sim = None
-    if sims:
-        sim = SimTotals()
-        for s in sims:
-            sim = sim + s
+    sim = reduce(add, sims) if sims else None
     kids = tuple(merge(tuple(n.children[k] for n in nodes), first.children[k].label)
                  for k in range(len(first.children)))
     return replace(first, label=label, calls=sum(n.calls for n in nodes), inclusive=total,

@@ -1,0 +1,85 @@
+"""The counter's two private modes.
+
+`CountingMode`, a TorchDispatchMode, sees every aten op (forward and backward) and hands it to
+the recorder; `FusedAttentionMode`, a TorchFunctionMode, records
+``F.scaled_dot_product_attention`` as one fused op before torch picks a backend, so attention
+counts the same on real, meta and fake tensors. Only `OpCounter` uses them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from dispatchprof.count.recorder import Recorder
+from dispatchprof.count.tensors import iter_tensors
+from dispatchprof.errors import DataDependentOpError
+from op_formulas.registry import lookup
+
+aten = torch.ops.aten
+#: Ops whose output depends on tensor values: impossible on meta tensors.
+DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
+                            aten._unique2, aten.unique_consecutive, aten.unique_dim,
+                            aten.repeat_interleave, aten.bincount, aten.histc})
+
+
+class CountingMode(TorchDispatchMode):
+    """Sees every aten op; counts it unless a fused op above already did. An op with no formula
+    that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
+    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere."""
+
+    def __init__(self, state: Recorder) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        state = self.state
+        if state.inside_fused:
+            return func(*args, **kwargs)
+        if func.overloadpacket in DATA_DEPENDENT and any(t.device.type == "meta" for t in iter_tensors(args)):
+            raise DataDependentOpError(str(func.overloadpacket), state.scope_and_phase()[0])
+        if lookup(func.overloadpacket) is None and _decomposable(func):
+            with self:
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        out = func(*args, **kwargs)
+        state.count(func, args, kwargs, out)
+        return out
+
+
+_DECOMPOSABLE: dict[Any, bool] = {}
+
+
+def _decomposable(func: Any) -> bool:
+    """Whether an aten overload has a CompositeImplicitAutograd kernel (cached)."""
+    known = _DECOMPOSABLE.get(func)
+    if known is None:
+        known = _DECOMPOSABLE[func] = func.namespace == "aten" and func.has_kernel_for_dispatch_key(
+            torch._C.DispatchKey.CompositeImplicitAutograd)
+    return known
+
+
+class FusedAttentionMode(TorchFunctionMode):
+    """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
+
+    def __init__(self, state: Recorder) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func is not torch.nn.functional.scaled_dot_product_attention or self.state.inside_fused \
+                or torch._C._current_graph_task_id() != -1:
+            return func(*args, **kwargs)
+        self.state.inside_fused += 1
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.state.inside_fused -= 1
+        self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
+        return out

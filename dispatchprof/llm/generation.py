@@ -1,0 +1,193 @@
+"""Generation: a prefill and the decode steps that follow, counted and simulated per phase.
+
+``profile_generation(model, batch, prompt_len, new_tokens)``: the prefill reads the prompt and
+gives the first token; each of the new_tokens - 1 decode steps reads one token per sequence with
+a DynamicCache holding all earlier tokens (no ``generate()``, which needs weights).
+
+Fast path (exact): every count, byte and simulated time of a decode step is, op by op, an affine
+function of the cache length L (attention reads L+1 keys, the cache grows by one token, the
+rest does not change), and stays so until a model feature such as a sliding window changes the
+op stream. So instead of counting every step, a range of steps [a, b] is counted at L = a, a+1,
+the midpoint and b; when every op's values there lie on one line, the sums over the range are
+closed forms (dispatchprof.llm.decode_sums). When they do not, the range is split in two, down
+to single steps. A test compares this with counting every step, category by category.
+
+The devices are resolved once (`scenarios_of`) and shared by every count of the generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from dispatchprof.count.counter import OpCounter
+from dispatchprof.count.fake import fake_inputs
+from dispatchprof.llm.decode_sums import Segments, StepSample, affine, sum_decode
+from dispatchprof.results.capacity import CapacityCheck
+from dispatchprof.results.generation import DeviceGeneration, GenerationProfile, PhaseTiming
+from dispatchprof.results.profile import Profile
+from dispatchprof.results.records import COUNT_FIELDS, Totals
+from dispatchprof.sim.capacity import check_capacity
+from dispatchprof.sim.placement import Scenarios, scenarios_of
+
+Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, what)
+
+
+def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_tokens: int, *,
+                       devices: Any = None, weight_dtype: str | None = None, exact: bool = False,
+                       bound: bool = False, progress: Progress | None = None) -> GenerationProfile:
+    """Count and simulate a generation of ``new_tokens`` tokens after a ``prompt_len`` prompt for
+    ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference);
+    ``bound=True`` simulates the pure roofline (no efficiencies or overheads)."""
+    for name, value, low in (("batch", batch, 1), ("prompt_len", prompt_len, 1), ("new_tokens", new_tokens, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    scenarios = scenarios_of(devices)             # every device resolved (a YAML parsed) once
+    run = _Runner(model, batch, scenarios, weight_dtype, bound)
+    steps = new_tokens - 1
+    report = progress or (lambda done, total, what: None)
+    c, _, prefill_kv = run.count(prompt_len, 0)
+    prefill, prefill_sims = c.profile, {sim.name: sim for sim in c.simulations()}
+    report(1, 1, "prefill")
+    samples, segments = ({}, []) if not steps else (
+        run.every_step if exact else run.sampled)(prompt_len, steps, report)
+    sums = sum_decode(samples, segments, list(scenarios)) if steps else None
+    first = samples.get(prompt_len)
+    last = samples.get(prompt_len + steps - 1)
+    kv_layers = last.kv_bytes if last else prefill_kv
+    kv = sum(kv_layers)
+    prefill_peak = dict(prefill.phase_peaks).get("prefill", 0)
+    activations = max(prefill_peak - sum(prefill_kv), last.peak_extra if last else 0, 0)
+    weights = check_capacity(prefill, scenarios.values()[0], weight_dtype)[0].weights_bytes \
+        if scenarios else sum(s.params_self_bytes for s in prefill.scopes)
+    per_device = {}
+    for name in scenarios:
+        total = prefill_sims[name].total
+        pre = PhaseTiming(total.time_s, total.energy_j, total.compute_bound_s, total.memory_bound_s)
+        dec = sums.timing[name] if sums else PhaseTiming()
+        total_time = pre.time_s + dec.time_s
+        capacity = tuple(CapacityCheck(c.device, c.capacity_bytes, c.weights_bytes, kv, activations)
+                         for c in check_capacity(prefill, scenarios[name], weight_dtype))
+        per_device[name] = DeviceGeneration(
+            name, pre.time_s,
+            first.step_time(name) if first else 0.0, dec.time_s / steps if steps else 0.0,
+            last.step_time(name) if last else 0.0, pre, dec,
+            batch * new_tokens / total_time if total_time else 0.0,
+            batch * steps / dec.time_s if steps and dec.time_s else 0.0,
+            (pre.energy_j + dec.energy_j) / (batch * new_tokens), capacity)
+    return GenerationProfile(batch, prompt_len, new_tokens, prefill, prefill.total(),
+                             sums.totals if sums else Totals(), sums.by_scope if sums else {},
+                             kv, weights, activations, per_device, len(samples),
+                             last.profile if last else None, kv_layers)
+
+
+def cache_layer_bytes(cache: Any) -> tuple[int, ...]:
+    """Bytes of the key and value tensors each layer of a cache holds."""
+    out = []
+    for layer in getattr(cache, "layers", ()):
+        nbytes = 0
+        for name in ("keys", "values"):
+            t = getattr(layer, name, None)
+            if isinstance(t, torch.Tensor):
+                nbytes += t.numel() * t.element_size()
+        out.append(nbytes)
+    return tuple(out)
+
+
+def cache_bytes(cache: Any) -> int:
+    """Bytes of every key and value tensor a cache holds."""
+    return sum(cache_layer_bytes(cache))
+
+
+def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None,
+                bound: bool = False) -> StepSample:
+    """Count one decode step at cache length ``past`` (see `_Runner.sample`)."""
+    return _Runner(model, batch, scenarios_of(devices), weight_dtype, bound).sample(past)
+
+
+class _Runner:
+    """Counts of one model, batch and set of scenarios: a prefill and decode steps after it."""
+
+    def __init__(self, model: torch.nn.Module, batch: int, scenarios: Scenarios, weight_dtype: str | None,
+                 bound: bool) -> None:
+        self.model, self.batch, self.scenarios = model, batch, scenarios
+        self.weight_dtype, self.bound = weight_dtype, bound
+
+    def count(self, prompt_len: int, decode_steps: int, report: Progress | None = None
+              ) -> tuple[OpCounter, list[tuple[int, int, tuple[int, ...]]], tuple[int, ...]]:
+        """One count: a prefill of ``prompt_len`` tokens (phase "prefill") then ``decode_steps``
+        steps of one token each (phase "decode"). Returns the counter, per step its records
+        [start, end) and the cache bytes per layer after it, and the cache bytes after the prefill."""
+        vocab = int(getattr(self.model.config, "vocab_size", 2) or 2)
+        ids = [fake_inputs(self.model, self.batch, prompt_len, high=vocab)]
+        ids += [fake_inputs(self.model, self.batch, 1, high=vocab) for _ in range(decode_steps)]
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        bounds = []
+        with torch.no_grad(), OpCounter(devices=self.scenarios, weight_dtype=self.weight_dtype,
+                                        bound=self.bound) as c:
+            with c.phase("prefill"):
+                self.model(ids[0], past_key_values=cache, use_cache=True)
+            prefill_kv = cache_layer_bytes(cache)
+            for k in range(decode_steps):
+                start = c.records_counted
+                with c.phase("decode"):
+                    self.model(ids[k + 1], past_key_values=cache, use_cache=True)
+                bounds.append((start, c.records_counted, cache_layer_bytes(cache)))
+                if report is not None:
+                    report(k + 1, decode_steps, "decode steps counted")
+        return c, bounds, prefill_kv
+
+    def sample(self, past: int) -> StepSample:
+        """One decode step at cache length ``past``. A setup prefill of ``past`` tokens builds the
+        cache inside the same count (so the simulator knows which device holds it); only the
+        step itself, labelled "decode", is kept."""
+        c, [(start, end, kv)], _ = self.count(past, 1)
+        return _sample_of(c, past, range(start, end), kv)
+
+    def sampled(self, prompt_len: int, steps: int, report: Progress) -> tuple[dict[int, StepSample], Segments]:
+        """The segment search of the module docstring: samples, and the ranges found affine."""
+        samples: dict[int, StepSample] = {}
+        segments: Segments = []
+
+        def get(past: int) -> StepSample:
+            if past not in samples:
+                samples[past] = self.sample(past)
+                report(len(samples), 0, "decode steps counted (the rest summed)")   # total unknown
+            return samples[past]
+
+        def segment(a: int, b: int) -> None:
+            if b - a < 3:                                     # short ranges: every step
+                for p in range(a, b + 1):
+                    get(p)
+                    segments.append((p, p))
+                return
+            if affine([get(p) for p in (a, a + 1, (a + b) // 2, b)]):
+                segments.append((a, b))
+            else:
+                segment(a, (a + b) // 2)
+                segment((a + b) // 2 + 1, b)
+
+        segment(prompt_len, prompt_len + steps - 1)
+        return samples, segments
+
+    def every_step(self, prompt_len: int, steps: int, report: Progress) -> tuple[dict[int, StepSample], Segments]:
+        """Reference: one count with the prefill and every decode step."""
+        c, bounds, _ = self.count(prompt_len, steps, report)
+        samples = {prompt_len + k: _sample_of(c, prompt_len + k, range(a, b), kv)
+                   for k, (a, b, kv) in enumerate(bounds)}
+        return samples, [(p, p) for p in sorted(samples)]
+
+
+def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...]) -> StepSample:
+    profile = c.profile
+    records = [profile.records[i] for i in index]
+    timing = {sim.name: tuple(sim.ops[i] for i in index) for sim in c.simulations()}
+    return StepSample(past, tuple((r.op, r.scope, r.dtype) for r in records),
+                      tuple(tuple(getattr(r.cost, f) or 0 for f in COUNT_FIELDS) for r in records),
+                      timing, dict(profile.phase_peaks).get("decode", 0), kv_bytes, profile)
+
+
+__all__ = ["Profile", "StepSample", "cache_bytes", "cache_layer_bytes", "profile_generation", "sample_step"]

@@ -1,0 +1,82 @@
+"""Weightless models from configs: ``build_model(spec, dtype)`` builds a catalog name, a
+config.json path, a hub id or a config with no weights on fake tensors.
+
+Mixture-of-experts models are built with the "dispatchprof_balanced" experts implementation
+(registered in transformers' ExpertsInterface): routing is assumed balanced top-k, every expert
+processes exactly T*k/E of the T*k token-expert pairs (the first T*k mod E experts one more),
+so counting needs no routing values, which fake tensors do not have.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from dispatchprof.count.fake import fake_model
+from dispatchprof.errors import ModelSpecError
+from dispatchprof.llm.catalog import catalog_entry, load_config
+
+BALANCED_EXPERTS = "dispatchprof_balanced"
+
+
+def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.nn.Module:
+    """A weightless model (fake tensors) from a catalog name, path, hub id or config."""
+    import transformers
+
+    config = load_config(spec) if isinstance(spec, (str, os.PathLike)) else spec
+    entry = catalog_entry(spec)
+    auto = entry.auto if entry is not None else "causal_lm"
+    kwargs: dict[str, Any] = {}
+    if _is_moe(config):
+        register_balanced_experts()
+        kwargs["experts_implementation"] = BALANCED_EXPERTS
+    cls = transformers.AutoModel if auto == "model" else transformers.AutoModelForCausalLM
+    try:
+        return fake_model(lambda: cls.from_config(config, **kwargs), dtype=dtype)
+    except ValueError as e:
+        raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a "
+                             f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
+
+
+def _is_moe(config: Any) -> bool:
+    return bool(getattr(config, "num_local_experts", 0) or getattr(config, "num_experts", 0))
+
+
+def register_balanced_experts() -> None:
+    """Register the balanced top-k experts implementation with transformers (once)."""
+    from transformers.integrations.moe import ExpertsInterface
+
+    if BALANCED_EXPERTS not in ExpertsInterface._global_mapping:
+        ExpertsInterface.register(BALANCED_EXPERTS, balanced_experts_forward)
+
+
+def balanced_split(pairs: int, experts: int) -> list[int]:
+    """Token-expert pairs per expert under balanced routing."""
+    base, extra = divmod(pairs, experts)
+    return [base + (1 if e < extra else 0) for e in range(experts)]
+
+
+def balanced_experts_forward(self: Any, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
+                             top_k_weights: torch.Tensor) -> torch.Tensor:
+    """Experts under balanced top-k routing: the T*k token copies are cut into E consecutive
+    groups (`balanced_split`), group e goes through expert e; outputs are weighted by the router
+    weights and summed over k per token, as transformers' own implementations do."""
+    num_tokens, hidden = hidden_states.shape[0], hidden_states.shape[-1]
+    top_k = top_k_index.shape[-1]
+    selected = hidden_states.repeat_interleave(top_k, dim=0)            # (T*k, H)
+    outputs, start = [], 0
+    for e, n in enumerate(balanced_split(num_tokens * top_k, self.num_experts)):
+        if n == 0:
+            continue
+        x = selected[start:start + n]
+        if getattr(self, "has_gate", True):
+            gate, up = torch.nn.functional.linear(x, self.gate_up_proj[e]).chunk(2, dim=-1)
+            h = self.act_fn(gate) * up
+        else:
+            h = self.act_fn(torch.nn.functional.linear(x, self.up_proj[e]))
+        outputs.append(torch.nn.functional.linear(h, self.down_proj[e]))
+        start += n
+    out = torch.cat(outputs) * top_k_weights.reshape(-1, 1).to(selected.dtype)
+    return out.view(num_tokens, top_k, hidden).sum(dim=1).to(hidden_states.dtype)

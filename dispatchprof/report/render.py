@@ -1,0 +1,26 @@
+"""Rendering rows with tabulate, and the legend every report ends with. Nothing here prints."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import tabulate as _tabulate
+
+LEGEND = ("Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; "
+          "MACs count contractions only (2 x MACs = torch FlopCounterMode).\n"
+          "Bytes: every tensor input read and output written once, views free; time: per-op roofline "
+          "max(compute, memory) + overheads and transfers, summed over ops.")
+_ALIASES = {"markdown": "github", "md": "github"}
+
+
+def table_format(fmt: str) -> str:
+    """The tabulate format for ``fmt``; an unknown name raises with the allowed ones."""
+    name = _ALIASES.get(fmt, fmt)
+    if name not in _tabulate.tabulate_formats:
+        raise ValueError(f"unknown table format {fmt!r}; allowed: markdown, "
+                         f"{', '.join(sorted(_tabulate.tabulate_formats))}")
+    return name
+
+
+def render(rows: Sequence[Sequence[object]], headers: Sequence[str], fmt: str) -> str:
+    return _tabulate.tabulate(rows, headers=headers, tablefmt=table_format(fmt), disable_numparse=True)

@@ -1,0 +1,90 @@
+"""A device's figures: the `Device` dataclass, the dtype keys of its peak tables, and the
+storage bits of the dtypes weights can be simulated in.
+
+Units are in the field names: GB/s are 1e9 bytes/s, GB are 1e9 bytes, TFLOPS are 1e12 FLOP/s,
+pJ/bit, pJ/FLOP, microseconds, watts, ns/element. A figure's source is the device's ``source``
+(or its file's), unless ``sources`` names one for that field. Profiles load strictly
+(``dispatchprof.sim.loader``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+Kind = Literal["pim", "gpu", "soc", "cpu", "other"]
+DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+#: Storage bits of the dtypes weights can be simulated in (``weight_dtype``).
+WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+WEIGHT_CATEGORIES = ("div", "sqrt", "exp", "cmp", "other")
+OVERRIDE_OPS = ("softmax", "silu", "rms_norm")
+
+
+def dtype_key(dtype: str) -> str:
+    """Profile table key of a torch dtype name: 'bfloat16' -> 'bf16', 'float8_e4m3fn' -> 'fp8'."""
+    if dtype.startswith("float8"):
+        return "fp8"
+    return {"float32": "fp32", "float64": "fp64", "bfloat16": "bf16", "float16": "fp16",
+            "int8": "int8", "uint8": "int8"}.get(dtype, dtype)
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device's figures, in the units their names say (see the module docstring)."""
+
+    name: str
+    source: str
+    memory_capacity_gb: float | None
+    memory_bandwidth_gb_per_s: float
+    memory_pj_per_bit: float
+    host_to_device_gb_per_s: float
+    host_to_device_pj_per_bit: float
+    device_to_host_gb_per_s: float
+    device_to_host_pj_per_bit: float
+    matrix_tflops: Mapping[str, float]
+    vector_tflops: Mapping[str, float]
+    pj_per_flop: float
+    kind: str = "other"
+    family: str = ""
+    product: str = ""
+    cost_weights: Mapping[str, float] = field(default_factory=lambda: dict.fromkeys(WEIGHT_CATEGORIES, 1.0))
+    compute_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+    launch_overhead_us: float = 0.0
+    static_power_w: float = 0.0
+    ns_per_element: Mapping[str, float] = field(default_factory=dict)
+    cache_capacity_mb: float | None = None       # last-level cache: ops whose traffic fits run at
+    cache_bandwidth_gb_per_s: float | None = None  # cache bandwidth instead of memory bandwidth
+    interconnect_gb_per_s: float | None = None
+    interconnect_pj_per_bit: float | None = None
+    tdp_w: float | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    file: str = ""
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.file))
+
+    def peak_flops(self, dtype_key: str, matrix: bool) -> float:
+        """Peak FLOP/s for an op of ``dtype_key`` ("bf16", ...): the matrix table for matrix ops,
+        else the vector table; a dtype missing from the matrix table falls back to the vector
+        table, and one missing there to the vector fp32 peak (always present)."""
+        if matrix and dtype_key in self.matrix_tflops:
+            return self.matrix_tflops[dtype_key] * 1e12
+        return self.vector_tflops.get(dtype_key, self.vector_tflops["fp32"]) * 1e12
+
+    def as_bound(self) -> Device:
+        """This device with the pure roofline bound: efficiencies 1, no launch overhead."""
+        return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0)
+
+    def bandwidth_for(self, traffic_bytes: float) -> float:
+        """Bytes/s an op with this much traffic gets: the cache's when it fits in the last-level
+        cache (when the profile has one), else the memory's; times memory_efficiency."""
+        if self.cache_capacity_mb is not None and self.cache_bandwidth_gb_per_s is not None \
+                and traffic_bytes <= self.cache_capacity_mb * 1e6:
+            return self.cache_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
+        return self.memory_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
+
+    def source_of(self, field_name: str) -> str:
+        """Where the figure ``field_name`` comes from."""
+        return self.sources.get(field_name, self.source)

@@ -1,0 +1,203 @@
+"""OpTiming: the one formula for the time and energy of one op record on one device.
+
+Everything that shows time or energy (the simulator, the decode fast path, the trace, the
+roofline plot, the reports) reads it from here.
+
+For an op o with dtype t placed on device d (units: seconds, bytes, joules):
+
+    work      = sum over categories c of count_c(o) * weight_c(d)      (ADD = MULT = 1)
+    t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d))
+                kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector"
+    t_memory  = (bytes_read + bytes_written) / (memory_bandwidth(d) * memory_efficiency(d))
+                (a profile with a last-level cache uses cache_bandwidth for ops whose traffic fits in it)
+    t_op      = max(t_compute, t_memory) + launch_overhead(d) + t_transfer
+    bound     = "compute" if t_compute >= t_memory else "memory"
+    energy    = work * pj_per_flop + 8 * bytes * memory_pj_per_bit + static_power * t_op + e_transfer
+
+Collectives send ``comm_bytes`` to the other processes over the device's interconnect (its host
+link without one): t_comm = comm_bytes / interconnect, e_comm = 8 * comm_bytes * its pJ/bit,
+added to t_op and energy.
+
+A tensor read on device d that was produced on another device, or that comes from the host
+(a model input: a tensor no counted op produced and that is not a parameter or buffer), is
+first moved, once per tensor and destination: device -> host over the source's
+device_to_host link, then host -> d over d's host_to_device link:
+
+    t_transfer = bytes / device_to_host(src) + bytes / host_to_device(d)
+    e_transfer = 8 * bytes * (device_to_host_pj_per_bit(src) + host_to_device_pj_per_bit(d))
+
+Parameters and buffers live on the device their module is placed on. Ops run one after the
+other: totals are sums. A profile's per-element times (``ns_per_element``, the PIM model)
+replace t_compute of softmax ops, SiLU and fused RMSNorm by ``ns * output elements``; for an
+RMSNorm written out of small ops (a module whose class name ends in "RMSNorm"), the op that
+multiplies by the weight carries ``ns * output elements`` and the module's other ops no compute.
+
+``weight_dtype`` ("int8", "int4", ...) assumes parameters stored in that dtype: parameter bytes
+read become elements * bits / 8, and ops that read parameters use the device's peak for that
+dtype where its table lists one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
+from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
+
+_SOFTMAX = frozenset({"aten._softmax", "aten._safe_softmax", "aten.softmax"})
+_SILU = frozenset({"aten.silu", "aten.silu_"})
+_RMS_NORM = frozenset({"aten._fused_rms_norm", "aten.rms_norm"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpTiming:
+    """Simulated cost of one op record (seconds, joules). ``time_s`` and ``energy_j`` compose
+    the parts: this is the only place that says how."""
+
+    record: int
+    device: str
+    t_compute: float
+    t_memory: float
+    t_transfer: float
+    t_overhead: float
+    dynamic_j: float                  # arithmetic, memory traffic, transfers and collectives
+    static_power_w: float = 0.0       # the device's static power, drawn for time_s
+    t_comm: float = 0.0               # sending comm_bytes to other processes
+    work: float = 0.0                 # weighted operations (the compute term's numerator)
+    traffic_bytes: float = 0.0        # bytes moved to and from memory (the memory term's numerator)
+
+    def parts(self) -> tuple[float, ...]:
+        """The parts that time and energy are composed of (for the decode fast path's checks)."""
+        return (self.t_compute, self.t_memory, self.t_overhead, self.t_transfer + self.t_comm, self.dynamic_j,
+                self.static_power_w)
+
+    @property
+    def busy_s(self) -> float:
+        """max(t_compute, t_memory): the roofline time of the kernel itself."""
+        return max(self.t_compute, self.t_memory)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.t_compute >= self.t_memory else "memory"
+
+    @property
+    def time_s(self) -> float:
+        return max(self.t_compute, self.t_memory) + self.t_overhead + self.t_transfer + self.t_comm
+
+    @property
+    def energy_j(self) -> float:
+        return self.dynamic_j + self.static_power_w * self.time_s
+
+
+def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float, float]:
+    """(time, energy, compute-bound time, memory-bound time) summed over ``n`` steps k = 0..n-1
+    whose every part moves on a line: part(k) = part(t0) + (part(t1) - part(t0)) * k. The busy
+    time max(compute, memory) is split exactly where its two sides cross (the decode fast path)."""
+    offsets = n * (n - 1) // 2                      # sum of k over the steps
+
+    def line(a: float, b: float) -> float:
+        return n * a + (b - a) * offsets
+
+    busy, compute_side, memory_side = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute,
+                                               t0.t_memory, t1.t_memory - t0.t_memory, n)
+    time = busy + line(t0.t_overhead, t1.t_overhead) + line(t0.t_transfer + t0.t_comm, t1.t_transfer + t1.t_comm)
+    energy = line(t0.dynamic_j, t1.dynamic_j) + t0.static_power_w * time
+    return time, energy, compute_side, memory_side
+
+
+def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float, float, float]:
+    """Sum over k = 0..n-1 of max(c0 + cs*k, m0 + ms*k): (total, compute part, memory part)."""
+    def affine(v0: float, slope: float, lo: int, hi: int) -> float:
+        if hi < lo:
+            return 0.0
+        count = hi - lo + 1
+        return count * v0 + slope * (lo + hi) * count / 2
+
+    d0, ds = c0 - m0, cs - ms
+    if ds == 0:
+        compute_ranges = [(0, n - 1)] if d0 >= 0 else []
+    else:
+        root = -d0 / ds                                  # d(k) = 0
+        if ds > 0:                                       # compute wins from ceil(root) on
+            compute_ranges = [(max(0, math.ceil(root)), n - 1)]
+        else:                                            # compute wins up to floor(root)
+            compute_ranges = [(0, min(n - 1, math.floor(root)))]
+    c_sum = sum(affine(c0, cs, lo, hi) for lo, hi in compute_ranges)
+    covered = sum(max(0, hi - lo + 1) for lo, hi in compute_ranges)
+    m_total = affine(m0, ms, 0, n - 1)
+    m_in_compute = sum(affine(m0, ms, lo, hi) for lo, hi in compute_ranges)
+    m_sum = m_total - m_in_compute if covered < n else 0.0
+    return c_sum + m_sum, c_sum, m_sum
+
+
+def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dtype: str | None,
+            in_rms_norm: bool) -> OpTiming:
+    """The timing of record ``i`` (``r``) on ``devices_of[i]``; ``moved`` remembers the tensors
+    already moved to each device (see the module docstring for every term)."""
+    d = devices_of[i]
+    c = r.cost
+    w = d.cost_weights
+    work = (c.add + c.mult + c.div * w["div"] + c.sqrt * w["sqrt"] + c.exp * w["exp"]
+            + c.cmp * w["cmp"] + c.other * w["other"])
+    key = dtype_key(r.dtype)
+    read = c.bytes_read or 0
+    if weight_dtype is not None and r.param_elements:
+        read += r.param_elements * WEIGHT_BITS[weight_dtype] // 8 - r.param_bytes
+        table = d.matrix_tflops if c.macs else d.vector_tflops
+        if weight_dtype in table:
+            key = weight_dtype
+    t_compute = work / (d.peak_flops(key, c.macs > 0) * d.compute_efficiency)
+    t_compute = _override(r, d, t_compute, in_rms_norm)
+    traffic = read + (c.bytes_written or 0)
+    t_memory = traffic / d.bandwidth_for(traffic)
+    t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
+    t_comm, e_comm = _communication(c.comm_bytes, d)
+    dynamic = (work * d.pj_per_flop + 8 * traffic * d.memory_pj_per_bit) * 1e-12 + e_transfer + e_comm
+    return OpTiming(i, d.name, t_compute, t_memory, t_transfer, d.launch_overhead_us * 1e-6, dynamic,
+                    d.static_power_w, t_comm, work, traffic)
+
+
+def _communication(nbytes: int, d: Device) -> tuple[float, float]:
+    """Collectives: bytes sent over the interconnect, or over the host link without one."""
+    if not nbytes:
+        return 0.0, 0.0
+    if d.interconnect_gb_per_s is not None:
+        pj = d.interconnect_pj_per_bit if d.interconnect_pj_per_bit is not None else d.device_to_host_pj_per_bit
+        return nbytes / (d.interconnect_gb_per_s * 1e9), 8 * nbytes * pj * 1e-12
+    return nbytes / (d.device_to_host_gb_per_s * 1e9), 8 * nbytes * d.device_to_host_pj_per_bit * 1e-12
+
+
+def _override(r: OpRecord, d: Device, t_compute: float, in_rms_norm: bool) -> float:
+    ns = d.ns_per_element
+    if not ns:
+        return t_compute
+    if r.op in _SOFTMAX and "softmax" in ns:
+        return ns["softmax"] * r.out_elements * 1e-9
+    if r.op in _SILU and "silu" in ns:
+        return ns["silu"] * r.out_elements * 1e-9
+    if r.op in _RMS_NORM and "rms_norm" in ns:
+        return ns["rms_norm"] * r.out_elements * 1e-9
+    if in_rms_norm and "rms_norm" in ns and r.phase != "backward":
+        return ns["rms_norm"] * r.out_elements * 1e-9 if r.param_elements else 0.0
+    return t_compute
+
+
+def _transfers(r: OpRecord, d: Device, devices_of: list[Device], moved: set) -> tuple[float, float]:
+    seconds = joules = 0.0
+    for producer, nbytes, tensor in r.inputs:
+        if producer == UNRECORDED:
+            continue
+        src = None if producer == HOST else devices_of[producer]
+        if src is d or (src is not None and src.name == d.name):
+            continue
+        key = (producer, tensor, d.name)
+        if key in moved:
+            continue
+        moved.add(key)
+        seconds += nbytes / (d.host_to_device_gb_per_s * 1e9)
+        joules += 8 * nbytes * d.host_to_device_pj_per_bit * 1e-12
+        if src is not None:
+            seconds += nbytes / (src.device_to_host_gb_per_s * 1e9)
+            joules += 8 * nbytes * src.device_to_host_pj_per_bit * 1e-12
+    return seconds, joules
