@@ -1,0 +1,293 @@
+"""The step cost model: the simulated time and energy of one engine step as a function of its
+batch composition, from a handful of counted compositions (never a counted forward per step).
+
+A step runs sequences i with q_i new tokens each, attending to k_i keys (the tokens already in
+its cache plus the new ones). Its **composition** is the feature vector
+
+    x = (1, T = sum q_i, N = number of sequences, K = sum k_i, A = sum q_i * k_i,
+         q = max q_i, k = max k_i, q * k)
+
+Linear layers cost an affine function of T (weights read once), logits are computed for the
+last token of each sequence (N rows, ``logits_to_keep=1``), attention and the KV-cache append of
+K and A, and the last three features carry what transformers computes once per padded batch
+(positions, rotary tables). Every op's counts, bytes and therefore every part of its
+`OpTiming` (t_compute, t_memory, t_overhead, t_transfer + t_comm, dynamic energy) are exactly
+linear in x on uniform batches (B sequences of q tokens after p cached ones).
+
+So the model counts eight uniform batches once per model and set of scenarios: prefills of
+q tokens (p = 0) and decode steps (q = 1) at small B, q, p. An op's part values at those eight
+compositions determine its eight coefficients by exact least squares (the design matrix's
+pseudo-inverse is computed in rational arithmetic); tests compare predictions with counting at
+random other compositions (equal to 1e-9 relative). A mixed step (prefill chunks and decodes)
+is costed as the flattened batch of its sequences, as a varlen serving kernel runs it; a chunk
+after cached tokens uses this op stream (the attention kernel applies the causal mask itself)
+rather than transformers' explicit mask ops.
+
+A step's time follows `OpTiming.time_s` op by op: ``sum over ops of max(t_compute, t_memory) +
+t_overhead + t_transfer + t_comm``, and energy ``dynamic + static_power * time``. Ops with equal
+coefficients (the same op in every decoder layer) are evaluated once with their multiplicity.
+
+**KV-cache dtype.** With ``kv_dtype``, the part of t_memory and of the dynamic energy that grows
+with K (the bytes of cached keys and values read and appended) scales by
+kv_bits / model_bits; the arithmetic does not change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Sequence
+
+import torch
+
+from dispatchprof.count.counter import OpCounter
+from dispatchprof.count.fake import fake_inputs
+from dispatchprof.llm.generation import cache_bytes
+from dispatchprof.sim.capacity import check_capacity
+from dispatchprof.sim.placement import Scenarios
+
+FEATURES = ("1", "T", "N", "K", "A", "q", "k", "qk")
+_K = FEATURES.index("K")
+#: The counted compositions (B, q, p): prefills of q tokens, then decode steps after p tokens.
+#: Eight determine the eight coefficients exactly; tests check other compositions against counting.
+DESIGN = ((1, 1, 0), (1, 4, 0), (2, 2, 0), (2, 5, 0), (3, 3, 0), (1, 7, 0), (1, 1, 3), (2, 1, 5))
+PARTS = ("t_compute", "t_memory", "t_other", "dynamic_j")
+#: Storage bits of the KV-cache dtypes (``kv_dtype``).
+KV_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """The feature vector of a step (see the module docstring)."""
+
+    x: tuple[float, ...]
+
+    @staticmethod
+    def of(pairs: Sequence[tuple[int, int]]) -> Composition:
+        """From (q_i, k_i) per scheduled sequence."""
+        t = n = kk = a = 0
+        qm = km = 0
+        for q, k in pairs:
+            t += q
+            n += 1
+            kk += k
+            a += q * k
+            qm, km = max(qm, q), max(km, k)
+        return Composition((1, t, n, kk, a, qm, km, qm * km))
+
+    @staticmethod
+    def uniform(batch: int, q: int, past: int) -> Composition:
+        """B sequences of q new tokens after ``past`` cached ones."""
+        return Composition.of([(q, past + q)] * batch)
+
+    @staticmethod
+    def decoding(n: int, computed_sum: float, computed_max: float, q: int = 1) -> Composition:
+        """``n`` decoding sequences of q tokens each, holding ``computed_sum`` tokens in all and
+        ``computed_max`` at most: k_i = computed_i + q."""
+        if n == 0:
+            return Composition((1, 0, 0, 0, 0, 0, 0, 0))
+        keys = computed_sum + n * q
+        return Composition((1, n * q, n, keys, q * keys, q, computed_max + q, q * (computed_max + q)))
+
+    def merge(self, o: Composition) -> Composition:
+        """The step running the sequences of both (sums add, maxima take the larger)."""
+        a, b = self.x, o.x
+        qm, km = max(a[5], b[5]), max(a[6], b[6])
+        return Composition((1, a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], qm, km, qm * km))
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """Ops with equal coefficients: their count and, per part, the 8 coefficients."""
+
+    count: int
+    t_compute: tuple[float, ...]
+    t_memory: tuple[float, ...]
+    t_other: tuple[float, ...]       # t_overhead + t_transfer + t_comm
+    dynamic_j: tuple[float, ...]
+    static_power_w: float
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Time (s) and energy (J) of one step."""
+
+    time_s: float
+    energy_j: float
+
+
+@dataclass(frozen=True)
+class CountedStep:
+    """One counted composition: per op its key and, per scenario, its parts."""
+
+    batch: int
+    q: int
+    past: int
+    keys: tuple[tuple[str, str, str], ...]
+    parts: dict[str, tuple[tuple[float, float, float, float, float], ...]]   # + static power
+    kv_bytes_per_token: float                 # KV cache bytes per cached token (all layers)
+    memory: dict[str, tuple[float | None, int]]   # scenario -> (capacity bytes or None, weight bytes)
+
+
+class StepCostModel:
+    """Step time and energy on one scenario as functions of the composition (module docstring)."""
+
+    def __init__(self, scenario: str, groups: Sequence[OpGroup], ops: int) -> None:
+        self.scenario, self.groups, self.ops = scenario, tuple(groups), ops
+        # compiled: the linear parts summed over ops; per group the sparse compute and memory terms
+        self._time_linear = _weighted_sum([(g.count, g.t_other) for g in self.groups])
+        self._energy_linear = _weighted_sum([(g.count, g.dynamic_j) for g in self.groups]
+                                            + [(g.count * g.static_power_w, g.t_other) for g in self.groups])
+        self._busy = [(g.count, g.count * g.static_power_w, _sparse(g.t_compute), _sparse(g.t_memory))
+                      for g in self.groups]
+
+    def cost(self, c: Composition) -> StepCost:
+        """Time and energy of a step of composition ``c``."""
+        x = c.x
+        time = sum(a * b for a, b in zip(self._time_linear, x))
+        energy = sum(a * b for a, b in zip(self._energy_linear, x))
+        for count, static, tc_terms, tm_terms in self._busy:
+            tc = 0.0
+            for i, a in tc_terms:
+                tc += a * x[i]
+            tm = 0.0
+            for i, a in tm_terms:
+                tm += a * x[i]
+            busy = tc if tc > tm else tm
+            time += count * busy
+            energy += static * busy
+        return StepCost(time, energy)
+
+    def with_kv_scale(self, scale: float) -> StepCostModel:
+        """The model with the K-proportional memory time and energy scaled (KV-cache dtype)."""
+        def scaled(v: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(a * scale if i == _K else a for i, a in enumerate(v))
+        groups = [OpGroup(g.count, g.t_compute, scaled(g.t_memory), g.t_other, scaled(g.dynamic_j),
+                          g.static_power_w) for g in self.groups]
+        return StepCostModel(self.scenario, groups, self.ops)
+
+
+def _sparse(v: Sequence[float]) -> tuple[tuple[int, float], ...]:
+    return tuple((i, a) for i, a in enumerate(v) if a != 0)
+
+
+def _weighted_sum(terms: Sequence[tuple[float, Sequence[float]]]) -> tuple[float, ...]:
+    out = [0.0] * len(FEATURES)
+    for w, v in terms:
+        for i, a in enumerate(v):
+            out[i] += w * a
+    return tuple(out)
+
+
+def count_step(model: torch.nn.Module, batch: int, q: int, past: int, scenarios: Scenarios,
+               weight_dtype: str | None = None, bound: bool = False) -> CountedStep:
+    """Count one uniform step: ``batch`` sequences of ``q`` tokens after ``past`` cached tokens
+    (the cache is filled by a counted prefill first, so the simulator knows where it lives),
+    logits for the last token of each sequence only."""
+    from transformers import DynamicCache
+
+    vocab = int(getattr(model.config, "vocab_size", 2) or 2)
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound) as c:
+        if past:
+            with c.phase("prefill"):
+                model(fake_inputs(model, batch, past, high=vocab), past_key_values=cache, use_cache=True)
+        start = c.records_counted
+        with c.phase("decode"):
+            model(fake_inputs(model, batch, q, high=vocab), past_key_values=cache, use_cache=True,
+                  logits_to_keep=1)
+        end = c.records_counted
+    profile = c.profile
+    records = profile.records[start:end]
+    memory = {}
+    for name in scenarios:
+        checks = check_capacity(profile, scenarios[name], weight_dtype)
+        caps = [ch.capacity_bytes for ch in checks]
+        memory[name] = (None if None in caps else sum(caps), sum(ch.weights_bytes for ch in checks))
+    parts = {sim.name: tuple((t.t_compute, t.t_memory, t.t_overhead + t.t_transfer + t.t_comm, t.dynamic_j,
+                              t.static_power_w) for t in sim.ops[start:end]) for sim in c.simulations()}
+    return CountedStep(batch, q, past, tuple((r.op, r.scope, r.dtype) for r in records), parts,
+                       cache_bytes(cache) / (batch * (past + q)), memory)
+
+
+def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
+                 bound: bool = False, design: Sequence[tuple[int, int, int]] = DESIGN) -> list[CountedStep]:
+    """Count the compositions of ``design`` (B, q, p)."""
+    return [count_step(model, b, q, p, scenarios, weight_dtype, bound) for b, q, p in design]
+
+
+def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
+                    bound: bool = False) -> dict[str, StepCostModel]:
+    """Count the design and fit one StepCostModel per scenario."""
+    return fit(count_design(model, scenarios, weight_dtype, bound))
+
+
+def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
+    """Coefficients of every op's parts from counted steps (exact least squares)."""
+    first = steps[0]
+    for s in steps[1:]:
+        if s.keys != first.keys:
+            raise ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from "
+                             f"that of {first.batch} x {first.q} after {first.past}: this model's steps are not "
+                             f"one op stream, which the serving cost model needs")
+    rows = [Composition.uniform(s.batch, s.q, s.past).x for s in steps]
+    pinv = pseudo_inverse(rows)
+    models = {}
+    for name in first.parts:
+        groups: dict[tuple, int] = {}
+        for i in range(len(first.keys)):
+            coeffs = []
+            for part in range(4):
+                values = [s.parts[name][i][part] for s in steps]
+                coeffs.append(_clean(tuple(sum(p * v for p, v in zip(prow, values)) for prow in pinv)))
+            key = (*coeffs, first.parts[name][i][4])
+            groups[key] = groups.get(key, 0) + 1
+        models[name] = StepCostModel(name, [OpGroup(n, *key) for key, n in groups.items()], len(first.keys))
+    return models
+
+
+#: A large step's features, to judge which fitted coefficients are rounding noise.
+_SCALE = (1, 8192, 256, 1e6, 1e8, 8192, 1e5, 1e8)
+
+
+def _clean(coeffs: tuple[float, ...]) -> tuple[float, ...]:
+    """Coefficients whose term is below 1e-12 of the op's value at a large step are rounding
+    noise of the fit (the exact value is 0): set them to 0."""
+    terms = [abs(a * s) for a, s in zip(coeffs, _SCALE)]
+    floor = 1e-12 * sum(terms)
+    return tuple(0.0 if t < floor else a for a, t in zip(coeffs, terms))
+
+
+def pseudo_inverse(rows: Sequence[Sequence[float]]) -> list[list[float]]:
+    """(X^T X)^-1 X^T of an integer design matrix X, computed exactly, as floats."""
+    x = [[Fraction(int(v)) for v in row] for row in rows]
+    m, n = len(x), len(x[0])
+    xtx = [[sum(x[r][i] * x[r][j] for r in range(m)) for j in range(n)] for i in range(n)]
+    inv = _invert(xtx)
+    return [[float(sum(inv[i][j] * x[r][j] for j in range(n))) for r in range(m)] for i in range(n)]
+
+
+def _invert(a: list[list[Fraction]]) -> list[list[Fraction]]:
+    n = len(a)
+    aug = [row[:] + [Fraction(int(i == j)) for j in range(n)] for i, row in enumerate(a)]
+    for col in range(n):
+        pivot = next((r for r in range(col, n) if aug[r][col] != 0), None)
+        if pivot is None:
+            raise ValueError("the counted compositions do not determine the step cost (singular design)")
+        aug[col], aug[pivot] = aug[pivot], aug[col]
+        p = aug[col][col]
+        aug[col] = [v / p for v in aug[col]]
+        for r in range(n):
+            if r != col and aug[r][col] != 0:
+                f = aug[r][col]
+                aug[r] = [v - f * w for v, w in zip(aug[r], aug[col])]
+    return [row[n:] for row in aug]
+
+
+def kv_scale(kv_dtype: str | None, model_dtype: Any) -> float:
+    """kv_bits / bits of the model's cache dtype (1 without ``kv_dtype``)."""
+    if kv_dtype is None:
+        return 1.0
+    if kv_dtype not in KV_BITS:
+        raise ValueError(f"kv_dtype must be one of {tuple(KV_BITS)}, got {kv_dtype!r}")
+    return KV_BITS[kv_dtype] / (torch.finfo(model_dtype).bits if model_dtype.is_floating_point else 16)

@@ -1,0 +1,245 @@
+"""The event loop: arrivals and step completions over N engine replicas behind a router.
+
+Events are processed in time order. An arrival (all arrivals at the same instant together) is
+routed to a replica (`route`): ``round_robin`` (the i-th arrival to replica i mod N) or
+``least_loaded`` (the replica with the fewest waiting and running requests, the lowest index on
+a tie); an idle replica starts a step at once. When a step completes, its sequences advance (the
+rules in `dispatchprof.serving.scheduler`) and the replica plans its next step at that instant,
+with every request that arrived meanwhile in its queue. A step's duration and energy come from
+``step_cost(prefill, decoding, images)``: (q, k) per prefilling sequence, (number, sum and
+maximum of ``computed``) of the decoding ones, and the images of prompts whose first chunk runs
+in this step (their encoder runs before the step).
+
+**Decode runs.** When a replica has no queue and every running sequence decodes, its next
+steps differ only in their cache lengths. It then runs them in one go (`decode_run`): as many
+steps as end before the next arrival, before the first sequence finishes and within the free KV
+blocks, each timed from its own composition; the sequences advance at once. This gives the same
+times as step by step (the router sees no change of load in between), at a cost per step that
+does not depend on the batch size.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Sequence
+
+from dispatchprof.serving.requests import Request
+from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, blocks_for, plan_step
+
+Router = Literal["round_robin", "least_loaded"]
+ROUTERS: tuple[Router, ...] = ("round_robin", "least_loaded")
+#: (prefill (q, k) pairs, decoding (n, sum computed, max computed), images) -> (seconds, joules)
+StepCostFn = Callable[[Sequence[tuple[int, int]], tuple[int, float, float], int], tuple[float, float]]
+
+
+@dataclass(slots=True)
+class SeqState:
+    """A request's progress (see the scheduler's rules for known / computed)."""
+
+    id: int
+    request: Request
+    known: float
+    computed: float = 0.0
+    blocks: int = 0
+    prefilled: bool = False
+    generated: float = 0.0
+    first_token_s: float | None = None
+    finish_s: float | None = None
+    preemptions: int = 0
+    replica: int = 0
+
+    def view(self) -> SeqView:
+        return SeqView(self.id, self.known, self.computed, self.blocks, self.prefilled)
+
+
+@dataclass
+class Replica:
+    """One engine: its queue, running sequences, free KV blocks and what it has done."""
+
+    index: int
+    config: SchedulerConfig
+    waiting: deque = field(default_factory=deque)
+    running: list = field(default_factory=list)
+    free_blocks: int = 0
+    plan: StepPlan | None = None
+    busy_s: float = 0.0
+    energy_j: float = 0.0
+    steps: int = 0
+    preemptions: int = 0
+    timeline: list = field(default_factory=list)   # (start s, KV blocks used, running, waiting, preemptions)
+
+    @property
+    def load(self) -> int:
+        return len(self.waiting) + len(self.running)
+
+
+def route(router: Router, arrival_index: int, replicas: Sequence[Replica]) -> int:
+    """The replica an arrival goes to (module docstring)."""
+    if router == "round_robin":
+        return arrival_index % len(replicas)
+    return min(range(len(replicas)), key=lambda i: (replicas[i].load, i))
+
+
+def check_fits(requests: Sequence[Request], config: SchedulerConfig) -> None:
+    """Every request must be servable alone: its KV cache within all blocks, its prompt within
+    one step's budget when prefill is not chunked."""
+    for i, r in enumerate(requests):
+        need = blocks_for(r.prompt_tokens + r.output_tokens, config.block_size)
+        if need > config.num_blocks:
+            raise ValueError(f"request {i} needs {need} KV blocks ({r.prompt_tokens} + {r.output_tokens} tokens) "
+                             f"but a replica has {config.num_blocks}: it can never run")
+        if not config.chunked_prefill and r.prompt_tokens > config.max_batched_tokens:
+            raise ValueError(f"request {i} has a prompt of {r.prompt_tokens} tokens, more than max_batched_tokens="
+                             f"{config.max_batched_tokens}; raise it or enable chunked prefill")
+
+
+def run_engine(requests: Sequence[Request], config: SchedulerConfig, step_cost: StepCostFn, *,
+               replicas: int = 1, router: Router = "round_robin") -> tuple[list[SeqState], list[Replica]]:
+    """Serve ``requests``; returns their states (trace order) and the replicas."""
+    if router not in ROUTERS:
+        raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
+    check_fits(requests, config)
+    seqs = [SeqState(i, r, float(r.prompt_tokens)) for i, r in enumerate(requests)]
+    reps = [Replica(i, config, free_blocks=config.num_blocks) for i in range(replicas)]
+    order = sorted(range(len(seqs)), key=lambda i: (requests[i].arrival_s, i))
+    done: list[tuple[float, int]] = []          # heap of (step end, replica)
+    a = 0
+    while a < len(order) or done:
+        t_arrival = requests[order[a]].arrival_s if a < len(order) else math.inf
+        if done and done[0][0] < t_arrival:
+            t, i = heapq.heappop(done)
+            _finish_step(reps[i], seqs, t)
+            _start_step(reps[i], seqs, t, step_cost, done, t_arrival)
+            continue
+        while a < len(order) and requests[order[a]].arrival_s == t_arrival:
+            s = seqs[order[a]]
+            s.replica = route(router, a, reps)
+            reps[s.replica].waiting.append(s)
+            a += 1
+        t_next = requests[order[a]].arrival_s if a < len(order) else math.inf
+        for rep in reps:
+            if rep.plan is None:
+                _start_step(rep, seqs, t_arrival, step_cost, done, t_next)
+    return seqs, reps
+
+
+_RUN = StepPlan(())          # the plan of a decode run: its sequences advanced when it started
+
+
+def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCostFn, done: list,
+                t_next_arrival: float) -> None:
+    if not rep.waiting and not rep.running:
+        rep.plan = None
+        return
+    if not rep.waiting and all(s.prefilled for s in rep.running):
+        end = decode_run(rep, t, step_cost, t_next_arrival)
+        if end is not None:
+            rep.plan = _RUN
+            heapq.heappush(done, (end, rep.index))
+            return
+    plan = plan_step([s.view() for s in rep.running], [s.view() for s in rep.waiting], rep.free_blocks, rep.config)
+    for i in plan.preempted:                       # newest first: the oldest ends at the front
+        s = seqs[i]
+        rep.running.remove(s)
+        rep.free_blocks += s.blocks
+        s.computed, s.blocks, s.prefilled = 0.0, 0, False
+        s.preemptions += 1
+        rep.preemptions += 1
+        rep.waiting.appendleft(s)
+    for _ in plan.admitted:
+        rep.running.append(rep.waiting.popleft())
+    if not plan.scheduled:
+        raise RuntimeError(f"replica {rep.index} scheduled nothing with {len(rep.waiting)} requests waiting")
+    prefill, images = [], 0
+    n, c_sum, c_max = 0, 0.0, 0.0
+    for i, q, new_blocks in plan.scheduled:
+        s = seqs[i]
+        rep.free_blocks -= new_blocks
+        s.blocks += new_blocks
+        if s.prefilled:
+            n, c_sum, c_max = n + 1, c_sum + s.computed, max(c_max, s.computed)
+        else:
+            prefill.append((q, int(s.computed) + q))
+            if s.computed == 0 and s.first_token_s is None:
+                images += s.request.images
+    seconds, joules = step_cost(prefill, (n, c_sum, c_max), images)
+    _account(rep, t, seconds, joules, 1)
+    rep.plan = plan
+    heapq.heappush(done, (t + seconds, rep.index))
+
+
+def _account(rep: Replica, t: float, seconds: float, joules: float, steps: int) -> None:
+    rep.timeline.append((t, rep.config.num_blocks - rep.free_blocks, len(rep.running), len(rep.waiting),
+                         rep.preemptions))
+    rep.busy_s += seconds
+    rep.energy_j += joules
+    rep.steps += steps
+
+
+def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: float) -> float | None:
+    """Run the decode steps of the module docstring from time ``t``; their end, or None when
+    not even one step qualifies (the normal rules then run it)."""
+    cfg, running = rep.config, rep.running
+    n, q, gain = len(running), cfg.decode_q, cfg.decode_gain
+    if n * q > cfg.max_batched_tokens:
+        return None
+    # steps before the first finish (that step runs through the normal rules)
+    limit = min(math.ceil((s.request.output_tokens - s.generated) / gain) for s in running) - 1
+
+    def blocks_after(m: int) -> int:          # new blocks m steps need
+        return sum(max(0, blocks_for(s.computed + (m - 1) * gain + q, cfg.block_size) - s.blocks) for s in running)
+
+    if limit < 1 or blocks_after(1) > rep.free_blocks:
+        return None
+    if blocks_after(limit) > rep.free_blocks:
+        lo, hi = 1, limit                      # largest m with blocks_after(m) <= free
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if blocks_after(mid) <= rep.free_blocks else (lo, mid - 1)
+        limit = lo
+    c_sum = sum(s.computed for s in running)
+    c_max = max(s.computed for s in running)
+    end, seconds, joules, m = t, 0.0, 0.0, 0
+    while m < limit:
+        dt, dj = step_cost((), (n, c_sum + m * n * gain, c_max + m * gain), 0)
+        if m and end + dt >= t_next_arrival:
+            break
+        end, seconds, joules, m = end + dt, seconds + dt, joules + dj, m + 1
+        if end >= t_next_arrival:
+            break
+    new_blocks = blocks_after(m)
+    for s in running:
+        s.blocks = max(s.blocks, blocks_for(s.computed + (m - 1) * gain + q, cfg.block_size))
+        s.computed += m * gain
+        s.generated += m * gain
+        s.known = s.request.prompt_tokens + s.generated
+    rep.free_blocks -= new_blocks
+    _account(rep, t, seconds, joules, m)
+    return end
+
+
+def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> None:
+    assert rep.plan is not None
+    for i, q, _ in rep.plan.scheduled:
+        s = seqs[i]
+        if s.prefilled:
+            s.computed = s.known
+            gain = rep.config.decode_gain
+        else:
+            s.computed += q
+            if s.computed < s.known:
+                continue                            # a chunk of a longer prefill
+            s.prefilled, gain = True, 1.0
+            if s.first_token_s is None:
+                s.first_token_s = t
+        s.generated = min(s.generated + gain, s.request.output_tokens)
+        s.known = s.request.prompt_tokens + s.generated
+        if s.generated >= s.request.output_tokens:
+            s.finish_s = t
+            rep.running.remove(s)
+            rep.free_blocks += s.blocks
+            s.blocks = 0
+    rep.plan = None

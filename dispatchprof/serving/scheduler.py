@@ -1,0 +1,139 @@
+"""The continuous-batching scheduler (in the style of vLLM), as small pure rules.
+
+Every step the engine runs one forward over a batch of sequences. A sequence knows ``known``
+tokens (its prompt and the tokens generated so far) and holds the keys and values of
+``computed`` of them in its KV-cache blocks (``block_size`` tokens per block). The rules, in the
+order `plan_step` applies them:
+
+1. **Running sequences first**, oldest first. A sequence still prefilling asks for
+   ``known - computed`` tokens; with chunked prefill it gets ``min(that, budget)``
+   (`prefill_chunk`), without it all or nothing. A decoding sequence asks for ``decode_q``
+   tokens (1; ``k + 1`` under speculative decoding). The token budget of a step is
+   ``max_batched_tokens``.
+2. **KV memory**: a sequence scheduled for q tokens needs ``blocks_for(computed + q)`` blocks in
+   all (`blocks_for`: ceil(tokens / block_size)). When the free blocks are not enough, the
+   newest running sequence is **preempted** (recompute: its blocks are freed, it goes back to
+   the front of the queue and later prefills all its known tokens again), until the blocks
+   suffice or the sequence itself was the newest.
+3. **Admission**: only when nothing was preempted this step, waiting sequences are admitted
+   first come first served while fewer than ``max_seqs`` run, budget is left and their first
+   chunk's blocks are free; the first one that does not fit stops admission (it waits).
+
+After a step, a sequence whose ``computed`` reaches ``known`` samples a token: the first one
+after a prefill (its time to first token), ``decode_gain`` tokens after a decode step (1; the
+expected accepted tokens under speculative decoding).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """Limits of one engine replica: sequences and tokens per step, KV blocks, chunked prefill."""
+
+    num_blocks: int
+    block_size: int = 16
+    max_seqs: int = 256
+    max_batched_tokens: int = 8192
+    chunked_prefill: bool = True
+    decode_q: int = 1                  # tokens a decoding sequence puts through the model per step
+    decode_gain: float = 1.0           # tokens it gains per step (expected, speculative decoding)
+
+    def __post_init__(self) -> None:
+        for name in ("num_blocks", "block_size", "max_seqs", "max_batched_tokens", "decode_q"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        if not self.decode_gain >= 1:
+            raise ValueError(f"decode_gain must be >= 1 token per step, got {self.decode_gain!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SeqView:
+    """What the rules see of a sequence: id, tokens known, tokens in the KV cache, blocks held,
+    whether its prefill is done (it decodes)."""
+
+    id: int
+    known: float
+    computed: float
+    blocks: int
+    prefilled: bool = False
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step: (id, q tokens, new blocks) per scheduled sequence in order, the ids preempted
+    (newest first) and the ids admitted from the queue."""
+
+    scheduled: tuple[tuple[int, int, int], ...]
+    preempted: tuple[int, ...] = ()
+    admitted: tuple[int, ...] = ()
+
+
+def blocks_for(tokens: float, block_size: int) -> int:
+    """KV blocks that hold ``tokens`` tokens: ceil(tokens / block_size)."""
+    return math.ceil(tokens / block_size)
+
+
+def prefill_chunk(remaining: int, budget: int, chunked: bool) -> int:
+    """Prefill tokens a sequence gets this step: min(remaining, budget) with chunking, else
+    remaining when it fits in the budget and 0 when it does not."""
+    if chunked:
+        return max(0, min(remaining, budget))
+    return remaining if remaining <= budget else 0
+
+
+def tokens_asked(s: SeqView, budget: int, config: SchedulerConfig) -> int:
+    """Tokens sequence ``s`` is scheduled for within ``budget`` (rule 1)."""
+    if s.prefilled:
+        return config.decode_q if config.decode_q <= budget else 0
+    return prefill_chunk(math.ceil(s.known - s.computed), budget, config.chunked_prefill)
+
+
+def plan_step(running: Sequence[SeqView], waiting: Sequence[SeqView], free_blocks: int,
+              config: SchedulerConfig) -> StepPlan:
+    """The batch of the next step (rules 1-3 of the module docstring); ``running`` oldest first,
+    ``waiting`` in queue order."""
+    budget, free = config.max_batched_tokens, free_blocks
+    run = list(running)
+    scheduled: list[tuple[int, int, int]] = []
+    preempted: list[int] = []
+    i = 0
+    while i < len(run):
+        s = run[i]
+        q = tokens_asked(s, budget, config)
+        if q == 0:
+            i += 1
+            continue
+        need = blocks_for(s.computed + q, config.block_size) - s.blocks
+        while need > free and run[-1] is not s:
+            victim = run.pop()
+            free += victim.blocks
+            preempted.append(victim.id)
+        if need > free:                                   # s is the newest: preempt itself
+            run.pop()
+            free += s.blocks
+            preempted.append(s.id)
+            break
+        free -= max(need, 0)
+        budget -= q
+        scheduled.append((s.id, q, max(need, 0)))
+        i += 1
+    admitted: list[int] = []
+    if not preempted:
+        for w in waiting:
+            if len(run) + len(admitted) >= config.max_seqs or budget == 0:
+                break
+            q = tokens_asked(w, budget, config)
+            need = blocks_for(w.computed + q, config.block_size) - w.blocks
+            if q == 0 or need > free:
+                break
+            free -= need
+            budget -= q
+            scheduled.append((w.id, q, need))
+            admitted.append(w.id)
+    return StepPlan(tuple(scheduled), tuple(preempted), tuple(admitted))

@@ -1,0 +1,195 @@
+"""``simulate_serving``: requests served by continuous batching on a simulated device.
+
+``prepare_serving`` does the counting once per model and device (the step cost model, the KV
+bytes per token, the memory left for the cache; a draft model's and an image encoder's costs);
+``simulate_serving`` runs the scheduler's event loop over a trace with it, so several traces or
+request rates reuse one count.
+
+KV cache: ``num_blocks = floor((capacity * memory_utilization - weight bytes) /
+(kv_bytes_per_token * block_size))`` per replica, where kv_bytes_per_token is what the model's
+cache holds per token (all layers, keys and values) in ``kv_dtype`` (the model's dtype by
+default), plus the draft model's under speculative decoding.
+
+Speculative decoding (``draft=``, ``spec_tokens=k``, ``acceptance=a``): each step a decoding
+sequence runs k draft decode steps and one target step over k + 1 tokens, and gains the
+expected accepted tokens (1 - a^(k+1)) / (1 - a) (k + 1 when a = 1) (`expected_tokens`). The
+draft's first step also prefills the prompt chunks of the step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+
+from dispatchprof.serving.cost import Composition, StepCostModel, count_design, fit, kv_scale
+from dispatchprof.serving.engine import Router, run_engine
+from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
+from dispatchprof.serving.requests import Request
+from dispatchprof.serving.scheduler import SchedulerConfig
+from dispatchprof.sim.placement import scenarios_of
+
+
+def expected_tokens(acceptance: float, k: int) -> float:
+    """Expected tokens per verification step: (1 - a^(k+1)) / (1 - a); k + 1 when a = 1."""
+    if not 0 <= acceptance <= 1:
+        raise ValueError(f"acceptance must be a rate in [0, 1], got {acceptance!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"spec_tokens must be a whole number >= 1, got {k!r}")
+    if acceptance == 1:
+        return float(k + 1)
+    return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+
+
+@dataclass(frozen=True)
+class ServingSetup:
+    """What serving needs from counting, for one model on one device (bytes, seconds, joules)."""
+
+    device: str
+    cost: StepCostModel
+    kv_bytes_per_token: float
+    capacity_bytes: float | None
+    weights_bytes: int
+    price_usd_per_h: float | None = None
+    draft: StepCostModel | None = None
+    spec_tokens: int = 0
+    acceptance: float = 0.0
+    image_cost: tuple[float, float] = (0.0, 0.0)     # one image through the encoder: (s, J)
+
+    def num_blocks(self, block_size: int, memory_utilization: float) -> int:
+        """KV blocks of one replica (module docstring)."""
+        if self.capacity_bytes is None:
+            raise ValueError(f"device {self.device} publishes no memory capacity; give kv_blocks (--kv-blocks)")
+        free = self.capacity_bytes * memory_utilization - self.weights_bytes
+        blocks = math.floor(free / (self.kv_bytes_per_token * block_size))
+        if blocks < 1:
+            raise ValueError(f"the weights ({self.weights_bytes / 1e9:.2f} GB) leave no memory for the KV cache on "
+                             f"{self.device} ({self.capacity_bytes / 1e9:.2f} GB x {memory_utilization})")
+        return blocks
+
+    def step_cost(self, prefill: Sequence[tuple[int, int]], decoding: tuple[int, float, float],
+                  images: int) -> tuple[float, float]:
+        """(seconds, joules) of one step (engine.StepCostFn): the target over the prefill chunks
+        and the decoding sequences (k + 1 tokens each under speculative decoding), the image
+        encoder, and the draft's k steps."""
+        n, c_sum, c_max = decoding
+        q = self.spec_tokens + 1 if self.draft is not None else 1
+        chunks = Composition.of(prefill)
+        c = self.cost.cost(chunks.merge(Composition.decoding(n, c_sum, c_max, q)))
+        time, energy = c.time_s + images * self.image_cost[0], c.energy_j + images * self.image_cost[1]
+        if self.draft is not None:
+            drafting = Composition.decoding(n, c_sum, c_max, 1)
+            first = self.draft.cost(chunks.merge(drafting))
+            rest = self.draft.cost(drafting) if n else None
+            time += first.time_s + (self.spec_tokens - 1) * (rest.time_s if rest else 0.0)
+            energy += first.energy_j + (self.spec_tokens - 1) * (rest.energy_j if rest else 0.0)
+        return time, energy
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """Per request (trace order), the summary, and per replica its timeline of steps:
+    (start s, KV blocks used, running, waiting, preemptions so far)."""
+
+    device: str
+    requests: tuple[RequestResult, ...]
+    summary: ServingSummary
+    timelines: tuple[tuple[tuple[float, int, int, int, int], ...], ...] = field(repr=False)
+    config: SchedulerConfig = field(repr=False)
+    replicas: int = 1
+
+    def to_dict(self) -> dict:
+        """{"device", "requests": [{ttft_s, tpot_s, e2e_s, ...}], "summary": {...}}."""
+        return {"device": self.device, "replicas": self.replicas,
+                "requests": [{"ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s, "arrival_s": r.arrival_s,
+                              "prompt_tokens": r.prompt_tokens, "output_tokens": r.output_tokens,
+                              "preemptions": r.preemptions, "replica": r.replica} for r in self.requests],
+                "summary": self.summary.to_dict()}
+
+
+def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
+    if isinstance(spec, torch.nn.Module):
+        return spec
+    from dispatchprof.llm.models import build_model
+    return build_model(spec, dtype=dtype)
+
+
+def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloat16, weight_dtype: str | None = None,
+                    kv_dtype: str | None = None, bound: bool = False, draft: Any = None, spec_tokens: int = 4,
+                    acceptance: float = 0.7, price_usd_per_h: float | None = None,
+                    image_cost: tuple[float, float] = (0.0, 0.0)) -> ServingSetup:
+    """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``."""
+    scenarios = scenarios_of(device)
+    if len(scenarios) != 1:
+        raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
+    name = next(iter(scenarios))
+    target = _model(model, dtype)
+    scale = kv_scale(kv_dtype, dtype)
+    steps = count_design(target, scenarios, weight_dtype, bound)
+    cost = fit(steps)[name].with_kv_scale(scale)
+    capacity, weights = steps[0].memory[name]
+    kv_token = steps[0].kv_bytes_per_token * scale
+    draft_cost = None
+    if draft is not None:
+        small = _model(draft, dtype)
+        check_vocabulary(target, small)
+        expected_tokens(acceptance, spec_tokens)            # validates both before counting
+        dsteps = count_design(small, scenarios, weight_dtype, bound)
+        draft_cost = fit(dsteps)[name].with_kv_scale(scale)
+        weights += dsteps[0].memory[name][1]
+        kv_token += dsteps[0].kv_bytes_per_token * scale
+    price = price_usd_per_h
+    if price is None:
+        price = getattr(scenarios[name].devices[0], "price_usd_per_hour", None)
+    return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
+                        spec_tokens if draft is not None else 0, acceptance, image_cost)
+
+
+def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
+    """A draft model must share the target's vocabulary."""
+    tv = getattr(target.config, "vocab_size", None)
+    dv = getattr(draft.config, "vocab_size", None)
+    if tv != dv:
+        raise ValueError(f"the draft model has a vocabulary of {dv} tokens and the target {tv}: speculative "
+                         f"decoding needs the same vocabulary")
+
+
+def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None, *, replicas: int = 1,
+                     router: Router = "round_robin", max_seqs: int = 256, max_batched_tokens: int = 8192,
+                     chunked_prefill: bool = True, block_size: int = 16, memory_utilization: float = 0.9,
+                     kv_blocks: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
+                     **prepare: Any) -> ServingResult:
+    """Serve ``requests`` on ``device`` (see the module docstring). ``model`` is a ServingSetup
+    (from `prepare_serving`), or a model / catalog name counted now with ``prepare``'s options."""
+    if isinstance(model, ServingSetup):
+        if prepare:
+            raise ValueError(f"options {sorted(prepare)} belong to prepare_serving; the setup is already counted")
+        setup = model
+    else:
+        if device is None:
+            raise ValueError("simulate_serving needs a device, such as device='H100-SXM'")
+        setup = prepare_serving(model, device, **prepare)
+    if not requests:
+        raise ValueError("no requests to serve")
+    if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
+        raise ValueError(f"replicas must be a whole number >= 1, got {replicas!r}")
+    if not 0 < memory_utilization <= 1:
+        raise ValueError(f"memory_utilization must be in (0, 1], got {memory_utilization!r}")
+    blocks = kv_blocks if kv_blocks is not None else setup.num_blocks(block_size, memory_utilization)
+    gain = expected_tokens(setup.acceptance, setup.spec_tokens) if setup.draft is not None else 1.0
+    config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill,
+                             setup.spec_tokens + 1 if setup.draft is not None else 1, gain)
+    seqs, reps = run_engine(requests, config, setup.step_cost, replicas=replicas, router=router)
+    results = request_results(seqs)
+    peak = max((used for rep in reps for _, used, *_ in rep.timeline), default=0) / blocks
+    summary = summarize(results, [s.finish_s for s in seqs], kv_blocks=blocks, kv_peak=peak,
+                        preemptions=sum(r.preemptions for r in reps), energy_j=sum(r.energy_j for r in reps),
+                        replicas=replicas, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                        price_usd_per_h=setup.price_usd_per_h)
+    return ServingResult(setup.device, tuple(results), summary, tuple(tuple(r.timeline) for r in reps), config,
+                         replicas)
+
+
+__all__ = ["ServingResult", "ServingSetup", "expected_tokens", "prepare_serving", "simulate_serving"]
