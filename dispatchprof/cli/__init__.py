@@ -12,7 +12,7 @@ from typing import Sequence
 
 from dispatchprof.cli.parser import UsageError
 
-SUBCOMMANDS = ("devices", "report", "calibrate", "merge")
+SUBCOMMANDS = ("devices", "report", "calibrate", "merge", "serve")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

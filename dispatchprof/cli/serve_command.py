@@ -1,0 +1,152 @@
+"""``dispatchprof serve MODEL --device D``: serve requests (a trace or generated traffic at one
+or more rates) with continuous batching on a simulated device; latency percentiles, goodput,
+KV use, energy and cost per token."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from typing import Sequence
+
+from dispatchprof.cli.parser import Parser, UsageError
+from dispatchprof.cli.profile_command import DTYPES, positive
+from dispatchprof.results.files import write_atomic
+from dispatchprof.serving.cost import KV_BITS
+from dispatchprof.serving.engine import ROUTERS
+from dispatchprof.serving.metrics import parse_duration
+from dispatchprof.serving.render import plot_serving, requests_csv, summary_csv, summary_table, timeline_csv
+from dispatchprof.serving.requests import ARRIVALS, generate_requests, parse_length, read_trace
+from dispatchprof.serving.serve import prepare_serving, simulate_serving
+from dispatchprof.sim.device import WEIGHT_BITS
+
+FORMATS = ("table", "markdown", "json", "csv")
+
+
+def parser() -> Parser:
+    p = Parser(prog="dispatchprof serve", description=(
+        "Serve requests with continuous batching (vLLM style: paged KV cache, chunked prefill, preemption) "
+        "on a simulated device. Step times come from the simulator of the counted model."))
+    p.add_argument("model", help="a bundled model, a config.json, a folder holding one, or a hub id")
+    p.add_argument("--device", required=True, metavar="NAME|FILE", help="the device each replica runs on")
+    src = p.add_argument_group("requests (a trace, or generated traffic)")
+    src.add_argument("--requests", metavar="FILE", help="JSONL or CSV with arrival_s, prompt_tokens, output_tokens")
+    src.add_argument("--rate", action="append", default=[], metavar="REQ_PER_S",
+                     help="request rate (repeat or comma-separate for several rates)")
+    src.add_argument("--num-requests", type=positive, default=1000)
+    src.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
+    src.add_argument("--prompt-len", default="512", help="a number or uniform:LOW:HIGH")
+    src.add_argument("--output-len", default="128", help="a number or uniform:LOW:HIGH")
+    src.add_argument("--seed", type=int, default=0)
+    eng = p.add_argument_group("engine")
+    eng.add_argument("--max-seqs", type=positive, default=256)
+    eng.add_argument("--max-batched-tokens", type=positive, default=8192)
+    eng.add_argument("--no-chunked-prefill", action="store_true")
+    eng.add_argument("--block-size", type=positive, default=16)
+    eng.add_argument("--kv-blocks", type=positive, help="KV blocks per replica (default: memory left after weights)")
+    eng.add_argument("--memory-utilization", type=float, default=0.9)
+    eng.add_argument("--replicas", type=positive, default=1)
+    eng.add_argument("--router", choices=ROUTERS, default="round_robin")
+    eng.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
+    eng.add_argument("--weight-dtype", choices=tuple(WEIGHT_BITS))
+    eng.add_argument("--kv-dtype", choices=tuple(KV_BITS), help="KV-cache dtype (bytes, capacity and time follow)")
+    eng.add_argument("--bound", action="store_true", help="the pure roofline (no efficiencies or overheads)")
+    spec = p.add_argument_group("speculative decoding")
+    spec.add_argument("--draft", metavar="MODEL", help="draft model (same vocabulary as the target)")
+    spec.add_argument("--spec-tokens", type=positive, default=4, help="k tokens speculated per step")
+    spec.add_argument("--acceptance", type=float, default=0.7, help="acceptance rate of a draft token")
+    out = p.add_argument_group("output")
+    out.add_argument("--slo-ttft", metavar="DURATION", help="TTFT objective with a unit, such as 200ms")
+    out.add_argument("--slo-tpot", metavar="DURATION", help="TPOT objective with a unit, such as 50ms")
+    out.add_argument("--price", metavar="DEVICE=USD_PER_H", help="price of one device per hour")
+    out.add_argument("--format", choices=FORMATS, default="table")
+    out.add_argument("--json", action="store_true", help="same as --format json")
+    out.add_argument("--plot", metavar="FILE", help="latency CDFs (and throughput against rate): PNG")
+    out.add_argument("--timeline", metavar="FILE", help="KV use and preemptions over time: CSV (first run)")
+    out.add_argument("--requests-csv", metavar="FILE", help="per-request latencies: CSV (first run)")
+    out.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+    return p
+
+
+def rates_of(values: Sequence[str]) -> list[float]:
+    rates = []
+    for value in values:
+        for part in value.split(","):
+            try:
+                rate = float(part)
+            except ValueError:
+                raise UsageError(f"--rate takes requests per second such as 4 or 2,4,8, got {part!r}") from None
+            if not rate > 0:
+                raise UsageError(f"--rate must be > 0 requests per second, got {part!r}")
+            rates.append(rate)
+    return rates
+
+
+def price_of(text: str | None, device: str) -> float | None:
+    if text is None:
+        return None
+    name, sep, value = text.partition("=")
+    try:
+        price = float(value)
+    except ValueError:
+        price = -1.0
+    if not sep or not name or price < 0:
+        raise UsageError(f"--price takes DEVICE=USD_PER_H such as {device}=2.5, got {text!r}")
+    if name.lower() != device.lower():
+        raise UsageError(f"--price names device {name!r}, but the run is on {device!r}")
+    return price
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    if args.json:
+        args.format = "json"
+    slo_ttft = None if args.slo_ttft is None else parse_duration(args.slo_ttft, "--slo-ttft")
+    slo_tpot = None if args.slo_tpot is None else parse_duration(args.slo_tpot, "--slo-tpot")
+    price = price_of(args.price, args.device)
+    rates = rates_of(args.rate)
+    if args.requests and rates:
+        raise UsageError("give either --requests FILE or --rate, not both")
+    if args.requests:
+        traces = [(None, read_trace(args.requests))]
+    else:
+        prompt, output = parse_length(args.prompt_len, "--prompt-len"), parse_length(args.output_len, "--output-len")
+        traces = [(rate, generate_requests(rate, args.num_requests, prompt, output, arrivals=args.arrivals,
+                                           seed=args.seed)) for rate in (rates or [1.0])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup = prepare_serving(args.model, args.device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
+                                kv_dtype=args.kv_dtype, bound=args.bound, draft=args.draft,
+                                spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price)
+    runs = [(rate, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router, max_seqs=args.max_seqs,
+                                    max_batched_tokens=args.max_batched_tokens,
+                                    chunked_prefill=not args.no_chunked_prefill, block_size=args.block_size,
+                                    memory_utilization=args.memory_utilization, kv_blocks=args.kv_blocks,
+                                    slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot))
+            for rate, reqs in traces]
+    labelled = [(args.requests if rate is None else f"{rate:g} req/s", r) for rate, r in runs]
+    if args.plot:
+        plot_serving(runs, args.plot)
+    if args.timeline:
+        write_atomic(args.timeline, timeline_csv(runs[0][1]))
+    if args.requests_csv:
+        write_atomic(args.requests_csv, requests_csv(runs[0][1]))
+    text = render(labelled, runs, args.format)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def render(labelled, runs, fmt: str) -> str:
+    if fmt == "json":
+        if len(runs) == 1:
+            return json.dumps(runs[0][1].to_dict(), indent=1) + "\n"
+        return json.dumps({"runs": [{"rate_req_per_s": rate, **r.to_dict()} for rate, r in runs]}, indent=1) + "\n"
+    if fmt == "csv":
+        return summary_csv(labelled)
+    return summary_table(labelled, "github" if fmt == "markdown" else "simple")
+
+
+__all__ = ["parser", "run"]

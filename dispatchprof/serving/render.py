@@ -1,0 +1,127 @@
+"""Serving results for people and files: the summary table (one row per run, such as one per
+request rate), CSV (raw units), the KV-use timeline CSV, and the plot (latency CDFs, and
+throughput against request rate when several rates ran). Nothing here prints."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from typing import Sequence
+
+from dispatchprof.report.render import render
+from dispatchprof.serving.serve import ServingResult
+from dispatchprof.units import seconds
+
+#: (header, summary field or percentile key) of the summary table and CSV, in order.
+_LATENCIES = (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
+
+
+def summary_rows(runs: Sequence[tuple[str, ServingResult]]) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: one row per (label, result)."""
+    headers = ["run", "req/s", "out tok/s"]
+    headers += [f"{name} p{p}" for name, _ in _LATENCIES for p in (50, 90, 99)]
+    headers += ["goodput req/s", "SLO met", "preempt", "KV peak", "J/token", "$/Mtok"]
+    rows = []
+    for label, r in runs:
+        s = r.summary
+        row = [label, f"{s.requests_per_s:.2f}", f"{s.output_tokens_per_s:.1f}"]
+        row += [seconds(getattr(s, key)[p]) for _, key in _LATENCIES for p in (50, 90, 99)]
+        row += ["-" if s.goodput_requests_per_s is None else f"{s.goodput_requests_per_s:.2f}",
+                "-" if s.slo_attainment is None else f"{100 * s.slo_attainment:.1f}%",
+                str(s.preemptions), f"{100 * s.kv_peak_fraction:.1f}%", f"{s.energy_per_token_j:.4g}",
+                "-" if s.usd_per_million_tokens is None else f"{s.usd_per_million_tokens:.3f}"]
+        rows.append(row)
+    return headers, rows
+
+
+def summary_table(runs: Sequence[tuple[str, ServingResult]], fmt: str = "simple") -> str:
+    """The summary table, with the setup line above it."""
+    headers, rows = summary_rows(runs)
+    first = runs[0][1]
+    c = first.config
+    head = (f"Serving on {first.device} x {first.replicas} replica(s): max {c.max_seqs} sequences, "
+            f"{c.max_batched_tokens} tokens per step, chunked prefill {'on' if c.chunked_prefill else 'off'}, "
+            f"{c.num_blocks} KV blocks of {c.block_size} tokens per replica")
+    if c.decode_q > 1:
+        head += f", speculative decoding: {c.decode_q - 1} draft tokens, {c.decode_gain:.3f} tokens per step"
+    return head + "\n" + render(rows, headers, fmt) + "\n"
+
+
+def summary_csv(runs: Sequence[tuple[str, ServingResult]]) -> str:
+    """One row per run, every summary field in raw units (seconds, J, USD)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    flat = [(label, _flatten(r.summary.to_dict())) for label, r in runs]
+    w.writerow(["run", *flat[0][1]])
+    for label, values in flat:
+        w.writerow([label, *("" if v is None else v for v in values.values())])
+    return out.getvalue()
+
+
+def requests_csv(result: ServingResult) -> str:
+    """One row per request, in trace order (seconds)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    rows = result.to_dict()["requests"]
+    w.writerow(list(rows[0]))
+    for row in rows:
+        w.writerow(list(row.values()))
+    return out.getvalue()
+
+
+def timeline_csv(result: ServingResult) -> str:
+    """KV use and preemptions over time: one row per step (or run of decode steps) per replica."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["replica", "time_s", "kv_blocks_used", "kv_fraction", "running", "waiting", "preemptions"])
+    for i, timeline in enumerate(result.timelines):
+        for t, used, running, waiting, pre in timeline:
+            w.writerow([i, t, used, used / result.config.num_blocks, running, waiting, pre])
+    return out.getvalue()
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}_"))
+        else:
+            out[prefix + k] = v
+    return out
+
+
+def plot_serving(runs: Sequence[tuple[float | None, ServingResult]], path: str | os.PathLike) -> str:
+    """Latency CDFs (TTFT, TPOT, end-to-end) of every run, and output throughput against request
+    rate when several runs have a rate. Needs matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise ImportError("the serving plot needs matplotlib: pip install 'dispatchprof[plot]'") from None
+    rates = [rate for rate, _ in runs if rate is not None]
+    panels = 4 if len(rates) > 1 else 3
+    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.6))
+    for ax, (name, key) in zip(axes, _LATENCIES):
+        for rate, r in runs:
+            values = sorted(getattr(q, key) for q in r.requests)
+            n = len(values)
+            ax.step(values, [(i + 1) / n for i in range(n)], where="post",
+                    label="trace" if rate is None else f"{rate:g} req/s")
+        ax.set_xlabel(f"{name} (s)")
+        ax.set_ylabel("fraction of requests")
+        ax.set_xscale("log")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    if panels == 4:
+        ax = axes[3]
+        ax.plot(rates, [r.summary.output_tokens_per_s for rate, r in runs if rate is not None], "o-")
+        ax.set_xlabel("request rate (req/s)")
+        ax.set_ylabel("output tokens/s")
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Serving on {runs[0][1].device}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return str(path)
