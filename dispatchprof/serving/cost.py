@@ -5,18 +5,18 @@ A step runs sequences i with q_i new tokens each, attending to k_i keys (the tok
 its cache plus the new ones). Its **composition** is the feature vector
 
     x = (1, T = sum q_i, N = number of sequences, K = sum k_i, A = sum q_i * k_i,
-         q = max q_i, k = max k_i, q * k)
+         Ac = sum of q_i * k_i over sequences with q_i > 1, q = max q_i, k = max k_i, q * k)
 
 Linear layers cost an affine function of T (weights read once), logits are computed for the
 last token of each sequence (N rows, ``logits_to_keep=1``), attention and the KV-cache append of
-K and A, and the last three features carry what transformers computes once per padded batch
+K and A (Ac: the causal mask of sequences with more than one new token), and the last three features carry what transformers computes once per padded batch
 (positions, rotary tables). Every op's counts, bytes and therefore every part of its
 `OpTiming` (t_compute, t_memory, t_overhead, t_transfer + t_comm, dynamic energy) are exactly
 linear in x on uniform batches (B sequences of q tokens after p cached ones).
 
-So the model counts eight uniform batches once per model and set of scenarios: prefills of
-q tokens (p = 0) and decode steps (q = 1) at small B, q, p. An op's part values at those eight
-compositions determine its eight coefficients by exact least squares (the design matrix's
+So the model counts nine uniform batches once per model and set of scenarios: prefills of
+q tokens (p = 0) and decode steps (q = 1) at small B, q, p. An op's part values at those nine
+compositions determine its nine coefficients by exact least squares (the design matrix's
 pseudo-inverse is computed in rational arithmetic); tests compare predictions with counting at
 random other compositions (equal to 1e-9 relative). A mixed step (prefill chunks and decodes)
 is costed as the flattened batch of its sequences, as a varlen serving kernel runs it; a chunk
@@ -46,11 +46,11 @@ from dispatchprof.llm.generation import cache_bytes
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.placement import Scenarios
 
-FEATURES = ("1", "T", "N", "K", "A", "q", "k", "qk")
+FEATURES = ("1", "T", "N", "K", "A", "Ac", "q", "k", "qk")
 _K = FEATURES.index("K")
 #: The counted compositions (B, q, p): prefills of q tokens, then decode steps after p tokens.
-#: Eight determine the eight coefficients exactly; tests check other compositions against counting.
-DESIGN = ((1, 1, 0), (1, 4, 0), (2, 2, 0), (2, 5, 0), (3, 3, 0), (1, 7, 0), (1, 1, 3), (2, 1, 5))
+#: Nine determine the nine coefficients exactly; tests check other compositions against counting.
+DESIGN = ((1, 1, 0), (1, 4, 0), (2, 2, 0), (2, 5, 0), (3, 3, 0), (1, 7, 0), (1, 1, 3), (2, 1, 5), (3, 1, 2))
 PARTS = ("t_compute", "t_memory", "t_other", "dynamic_j")
 #: Storage bits of the KV-cache dtypes (``kv_dtype``).
 KV_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
@@ -65,15 +65,17 @@ class Composition:
     @staticmethod
     def of(pairs: Sequence[tuple[int, int]]) -> Composition:
         """From (q_i, k_i) per scheduled sequence."""
-        t = n = kk = a = 0
+        t = n = kk = a = ac = 0
         qm = km = 0
         for q, k in pairs:
             t += q
             n += 1
             kk += k
             a += q * k
+            if q > 1:
+                ac += q * k
             qm, km = max(qm, q), max(km, k)
-        return Composition((1, t, n, kk, a, qm, km, qm * km))
+        return Composition((1, t, n, kk, a, ac, qm, km, qm * km))
 
     @staticmethod
     def uniform(batch: int, q: int, past: int) -> Composition:
@@ -85,15 +87,16 @@ class Composition:
         """``n`` decoding sequences of q tokens each, holding ``computed_sum`` tokens in all and
         ``computed_max`` at most: k_i = computed_i + q."""
         if n == 0:
-            return Composition((1, 0, 0, 0, 0, 0, 0, 0))
+            return Composition((1, 0, 0, 0, 0, 0, 0, 0, 0))
         keys = computed_sum + n * q
-        return Composition((1, n * q, n, keys, q * keys, q, computed_max + q, q * (computed_max + q)))
+        return Composition((1, n * q, n, keys, q * keys, q * keys if q > 1 else 0, q, computed_max + q,
+                            q * (computed_max + q)))
 
     def merge(self, o: Composition) -> Composition:
         """The step running the sequences of both (sums add, maxima take the larger)."""
         a, b = self.x, o.x
-        qm, km = max(a[5], b[5]), max(a[6], b[6])
-        return Composition((1, a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], qm, km, qm * km))
+        qm, km = max(a[6], b[6]), max(a[7], b[7])
+        return Composition((1, *(u + v for u, v in zip(a[1:6], b[1:6])), qm, km, qm * km))
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
 
 
 #: A large step's features, to judge which fitted coefficients are rounding noise.
-_SCALE = (1, 8192, 256, 1e6, 1e8, 8192, 1e5, 1e8)
+_SCALE = (1, 8192, 256, 1e6, 1e8, 1e8, 8192, 1e5, 1e8)
 
 
 def _clean(coeffs: tuple[float, ...]) -> tuple[float, ...]:

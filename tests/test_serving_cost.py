@@ -1,0 +1,141 @@
+"""The step cost model against direct counting, KV-cache bytes by dtype, and speculative decoding."""
+
+import random
+import warnings
+
+import pytest
+import torch
+
+from dispatchprof.llm.models import build_model
+from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
+from dispatchprof.serving.cost import Composition, count_step, fit, count_design, kv_scale
+from dispatchprof.sim.placement import scenarios_of
+
+DEVICES = ["H100-SXM", "PIM-AI-1chip"]
+
+
+def tiny(vocab=512, layers=2):
+    from transformers import LlamaConfig
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_model(cfg)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny()
+
+
+@pytest.fixture(scope="module")
+def fitted(model):
+    scenarios = scenarios_of(DEVICES)
+    return scenarios, count_design(model, scenarios)
+
+
+def direct(step, name):
+    """A counted step's time and energy, composed as OpTiming.time_s / energy_j do."""
+    time = sum(max(c, m) + o for c, m, o, _, _ in step.parts[name])
+    energy = sum(d + p * (max(c, m) + o) for c, m, o, d, p in step.parts[name])
+    return time, energy
+
+
+def test_fit_matches_counting_at_random_compositions(model, fitted):
+    """Exact to 1e-9 relative on uniform batches the design did not count: decode steps
+    (q = 1) after random cache lengths, and prefills (p = 0) of random lengths."""
+    scenarios, steps = fitted
+    models = fit(steps)
+    rng = random.Random(7)
+    checks = [(rng.randint(1, 6), 1, rng.randint(1, 300)) for _ in range(4)]
+    checks += [(rng.randint(1, 4), rng.randint(2, 200), 0) for _ in range(4)]
+    for b, q, p in checks:
+        counted = count_step(model, b, q, p, scenarios)
+        assert counted.keys == steps[0].keys
+        for name in DEVICES:
+            t, e = direct(counted, name)
+            got = models[name].cost(Composition.uniform(b, q, p))
+            assert got.time_s == pytest.approx(t, rel=1e-9), (b, q, p, name)
+            assert got.energy_j == pytest.approx(e, rel=1e-9), (b, q, p, name)
+
+
+def test_equal_layers_are_grouped(fitted):
+    _, steps = fitted
+    m = fit(steps)["H100-SXM"]
+    assert m.ops == len(steps[0].keys)
+    assert sum(g.count for g in m.groups) == m.ops
+    assert len(m.groups) < m.ops          # the two decoder layers share their coefficients
+
+
+def test_compositions_by_hand():
+    # sequences (q, k): a chunk of 5 after 3 cached (k = 8) and two decodes at 10 and 20 keys
+    c = Composition.of([(5, 8), (1, 10), (1, 20)])
+    # T = 7, N = 3, K = 38, A = 40 + 10 + 20 = 70, Ac = 40 (q > 1 only), q = 5, k = 20, qk = 100
+    assert c.x == (1, 7, 3, 38, 70, 40, 5, 20, 100)
+    d = Composition.decoding(2, 9 + 19, 19)          # the two decodes: computed 9 and 19
+    assert d.x == (1, 2, 2, 30, 30, 0, 1, 20, 20)
+    assert Composition.of([(5, 8)]).merge(d).x == (1, 7, 3, 38, 70, 40, 5, 20, 100)
+
+
+def test_kv_bytes_per_token_follow_the_kv_dtype(model):
+    # 2 layers x (keys + values) x 2 KV heads x head_dim 16 = 128 elements per token; bf16: 256 B
+    setup = prepare_serving(model, "H100-SXM")
+    assert setup.kv_bytes_per_token == 256
+    for kv, expected in (("fp8", 128), ("int8", 128), ("int4", 64)):     # 128 elements x bits / 8
+        assert prepare_serving(model, "H100-SXM", kv_dtype=kv).kv_bytes_per_token == expected
+    # blocks: (80e9 x 0.9 - weights) / (bytes per token x 16 tokens), weights = params x 2 bytes
+    params = sum(p.numel() for p in model.parameters())
+    assert setup.weights_bytes == 2 * params
+    assert setup.num_blocks(16, 0.9) == int((80e9 * 0.9 - 2 * params) // (256 * 16))
+    int4 = prepare_serving(model, "H100-SXM", kv_dtype="int4")
+    assert int4.num_blocks(16, 0.9) == int((80e9 * 0.9 - 2 * params) // (64 * 16))
+    with pytest.raises(ValueError, match="kv_dtype must be one of"):
+        kv_scale("fp4", torch.bfloat16)
+
+
+def test_kv_dtype_scales_the_context_part_of_memory_time(model):
+    full = prepare_serving(model, "H100-SXM", bound=True)
+    half = prepare_serving(model, "H100-SXM", bound=True, kv_dtype="fp8")
+    # a long-context decode batch is memory bound: fp8 halves the K-proportional traffic
+    long = Composition.decoding(64, 64 * 4000, 4000)
+    assert half.cost.cost(long).time_s < full.cost.cost(long).time_s
+    # only the K coefficient of memory time and dynamic energy halves (fp8 / bf16 = 8 / 16)
+    for f, h in zip(full.cost.groups, half.cost.groups):
+        assert h.t_compute == f.t_compute and h.t_other == f.t_other
+        for i, (a, b) in enumerate(zip(f.t_memory, h.t_memory)):
+            assert b == (a / 2 if i == 3 else a)
+        for i, (a, b) in enumerate(zip(f.dynamic_j, h.dynamic_j)):
+            assert b == (a / 2 if i == 3 else a)
+    assert any(g.t_memory[3] > 0 for g in full.cost.groups)
+
+
+def test_expected_tokens_by_hand():
+    # a = 0.8, k = 4: 1 + 0.8 + 0.64 + 0.512 + 0.4096 = (1 - 0.8^5) / 0.2 = 3.3616
+    assert expected_tokens(0.8, 4) == pytest.approx(3.3616)
+    assert expected_tokens(0.0, 4) == 1.0
+    assert expected_tokens(1.0, 3) == 4.0
+    with pytest.raises(ValueError, match="acceptance must be a rate in"):
+        expected_tokens(1.5, 4)
+
+
+def test_speculative_step_counts_draft_and_target(model):
+    draft = tiny(layers=1)
+    setup = prepare_serving(model, "H100-SXM", draft=draft, spec_tokens=4, acceptance=0.8)
+    target = prepare_serving(model, "H100-SXM")
+    small = prepare_serving(draft, "H100-SXM")
+    # 3 decoding sequences holding 10, 20, 30 tokens: the target verifies 5 tokens each,
+    # the draft runs 4 single-token steps
+    t, e = setup.step_cost((), (3, 60, 30), 0)
+    verify = target.cost.cost(Composition.decoding(3, 60, 30, 5))
+    drafting = small.cost.cost(Composition.decoding(3, 60, 30, 1))
+    assert t == pytest.approx(verify.time_s + 4 * drafting.time_s, rel=1e-12)
+    assert e == pytest.approx(verify.energy_j + 4 * drafting.energy_j, rel=1e-12)
+    # KV of both models per token: 256 (target) + 128 (1 layer) bytes
+    assert setup.kv_bytes_per_token == 384
+    spec = simulate_serving(setup, generate_requests(50.0, 4, 64, 33, seed=1))
+    assert spec.config.decode_gain == pytest.approx(3.3616) and spec.config.decode_q == 5
+
+
+def test_draft_with_another_vocabulary_is_refused(model):
+    with pytest.raises(ValueError, match="the draft model has a vocabulary of 1000 tokens and the target 512"):
+        prepare_serving(model, "H100-SXM", draft=tiny(vocab=1000, layers=1))

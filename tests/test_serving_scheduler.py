@@ -1,0 +1,172 @@
+"""The scheduler's rules and the event loop, worked by hand on tiny traces.
+
+Every engine test uses a flat step cost of 10 ms (and 1 J), so times count steps."""
+
+import math
+
+import pytest
+
+from dispatchprof.serving.engine import route, run_engine, Replica
+from dispatchprof.serving.metrics import percentile, request_results
+from dispatchprof.serving.requests import Request
+from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, blocks_for, plan_step, prefill_chunk
+
+STEP = 0.01
+
+
+def flat(prefill, decoding, images):
+    return STEP, 1.0
+
+
+def serve(requests, **config):
+    cfg = SchedulerConfig(**{"num_blocks": 100, "block_size": 4, "max_batched_tokens": 64, **config})
+    seqs, reps = run_engine(requests, cfg, flat)
+    return request_results(seqs), reps
+
+
+def test_blocks_and_chunks():
+    assert blocks_for(8, 4) == 2 and blocks_for(9, 4) == 3 and blocks_for(0, 4) == 0
+    assert prefill_chunk(20, 8, True) == 8           # chunked: min(20, 8)
+    assert prefill_chunk(5, 8, True) == 5
+    assert prefill_chunk(20, 8, False) == 0          # not chunked: all or nothing
+    assert prefill_chunk(8, 8, False) == 8
+
+
+def test_two_requests_arriving_together_share_the_first_step():
+    cfg = SchedulerConfig(num_blocks=100, block_size=4, max_batched_tokens=64)
+    plan = plan_step([], [SeqView(0, 8, 0, 0), SeqView(1, 6, 0, 0)], 100, cfg)
+    # 8 tokens -> 2 blocks, 6 tokens -> ceil(6/4) = 2 blocks; 14 tokens <= 64
+    assert plan.scheduled == ((0, 8, 2), (1, 6, 2)) and plan.admitted == (0, 1) and plan.preempted == ()
+    results, reps = serve([Request(0.0, 8, 3), Request(0.0, 6, 3)])
+    # step 1 [0, 10 ms): both prefills -> first tokens at 10 ms; steps 2, 3 decode -> tokens 2, 3
+    for r in results:
+        assert r.ttft_s == pytest.approx(0.01)
+        assert r.e2e_s == pytest.approx(0.03)
+        assert r.tpot_s == pytest.approx((0.03 - 0.01) / 2)
+    assert reps[0].steps == 3 and reps[0].energy_j == pytest.approx(3.0)
+
+
+def test_a_request_waits_for_kv_memory():
+    # 3 blocks of 4 tokens. r0: 8-token prompt (2 blocks), 2 outputs; r1: 8-token prompt, 1 output.
+    cfg = SchedulerConfig(num_blocks=3, block_size=4, max_batched_tokens=64)
+    plan = plan_step([], [SeqView(0, 8, 0, 0), SeqView(1, 8, 0, 0)], 3, cfg)
+    assert plan.scheduled == ((0, 8, 2),)            # r1 needs 2 blocks, 1 is free: it waits
+    results, _ = serve([Request(0.0, 8, 2), Request(0.0, 8, 1)], num_blocks=3)
+    # step 1: r0 prefill (first token 10 ms); step 2: r0 decodes its 9th token into a 3rd block
+    # (0 free: r1 still waits), r0 finishes at 20 ms and frees 3 blocks; step 3: r1 prefill -> 30 ms
+    assert results[0].ttft_s == pytest.approx(0.01) and results[0].e2e_s == pytest.approx(0.02)
+    assert results[1].ttft_s == pytest.approx(0.03) and results[1].e2e_s == pytest.approx(0.03)
+
+
+def test_preemption_frees_the_newest_sequence():
+    cfg = SchedulerConfig(num_blocks=3, block_size=4, max_batched_tokens=64)
+    # s0 decodes token 9 (needs blocks_for(8 + 1) = 3, holds 2); s1 holds 1; nothing free
+    running = [SeqView(0, 9, 8, 2, True), SeqView(1, 5, 4, 1, True)]
+    plan = plan_step(running, [SeqView(2, 4, 0, 0)], 0, cfg)
+    assert plan.preempted == (1,)                    # s1 (newest) gives its block to s0
+    assert plan.scheduled == ((0, 1, 1),)
+    assert plan.admitted == ()                       # no admission in a step that preempted
+
+
+def test_a_sequence_preempts_itself_when_it_is_the_newest():
+    cfg = SchedulerConfig(num_blocks=2, block_size=4, max_batched_tokens=64)
+    plan = plan_step([SeqView(0, 9, 8, 2, True)], [], 0, cfg)
+    assert plan.preempted == (0,) and plan.scheduled == ()
+
+
+def test_preempted_request_recomputes_its_tokens():
+    # 4 blocks of 4 tokens. r0: prompt 4, 8 outputs (needs blocks_for(4 + 7) = 3 at the end);
+    # r1: prompt 4, 8 outputs, same. Both prefill in step 1 (1 block each).
+    # Tokens in the cache after step s (s >= 1): 4 + (s - 1) per sequence; a sequence needs a
+    # 2nd block to decode with 4 cached (step 2: 4 + 1 = 5 -> 2 blocks each, 4 used);
+    # step 6 (8 cached + 1 = 9 -> 3 blocks): r0 needs a 3rd block, none free -> r1 is preempted.
+    results, reps = serve([Request(0.0, 4, 8), Request(0.0, 4, 8)], num_blocks=4)
+    assert results[0].preemptions == 0 and results[1].preemptions == 1
+    assert reps[0].preemptions == 1
+    # r0 alone from step 6: it finishes at step 8 (8 tokens: 1 from the prefill + 7 decodes)
+    assert results[0].e2e_s == pytest.approx(8 * STEP)
+    # r1 had 5 tokens (steps 1..5); at step 9 it recomputes 4 + 5 = 9 tokens (3 blocks) and
+    # samples its 6th token, then decodes tokens 7, 8 in steps 10, 11
+    assert results[1].ttft_s == pytest.approx(STEP)
+    assert results[1].e2e_s == pytest.approx(11 * STEP)
+
+
+def test_chunked_prefill_splits_a_long_prompt():
+    cfg = SchedulerConfig(num_blocks=100, block_size=4, max_batched_tokens=8)
+    plan = plan_step([], [SeqView(0, 20, 0, 0)], 100, cfg)
+    assert plan.scheduled == ((0, 8, 2),)            # first chunk: 8 of 20 tokens
+    # a decoding sequence and a prefilling one share the budget: 1 + 7
+    plan = plan_step([SeqView(1, 9, 8, 2, True), SeqView(0, 20, 8, 2)], [], 100, cfg)
+    assert plan.scheduled == ((1, 1, 1), (0, 7, 2))   # blocks_for(15) - 2 = 2
+    results, _ = serve([Request(0.0, 20, 2)], max_batched_tokens=8)
+    # chunks 8, 8, 4: the first token after the 3rd step, the second one step later
+    assert results[0].ttft_s == pytest.approx(3 * STEP) and results[0].e2e_s == pytest.approx(4 * STEP)
+
+
+def test_without_chunking_a_long_prompt_is_refused():
+    with pytest.raises(ValueError, match="request 0 has a prompt of 20 tokens, more than max_batched_tokens=8"):
+        serve([Request(0.0, 20, 2)], max_batched_tokens=8, chunked_prefill=False)
+    with pytest.raises(ValueError, match="request 0 needs 26 KV blocks"):
+        serve([Request(0.0, 100, 2)], num_blocks=10)    # ceil(102 / 4) = 26 > 10
+
+
+def test_max_seqs_and_arrival_during_a_step():
+    # max 1 sequence: r1 waits for r0 to finish (2 steps), then runs 2 steps
+    results, _ = serve([Request(0.0, 4, 2), Request(0.0, 4, 2)], max_seqs=1)
+    assert [r.e2e_s for r in results] == pytest.approx([0.02, 0.04])
+    # an arrival during a step joins the next step: r1 at 5 ms starts at 10 ms
+    results, _ = serve([Request(0.0, 4, 3), Request(0.005, 4, 1)])
+    assert results[1].ttft_s == pytest.approx(0.02 - 0.005)
+    assert results[0].e2e_s == pytest.approx(0.03)
+
+
+def test_speculative_decoding_gains_expected_tokens_per_step():
+    # a = 0.8, k = 4: 3.3616 tokens per step. After the prefill's token, 32 more need
+    # ceil(32 / 3.3616) = 10 steps (9 steps give 30.25): 11 steps in all
+    results, _ = serve([Request(0.0, 64, 33)], decode_q=5, decode_gain=3.3616)
+    assert results[0].e2e_s == pytest.approx(11 * STEP)
+    assert results[0].tpot_s == pytest.approx(10 * STEP / 32)
+
+
+def test_routers():
+    reps = [Replica(i, SchedulerConfig(num_blocks=1)) for i in range(3)]
+    assert [route("round_robin", i, reps) for i in range(4)] == [0, 1, 2, 0]
+    reps[0].running.extend([1, 2])
+    reps[1].waiting.append(3)
+    assert route("least_loaded", 0, reps) == 2
+    cfg = SchedulerConfig(num_blocks=100, block_size=4)
+    seqs, reps = run_engine([Request(0.0, 4, 2)] * 4, cfg, flat, replicas=2)
+    assert [s.replica for s in seqs] == [0, 1, 0, 1]
+    with pytest.raises(ValueError, match="router must be one of"):
+        run_engine([Request(0.0, 4, 2)], cfg, flat, router="random")
+
+
+def test_decode_runs_equal_step_by_step():
+    """Decode runs (many steps at once) give the times of the plain rules: compare with a cost
+    that forbids runs (a different cost per call makes no difference to the rules)."""
+    reqs = [Request(0.003 * i, 10 + 7 * i % 50, 5 + 13 * i % 40) for i in range(40)]
+    cfg = SchedulerConfig(num_blocks=60, block_size=4, max_batched_tokens=32, max_seqs=8)
+
+    def cost(prefill, decoding, images):
+        n, c_sum, _ = decoding
+        return 0.002 + 1e-5 * (sum(q for q, _ in prefill) + n) + 1e-7 * c_sum, 0.0
+
+    fast, _ = run_engine(reqs, cfg, cost)
+    import dispatchprof.serving.engine as engine
+    original = engine.decode_run
+    engine.decode_run = lambda *a: None
+    try:
+        slow, _ = run_engine(reqs, cfg, cost)
+    finally:
+        engine.decode_run = original
+    for a, b in zip(fast, slow):
+        assert a.first_token_s == pytest.approx(b.first_token_s, rel=1e-12)
+        assert a.finish_s == pytest.approx(b.finish_s, rel=1e-12)
+        assert a.preemptions == b.preemptions
+
+
+def test_percentile_interpolates():
+    # positions (n-1) p / 100 over 1, 2, 3, 4: p50 -> 1.5 -> 2.5; p90 -> 2.7 -> 3.7
+    assert percentile([4, 1, 3, 2], 50) == 2.5
+    assert math.isclose(percentile([4, 1, 3, 2], 90), 3.7)
+    assert percentile([], 50) == 0.0
