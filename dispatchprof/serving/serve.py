@@ -127,15 +127,17 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     name = next(iter(scenarios))
     target = _model(model, dtype)
     scale = kv_scale(kv_dtype, dtype)
+    small = None
+    if draft is not None:                                    # checked before any counting
+        small = _model(draft, dtype)
+        check_vocabulary(target, small)
+        expected_tokens(acceptance, spec_tokens)
     steps = count_design(target, scenarios, weight_dtype, bound)
     cost = fit(steps)[name].with_kv_scale(scale)
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
     draft_cost = None
-    if draft is not None:
-        small = _model(draft, dtype)
-        check_vocabulary(target, small)
-        expected_tokens(acceptance, spec_tokens)            # validates both before counting
+    if small is not None:
         dsteps = count_design(small, scenarios, weight_dtype, bound)
         draft_cost = fit(dsteps)[name].with_kv_scale(scale)
         weights += dsteps[0].memory[name][1]

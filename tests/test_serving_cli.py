@@ -1,0 +1,130 @@
+"""``dispatchprof serve``, request traces and generators: outputs, and one-line errors (exit 2)."""
+
+import json
+
+import pytest
+
+from dispatchprof.cli import main
+from dispatchprof.serving import generate_requests, parse_duration, read_trace
+from dispatchprof.serving.requests import Length, parse_length
+
+TINY = {"model_type": "llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "max_position_embeddings": 4096}
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "config.json").write_text(json.dumps(TINY))
+    return str(d)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_trace_json_output_in_trace_order(capsys, tiny_dir, tmp_path):
+    trace = write(tmp_path, "t.jsonl", "\n".join(json.dumps(r) for r in (
+        {"arrival_s": 0.5, "prompt_tokens": 32, "output_tokens": 4},
+        {"arrival_s": 0.0, "prompt_tokens": 16, "output_tokens": 8})) + "\n")
+    code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--requests", trace, "--json",
+                         "--slo-ttft", "200ms", "--slo-tpot", "50ms")
+    assert code == 0, err
+    data = json.loads(out)
+    assert [r["prompt_tokens"] for r in data["requests"]] == [32, 16]       # trace order, not arrival order
+    for r in data["requests"]:
+        assert r["ttft_s"] > 0 and r["e2e_s"] >= r["ttft_s"] and r["tpot_s"] > 0
+        # e2e = ttft + tpot x (output - 1)
+        assert r["e2e_s"] == pytest.approx(r["ttft_s"] + r["tpot_s"] * (r["output_tokens"] - 1))
+    s = data["summary"]
+    assert s["requests"] == 2 and set(s["ttft_s"]) == {"p50", "p90", "p99"}
+    assert s["slo_attainment"] == 1.0 and s["goodput_requests_per_s"] == pytest.approx(s["requests_per_s"])
+
+
+def test_rates_table_csv_and_price(capsys, tiny_dir, tmp_path):
+    code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--rate", "5,20", "--num-requests", "30",
+                         "--prompt-len", "uniform:8:64", "--output-len", "8", "--price", "H100-SXM=3.6",
+                         "--format", "csv")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("run,requests,span_s") and len(lines) == 3
+    header = lines[0].split(",")
+    row = dict(zip(header, lines[1].split(",")))
+    # $/Mtok = 3.6 $/h x span / 3600 s/h / (30 requests x 8 output tokens) x 1e6
+    span = float(row["span_s"])
+    assert float(row["usd_per_million_tokens"]) == pytest.approx(3.6 * span / 3600 / 240 * 1e6)
+    code, out, _ = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--rate", "5", "--num-requests", "10")
+    assert code == 0 and "TTFT p50" in out and "5 req/s" in out
+
+
+def test_trace_files(tmp_path):
+    csv_path = write(tmp_path, "t.csv", "arrival_s,prompt_tokens,output_tokens\n0,10,2\n0.25,20,3\n")
+    reqs = read_trace(csv_path)
+    assert [(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in reqs] == [(0.0, 10, 2), (0.25, 20, 3)]
+    bad = write(tmp_path, "bad.csv", "arrival_s,prompt_tokens,output_tokens\n0,10,2\n0.25,-20,3\n")
+    with pytest.raises(ValueError, match=r"bad.csv: line 3: prompt_tokens must be >= 1, got '-20'"):
+        read_trace(bad)
+    bad = write(tmp_path, "bad.jsonl", '{"arrival_s": 0, "prompt_tokens": 4, "output_tokens": 2}\n'
+                                       '{"arrival_s": 1, "prompt_tokens": 4}\n')
+    with pytest.raises(ValueError, match=r"bad.jsonl: line 2: missing 'output_tokens'"):
+        read_trace(bad)
+    bad = write(tmp_path, "cols.csv", "time,prompt_tokens\n0,1\n")
+    with pytest.raises(ValueError, match="line 1: the CSV header needs the columns"):
+        read_trace(bad)
+
+
+def test_generator():
+    reqs = generate_requests(4.0, 5, 100, "uniform:10:20", arrivals="fixed", seed=3)
+    assert [r.arrival_s for r in reqs] == pytest.approx([0, 0.25, 0.5, 0.75, 1.0])   # 1 / 4 s apart
+    assert all(r.prompt_tokens == 100 and 10 <= r.output_tokens <= 20 for r in reqs)
+    poisson = generate_requests(100.0, 2000, 8, 8, seed=1)
+    gaps = [b.arrival_s - a.arrival_s for a, b in zip(poisson, poisson[1:])]
+    assert sum(gaps) / len(gaps) == pytest.approx(0.01, rel=0.1)                  # mean gap 1 / rate
+    assert generate_requests(100.0, 5, 8, 8, seed=1) == generate_requests(100.0, 5, 8, 8, seed=1)
+    assert parse_length("uniform:64:512") == Length(64, 512) and parse_length(7) == Length(7, 7)
+    with pytest.raises(ValueError, match="rate must be a number of requests per second > 0"):
+        generate_requests(0, 5)
+    with pytest.raises(ValueError, match="prompt length must be a whole number or uniform:LOW:HIGH"):
+        generate_requests(1.0, 5, "normal:3:4")
+
+
+def test_durations():
+    assert parse_duration("200ms") == pytest.approx(0.2)
+    assert parse_duration("0.5s") == 0.5 and parse_duration("50 us") == pytest.approx(5e-5)
+    with pytest.raises(ValueError, match="needs a number with a unit"):
+        parse_duration("200")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--rate", "0"], "--rate must be > 0 requests per second, got '0'"),
+    (["--rate", "-2"], "--rate must be > 0 requests per second"),
+    (["--rate", "1", "--slo-ttft", "200"], "--slo-ttft needs a number with a unit (s, ms, us, ns) such as 200ms"),
+    (["--rate", "1", "--kv-dtype", "fp4"], "argument --kv-dtype: invalid choice: 'fp4'"),
+    (["--rate", "1", "--price", "B200=3"], "--price names device 'B200', but the run is on 'H100-SXM'"),
+    (["--rate", "1", "--prompt-len", "uniform:9:3"], "--prompt-len must be >= 1 (and LOW <= HIGH)"),
+])
+def test_bad_input_exits_2_with_one_line(capsys, tiny_dir, args, message):
+    code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+
+
+def test_bad_trace_row_and_draft_vocabulary_exit_2(capsys, tiny_dir, tmp_path):
+    trace = write(tmp_path, "t.jsonl", '{"arrival_s": 0, "prompt_tokens": 8, "output_tokens": -1}\n')
+    code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--requests", trace)
+    assert code == 2 and "t.jsonl: line 1: output_tokens must be >= 1, got -1" in err
+    other = tmp_path / "draft"
+    other.mkdir()
+    (other / "config.json").write_text(json.dumps({**TINY, "vocab_size": 1000, "num_hidden_layers": 1}))
+    code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--rate", "1", "--draft", str(other))
+    assert code == 2 and err.count("\n") == 1
+    assert "the draft model has a vocabulary of 1000 tokens and the target 512" in err
