@@ -90,7 +90,7 @@ def test_kv_bytes_per_token_follow_the_kv_dtype(model):
     int4 = prepare_serving(model, "H100-SXM", kv_dtype="int4")
     assert int4.num_blocks(16, 0.9) == int((80e9 * 0.9 - 2 * params) // (64 * 16))
     with pytest.raises(ValueError, match="kv_dtype must be one of"):
-        kv_scale("fp4", torch.bfloat16)
+        kv_scale("fp4", model)
 
 
 def test_kv_dtype_scales_the_context_part_of_memory_time(model):
@@ -139,3 +139,43 @@ def test_speculative_step_counts_draft_and_target(model):
 def test_draft_with_another_vocabulary_is_refused(model):
     with pytest.raises(ValueError, match="the draft model has a vocabulary of 1000 tokens and the target 512"):
         prepare_serving(model, "H100-SXM", draft=tiny(vocab=1000, layers=1))
+
+
+def test_generation_kv_dtype_bytes_by_hand(model):
+    from dispatchprof import profile_generation
+    # after 8 prompt tokens and 2 decode steps the cache holds 10 tokens of 2 sequences:
+    # 2 x 10 x 2 layers x (K + V) x 2 KV heads x 16 dims = 2560 elements; bf16 5120 B
+    expected = {None: 5120, "fp8": 2560, "int8": 2560, "int4": 1280}
+    for kv, nbytes in expected.items():
+        g = profile_generation(model, 2, 8, 3, devices="H100-SXM", kv_dtype=kv)
+        assert g.kv_cache_bytes == nbytes, kv
+        assert g.devices["H100-SXM"].capacity[0].kv_bytes == nbytes
+    with pytest.raises(ValueError, match="kv_dtype must be one of"):
+        profile_generation(model, 1, 4, 2, kv_dtype="fp4")
+
+
+def test_price_from_the_device_profile(model, tmp_path):
+    profile = tmp_path / "priced.yaml"
+    profile.write_text("""
+family: test
+source: a test
+devices:
+  Priced:
+    memory_capacity_gb: 16
+    memory_bandwidth_gb_per_s: 400
+    host_to_device_gb_per_s: 32
+    host_to_device_pj_per_bit: 27
+    device_to_host_gb_per_s: 32
+    device_to_host_pj_per_bit: 27
+    matrix_tflops: {bf16: 100}
+    vector_tflops: {fp32: 10}
+    pj_per_flop: 0.5
+    price_usd_per_hour: 1.8
+""")
+    setup = prepare_serving(model, str(profile))
+    assert setup.price_usd_per_h == 1.8
+    r = simulate_serving(setup, generate_requests(10.0, 6, 16, 5, arrivals="fixed"))
+    s = r.summary
+    # 1.8 $/h x span / 3600 s/h / 30 output tokens x 1e6
+    assert s.usd_per_million_tokens == pytest.approx(1.8 * s.span_s / 3600 / 30 * 1e6)
+    assert prepare_serving(model, str(profile), price_usd_per_h=3.0).price_usd_per_h == 3.0

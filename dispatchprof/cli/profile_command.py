@@ -49,6 +49,7 @@ def parser() -> Parser:
     p.add_argument("--new-tokens", type=positive, default=32, help="tokens to generate (the prefill gives the first)")
     p.add_argument("--dtype", choices=tuple(DTYPES), default="bf16", help="dtype of the model's tensors")
     p.add_argument("--weight-dtype", choices=tuple(WEIGHT_BITS), help="simulate weights stored in this dtype")
+    p.add_argument("--kv-dtype", choices=tuple(WEIGHT_BITS), help="store the KV cache in this dtype (its bytes)")
     p.add_argument("--device", action="append", default=[], metavar="NAME|FILE",
                    help="a device to simulate on (repeat for side by side)")
     p.add_argument("--place", action="append", default=[], metavar="GLOB=DEVICE",
@@ -88,7 +89,8 @@ def run(argv: Sequence[str]) -> int:
         bar = ProgressBar()
         try:
             g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=devices or None,
-                                   weight_dtype=args.weight_dtype, bound=args.bound, progress=bar)
+                                   weight_dtype=args.weight_dtype, bound=args.bound, progress=bar,
+                                   kv_dtype=args.kv_dtype)
         finally:
             bar.close()
     first = next(iter(scenarios.values()), None)

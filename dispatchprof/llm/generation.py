@@ -29,6 +29,7 @@ from dispatchprof.results.generation import DeviceGeneration, GenerationProfile,
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import COUNT_FIELDS, Totals
 from dispatchprof.sim.capacity import check_capacity
+from dispatchprof.sim.device import WEIGHT_BITS
 from dispatchprof.sim.placement import Scenarios, scenarios_of
 
 Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, what)
@@ -36,13 +37,18 @@ Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, 
 
 def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_tokens: int, *,
                        devices: Any = None, weight_dtype: str | None = None, exact: bool = False,
-                       bound: bool = False, progress: Progress | None = None) -> GenerationProfile:
+                       bound: bool = False, progress: Progress | None = None,
+                       kv_dtype: str | None = None) -> GenerationProfile:
     """Count and simulate a generation of ``new_tokens`` tokens after a ``prompt_len`` prompt for
     ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference);
-    ``bound=True`` simulates the pure roofline (no efficiencies or overheads)."""
+    ``bound=True`` simulates the pure roofline (no efficiencies or overheads). ``kv_dtype``
+    ("fp8", "int8", "int4", ...) stores the KV cache in that dtype: its bytes and the capacity
+    check follow (`kv_bytes_as`); the simulated times do not (``dispatchprof.serving`` scales
+    them)."""
     for name, value, low in (("batch", batch, 1), ("prompt_len", prompt_len, 1), ("new_tokens", new_tokens, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    kv_bits = kv_element_bits(model, kv_dtype)
     scenarios = scenarios_of(devices)             # every device resolved (a YAML parsed) once
     run = _Runner(model, batch, scenarios, weight_dtype, bound)
     steps = new_tokens - 1
@@ -55,7 +61,7 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     sums = sum_decode(samples, segments, list(scenarios)) if steps else None
     first = samples.get(prompt_len)
     last = samples.get(prompt_len + steps - 1)
-    kv_layers = last.kv_bytes if last else prefill_kv
+    kv_layers = kv_bytes_as(last.kv_bytes if last else prefill_kv, kv_bits, model)
     kv = sum(kv_layers)
     prefill_peak = dict(prefill.phase_peaks).get("prefill", 0)
     activations = max(prefill_peak - sum(prefill_kv), last.peak_extra if last else 0, 0)
@@ -80,6 +86,29 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
                              sums.totals if sums else Totals(), sums.by_scope if sums else {},
                              kv, weights, activations, per_device, len(samples),
                              last.profile if last else None, kv_layers)
+
+
+def kv_element_bits(model: torch.nn.Module, kv_dtype: str | None) -> int | None:
+    """Storage bits of a KV-cache dtype (``WEIGHT_BITS``), None for the model's own dtype."""
+    if kv_dtype is None:
+        return None
+    if kv_dtype not in WEIGHT_BITS:
+        raise ValueError(f"kv_dtype must be one of {tuple(WEIGHT_BITS)}, got {kv_dtype!r}")
+    return WEIGHT_BITS[kv_dtype]
+
+
+def model_bits(model: torch.nn.Module) -> int:
+    """Bits of the model's floating-point dtype (its KV cache's), from its first parameter."""
+    p = next((p for p in model.parameters() if p.is_floating_point()), None)
+    return 8 * p.element_size() if p is not None else 16
+
+
+def kv_bytes_as(layer_bytes: tuple[int, ...], kv_bits: int | None, model: torch.nn.Module) -> tuple[int, ...]:
+    """KV bytes per layer stored in ``kv_bits`` instead of the model's dtype: bytes * kv_bits /
+    model bits (unchanged for None)."""
+    if kv_bits is None:
+        return layer_bytes
+    return tuple(b * kv_bits // model_bits(model) for b in layer_bytes)
 
 
 def cache_layer_bytes(cache: Any) -> tuple[int, ...]:
@@ -190,4 +219,5 @@ def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...])
                       timing, dict(profile.phase_peaks).get("decode", 0), kv_bytes, profile)
 
 
-__all__ = ["Profile", "StepSample", "cache_bytes", "cache_layer_bytes", "profile_generation", "sample_step"]
+__all__ = ["Profile", "StepSample", "cache_bytes", "cache_layer_bytes", "kv_bytes_as", "kv_element_bits", "model_bits",
+           "profile_generation", "sample_step"]

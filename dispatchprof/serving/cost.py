@@ -42,7 +42,8 @@ import torch
 
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.fake import fake_inputs
-from dispatchprof.llm.generation import cache_bytes
+from dispatchprof.llm.generation import cache_bytes, kv_element_bits, model_bits
+from dispatchprof.sim.device import WEIGHT_BITS
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.placement import Scenarios
 
@@ -52,8 +53,8 @@ _K = FEATURES.index("K")
 #: Nine determine the nine coefficients exactly; tests check other compositions against counting.
 DESIGN = ((1, 1, 0), (1, 4, 0), (2, 2, 0), (2, 5, 0), (3, 3, 0), (1, 7, 0), (1, 1, 3), (2, 1, 5), (3, 1, 2))
 PARTS = ("t_compute", "t_memory", "t_other", "dynamic_j")
-#: Storage bits of the KV-cache dtypes (``kv_dtype``).
-KV_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+#: Storage bits of the KV-cache dtypes (``kv_dtype``): those weights can be stored in.
+KV_BITS = WEIGHT_BITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,10 +288,7 @@ def _invert(a: list[list[Fraction]]) -> list[list[Fraction]]:
     return [row[n:] for row in aug]
 
 
-def kv_scale(kv_dtype: str | None, model_dtype: Any) -> float:
+def kv_scale(kv_dtype: str | None, model: torch.nn.Module) -> float:
     """kv_bits / bits of the model's cache dtype (1 without ``kv_dtype``)."""
-    if kv_dtype is None:
-        return 1.0
-    if kv_dtype not in KV_BITS:
-        raise ValueError(f"kv_dtype must be one of {tuple(KV_BITS)}, got {kv_dtype!r}")
-    return KV_BITS[kv_dtype] / (torch.finfo(model_dtype).bits if model_dtype.is_floating_point else 16)
+    bits = kv_element_bits(model, kv_dtype)
+    return 1.0 if bits is None else bits / model_bits(model)

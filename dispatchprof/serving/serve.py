@@ -126,7 +126,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
     name = next(iter(scenarios))
     target = _model(model, dtype)
-    scale = kv_scale(kv_dtype, dtype)
+    scale = kv_scale(kv_dtype, target)
     small = None
     if draft is not None:                                    # checked before any counting
         small = _model(draft, dtype)
@@ -144,7 +144,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         kv_token += dsteps[0].kv_bytes_per_token * scale
     price = price_usd_per_h
     if price is None:
-        price = getattr(scenarios[name].devices[0], "price_usd_per_hour", None)
+        price = scenarios[name].devices[0].price_usd_per_hour
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
                         spec_tokens if draft is not None else 0, acceptance, image_cost)
 

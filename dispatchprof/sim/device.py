@@ -59,6 +59,7 @@ class Device:
     interconnect_gb_per_s: float | None = None
     interconnect_pj_per_bit: float | None = None
     tdp_w: float | None = None
+    price_usd_per_hour: float | None = None       # renting one device (serving's $ per token)
     sources: Mapping[str, str] = field(default_factory=dict)
     file: str = ""
 

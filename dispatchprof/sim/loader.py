@@ -61,6 +61,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "interconnect_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_pj_per_bit": (_NUMBER, False, _non_negative),
     "tdp_w": (_NUMBER, False, _positive),
+    "price_usd_per_hour": (_NUMBER, False, _positive),
     "sources": ((dict,), False, ("sources", None)),
 }
 _LARGEST = 1e12   # no figure in these units comes near it (the largest are about 1e5)
