@@ -170,6 +170,7 @@ devices:
     matrix_tflops: {bf16: 100}
     vector_tflops: {fp32: 10}
     pj_per_flop: 0.5
+    memory_pj_per_bit: 7
     price_usd_per_hour: 1.8
 """)
     setup = prepare_serving(model, str(profile))
