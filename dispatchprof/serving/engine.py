@@ -140,7 +140,7 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
             rep.plan = _RUN
             heapq.heappush(done, (end, rep.index))
             return
-    plan = plan_step([s.view() for s in rep.running], [s.view() for s in rep.waiting], rep.free_blocks, rep.config)
+    plan = plan_step([s.view() for s in rep.running], (s.view() for s in rep.waiting), rep.free_blocks, rep.config)
     for i in plan.preempted:                       # newest first: the oldest ends at the front
         s = seqs[i]
         rep.running.remove(s)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,10 @@ def tokens_asked(s: SeqView, budget: int, config: SchedulerConfig) -> int:
     return prefill_chunk(math.ceil(s.known - s.computed), budget, config.chunked_prefill)
 
 
-def plan_step(running: Sequence[SeqView], waiting: Sequence[SeqView], free_blocks: int,
+def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int,
               config: SchedulerConfig) -> StepPlan:
     """The batch of the next step (rules 1-3 of the module docstring); ``running`` oldest first,
-    ``waiting`` in queue order."""
+    ``waiting`` in queue order (read lazily: admission stops at the first that does not fit)."""
     budget, free = config.max_batched_tokens, free_blocks
     run = list(running)
     scheduled: list[tuple[int, int, int]] = []
