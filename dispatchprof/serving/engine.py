@@ -10,12 +10,13 @@ with every request that arrived meanwhile in its queue. A step's duration and en
 maximum of ``computed``) of the decoding ones, and the images of prompts whose first chunk runs
 in this step (their encoder runs before the step).
 
-**Decode runs.** When a replica has no queue and every running sequence decodes, its next
-steps differ only in their cache lengths. It then runs them in one go (`decode_run`): as many
-steps as end before the next arrival, before the first sequence finishes and within the free KV
-blocks, each timed from its own composition; the sequences advance at once. This gives the same
-times as step by step (the router sees no change of load in between), at a cost per step that
-does not depend on the batch size.
+**Decode runs.** When every running sequence of a replica decodes and nothing can join them
+(no queue, or ``max_seqs`` already run), its next steps differ only in their cache lengths. It
+then runs them in one go (`decode_run`): as many steps as end before the first sequence
+finishes, within the free KV blocks and, when the queue is empty, before the next arrival (with
+``max_seqs`` running an arrival only queues); each step is timed from its own composition and
+the sequences advance at once. This gives the same times as step by step (the router sees no
+change of load in between), at a cost per step that does not depend on the batch size.
 """
 
 from __future__ import annotations
@@ -134,8 +135,9 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
     if not rep.waiting and not rep.running:
         rep.plan = None
         return
-    if not rep.waiting and all(s.prefilled for s in rep.running):
-        end = decode_run(rep, t, step_cost, t_next_arrival)
+    full = len(rep.running) >= rep.config.max_seqs          # the queue cannot be admitted
+    if (full or not rep.waiting) and all(s.prefilled for s in rep.running):
+        end = decode_run(rep, t, step_cost, math.inf if full else t_next_arrival)
         if end is not None:
             rep.plan = _RUN
             heapq.heappush(done, (end, rep.index))
