@@ -180,3 +180,40 @@ devices:
     # 1.8 $/h x span / 3600 s/h / 30 output tokens x 1e6
     assert s.usd_per_million_tokens == pytest.approx(1.8 * s.span_s / 3600 / 30 * 1e6)
     assert prepare_serving(model, str(profile), price_usd_per_h=3.0).price_usd_per_h == 3.0
+
+
+def tiny_llava():
+    import transformers
+    from dispatchprof.count.fake import fake_model
+    cfg = transformers.LlavaConfig(
+        vision_config=transformers.CLIPVisionConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                                    num_attention_heads=4, image_size=56, patch_size=14),
+        text_config=transformers.LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128,
+                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                             head_dim=16),
+        image_token_index=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fake_model(lambda: transformers.LlavaForConditionalGeneration(cfg), dtype=torch.bfloat16)
+
+
+def test_vlm_ttft_includes_the_vision_encoder():
+    from dispatchprof import OpCounter
+    from dispatchprof.count.fake import fake_mode
+    from dispatchprof.serving import Request
+    vlm = tiny_llava()
+    setup = prepare_serving(vlm, "H100-SXM", image_size=56)
+    # independently: one 56 x 56 image through get_image_features, simulated on H100-SXM
+    with fake_mode(vlm):
+        pixels = torch.empty(1, 3, 56, 56, dtype=torch.bfloat16)
+    with torch.no_grad(), OpCounter(devices="H100-SXM") as c:
+        vlm.model.get_image_features(pixel_values=pixels)
+    encoder = c.simulated("H100-SXM").total
+    assert setup.image_cost == (encoder.time_s, encoder.energy_j) and encoder.time_s > 0
+    # one request alone: TTFT = its prefill step + images x encoder time
+    text = simulate_serving(setup, [Request(0.0, 64, 4)])
+    two = simulate_serving(setup, [Request(0.0, 64, 4, images=2)])
+    assert two.requests[0].ttft_s - text.requests[0].ttft_s == pytest.approx(2 * encoder.time_s, rel=1e-9)
+    assert two.requests[0].tpot_s == pytest.approx(text.requests[0].tpot_s, rel=1e-9)
+    with pytest.raises(ValueError, match="LlamaForCausalLM has no image encoder"):
+        prepare_serving(tiny(), "H100-SXM", image_size=56)

@@ -38,6 +38,9 @@ def parser() -> Parser:
     src.add_argument("--prompt-len", default="512", help="a number or uniform:LOW:HIGH")
     src.add_argument("--output-len", default="128", help="a number or uniform:LOW:HIGH")
     src.add_argument("--seed", type=int, default=0)
+    src.add_argument("--images", type=int, default=0, help="images per generated prompt (a trace has an images field)")
+    src.add_argument("--image-size", type=positive, metavar="PIXELS",
+                     help="image side: counts the model's image encoder into the time to first token")
     eng = p.add_argument_group("engine")
     eng.add_argument("--max-seqs", type=positive, default=256)
     eng.add_argument("--max-batched-tokens", type=positive, default=8192)
@@ -112,12 +115,15 @@ def run(argv: Sequence[str]) -> int:
     else:
         prompt, output = parse_length(args.prompt_len, "--prompt-len"), parse_length(args.output_len, "--output-len")
         traces = [(rate, generate_requests(rate, args.num_requests, prompt, output, arrivals=args.arrivals,
-                                           seed=args.seed)) for rate in (rates or [1.0])]
+                                           seed=args.seed, images=args.images)) for rate in (rates or [1.0])]
+    if any(r.images for _, reqs in traces for r in reqs) and args.image_size is None:
+        raise UsageError("requests with images need --image-size PIXELS (the encoder's input side)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         setup = prepare_serving(args.model, args.device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
                                 kv_dtype=args.kv_dtype, bound=args.bound, draft=args.draft,
-                                spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price)
+                                spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price,
+                                image_size=args.image_size)
     runs = [(rate, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router, max_seqs=args.max_seqs,
                                     max_batched_tokens=args.max_batched_tokens,
                                     chunked_prefill=not args.no_chunked_prefill, block_size=args.block_size,

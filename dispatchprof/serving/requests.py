@@ -76,12 +76,15 @@ def parse_length(text: str | int, what: str = "length") -> Length:
 
 def generate_requests(rate: float, num_requests: int, prompt_len: str | int | Length = 128,
                       output_len: str | int | Length = 32, *, arrivals: Arrivals = "poisson",
-                      seed: int = 0) -> list[Request]:
-    """``num_requests`` requests at ``rate`` requests/s (see the module docstring)."""
+                      seed: int = 0, images: int = 0) -> list[Request]:
+    """``num_requests`` requests at ``rate`` requests/s (see the module docstring), each with
+    ``images`` images in its prompt."""
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
         raise ValueError(f"rate must be a number of requests per second > 0, got {rate!r}")
     if isinstance(num_requests, bool) or not isinstance(num_requests, int) or num_requests < 1:
         raise ValueError(f"num_requests must be a whole number >= 1, got {num_requests!r}")
+    if isinstance(images, bool) or not isinstance(images, int) or images < 0:
+        raise ValueError(f"images must be a whole number >= 0, got {images!r}")
     if arrivals not in ARRIVALS:
         raise ValueError(f"arrivals must be one of {ARRIVALS}, got {arrivals!r}")
     prompt = prompt_len if isinstance(prompt_len, Length) else parse_length(prompt_len, "prompt length")
@@ -91,7 +94,7 @@ def generate_requests(rate: float, num_requests: int, prompt_len: str | int | Le
     for i in range(num_requests):
         if i:
             t += rng.expovariate(rate) if arrivals == "poisson" else 1.0 / rate
-        out.append(Request(t, prompt.draw(rng), output.draw(rng)))
+        out.append(Request(t, prompt.draw(rng), output.draw(rng), images))
     return out
 
 

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import torch
 
 from dispatchprof.serving.cost import Composition, StepCostModel, count_design, fit, kv_scale
+from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import Router, run_engine
 from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
 from dispatchprof.serving.requests import Request
@@ -119,8 +120,9 @@ def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
 def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloat16, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, bound: bool = False, draft: Any = None, spec_tokens: int = 4,
                     acceptance: float = 0.7, price_usd_per_h: float | None = None,
-                    image_cost: tuple[float, float] = (0.0, 0.0)) -> ServingSetup:
-    """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``."""
+                    image_size: int | None = None) -> ServingSetup:
+    """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``;
+    with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`)."""
     scenarios = scenarios_of(device)
     if len(scenarios) != 1:
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
@@ -145,8 +147,10 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     price = price_usd_per_h
     if price is None:
         price = scenarios[name].devices[0].price_usd_per_hour
+    images = (0.0, 0.0) if image_size is None else \
+        image_cost(target, scenarios, image_size, weight_dtype=weight_dtype, bound=bound)[name]
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
-                        spec_tokens if draft is not None else 0, acceptance, image_cost)
+                        spec_tokens if draft is not None else 0, acceptance, images)
 
 
 def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
