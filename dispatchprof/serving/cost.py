@@ -49,9 +49,11 @@ from dispatchprof.sim.placement import Scenarios
 
 FEATURES = ("1", "T", "N", "K", "A", "Ac", "q", "k", "qk")
 _K = FEATURES.index("K")
-#: The counted compositions (B, q, p): prefills of q tokens, then decode steps after p tokens.
-#: Nine determine the nine coefficients exactly; tests check other compositions against counting.
-DESIGN = ((1, 1, 0), (1, 4, 0), (2, 2, 0), (2, 5, 0), (3, 3, 0), (1, 7, 0), (1, 1, 3), (2, 1, 5), (3, 1, 2))
+#: The counted compositions as chains (B, new tokens per step): prefills of B x q tokens, two of
+#: them followed by decode steps: (B, q, p) = (1, 1, 0) (1, 4, 0) (1, 1, 4) (2, 2, 0) (2, 5, 0)
+#: (2, 1, 5) (2, 1, 6) (3, 3, 0) (1, 7, 0): nine forwards determine the nine coefficients
+#: exactly; tests check other compositions against counting.
+DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1)), (3, (3,)), (1, (7,)))
 PARTS = ("t_compute", "t_memory", "t_other", "dynamic_j")
 #: Storage bits of the KV-cache dtypes (``kv_dtype``): those weights can be stored in.
 KV_BITS = WEIGHT_BITS
@@ -183,41 +185,50 @@ def _weighted_sum(terms: Sequence[tuple[float, Sequence[float]]]) -> tuple[float
     return tuple(out)
 
 
-def count_step(model: torch.nn.Module, batch: int, q: int, past: int, scenarios: Scenarios,
-               weight_dtype: str | None = None, bound: bool = False) -> CountedStep:
-    """Count one uniform step: ``batch`` sequences of ``q`` tokens after ``past`` cached tokens
-    (the cache is filled by a counted prefill first, so the simulator knows where it lives),
-    logits for the last token of each sequence only."""
+def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios,
+                weight_dtype: str | None = None, bound: bool = False) -> list[CountedStep]:
+    """Count consecutive uniform steps of ``batch`` sequences, step i feeding ``tokens[i]`` new
+    tokens per sequence after the earlier ones (a prefill, then decode steps, all in one count so
+    that the simulator knows where the cache lives); logits for the last token of each sequence."""
     from transformers import DynamicCache
 
     vocab = int(getattr(model.config, "vocab_size", 2) or 2)
     cache = DynamicCache(config=model.config)
+    spans, past = [], 0
     with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound) as c:
-        if past:
-            with c.phase("prefill"):
-                model(fake_inputs(model, batch, past, high=vocab), past_key_values=cache, use_cache=True)
-        start = c.records_counted
-        with c.phase("decode"):
-            model(fake_inputs(model, batch, q, high=vocab), past_key_values=cache, use_cache=True,
-                  logits_to_keep=1)
-        end = c.records_counted
+        for q in tokens:
+            start = c.records_counted
+            with c.phase("decode" if past else "prefill"):
+                model(fake_inputs(model, batch, q, high=vocab), past_key_values=cache, use_cache=True,
+                      logits_to_keep=1)
+            spans.append((q, past, start, c.records_counted))
+            past += q
     profile = c.profile
-    records = profile.records[start:end]
     memory = {}
     for name in scenarios:
         checks = check_capacity(profile, scenarios[name], weight_dtype)
         caps = [ch.capacity_bytes for ch in checks]
         memory[name] = (None if None in caps else sum(caps), sum(ch.weights_bytes for ch in checks))
-    parts = {sim.name: tuple((t.t_compute, t.t_memory, t.t_overhead + t.t_transfer + t.t_comm, t.dynamic_j,
-                              t.static_power_w) for t in sim.ops[start:end]) for sim in c.simulations()}
-    return CountedStep(batch, q, past, tuple((r.op, r.scope, r.dtype) for r in records), parts,
-                       cache_bytes(cache) / (batch * (past + q)), memory)
+    sims = c.simulations()
+    per_token = cache_bytes(cache) / (batch * past)
+    return [CountedStep(batch, q, p, tuple((r.op, r.scope, r.dtype) for r in profile.records[a:b]),
+                        {sim.name: tuple((t.t_compute, t.t_memory, t.t_overhead + t.t_transfer + t.t_comm,
+                                          t.dynamic_j, t.static_power_w) for t in sim.ops[a:b]) for sim in sims},
+                        per_token, memory)
+            for q, p, a, b in spans]
+
+
+def count_step(model: torch.nn.Module, batch: int, q: int, past: int, scenarios: Scenarios,
+               weight_dtype: str | None = None, bound: bool = False) -> CountedStep:
+    """One uniform step: ``batch`` sequences of ``q`` tokens after ``past`` cached tokens (a
+    counted prefill of ``past`` tokens first)."""
+    return count_steps(model, batch, [past, q] if past else [q], scenarios, weight_dtype, bound)[-1]
 
 
 def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
-                 bound: bool = False, design: Sequence[tuple[int, int, int]] = DESIGN) -> list[CountedStep]:
-    """Count the compositions of ``design`` (B, q, p)."""
-    return [count_step(model, b, q, p, scenarios, weight_dtype, bound) for b, q, p in design]
+                 bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN) -> list[CountedStep]:
+    """Count the chains of ``design``: (B, tokens per step)."""
+    return [s for b, tokens in design for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound)]
 
 
 def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
