@@ -128,3 +128,15 @@ def test_bad_trace_row_and_draft_vocabulary_exit_2(capsys, tiny_dir, tmp_path):
     code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--rate", "1", "--draft", str(other))
     assert code == 2 and err.count("\n") == 1
     assert "the draft model has a vocabulary of 1000 tokens and the target 512" in err
+
+
+def test_plot_and_timeline_files(capsys, tiny_dir, tmp_path):
+    png, kv, per = tmp_path / "serve.png", tmp_path / "kv.csv", tmp_path / "req.csv"
+    code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--rate", "5,10", "--num-requests", "12",
+                       "--prompt-len", "16", "--output-len", "4", "--plot", str(png), "--timeline", str(kv),
+                       "--requests-csv", str(per))
+    assert code == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert kv.read_text().startswith("replica,time_s,kv_blocks_used,kv_fraction,running,waiting,preemptions\n")
+    rows = per.read_text().strip().splitlines()
+    assert rows[0].startswith("ttft_s,tpot_s,e2e_s") and len(rows) == 13              # header + 12 requests

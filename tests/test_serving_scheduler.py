@@ -170,3 +170,14 @@ def test_percentile_interpolates():
     assert percentile([4, 1, 3, 2], 50) == 2.5
     assert math.isclose(percentile([4, 1, 3, 2], 90), 3.7)
     assert percentile([], 50) == 0.0
+
+
+def test_kv_timeline_records_use_and_preemptions():
+    # the preemption trace of test_preempted_request_recomputes_its_tokens: 4 blocks
+    _, reps = serve([Request(0.0, 4, 8), Request(0.0, 4, 8)], num_blocks=4)
+    timeline = reps[0].timeline            # (start s, blocks used, running, waiting, preemptions so far)
+    first = timeline[0]
+    assert first[0] == 0.0 and first[1] == 2 and first[2] == 2      # step 1: two prefills, 1 block each
+    assert max(row[1] for row in timeline) == 4                      # all 4 blocks in use at the peak
+    assert timeline[-1][4] == 1                                      # one preemption by the end
+    assert [row[4] for row in timeline] == sorted(row[4] for row in timeline)
