@@ -140,3 +140,11 @@ def test_plot_and_timeline_files(capsys, tiny_dir, tmp_path):
     assert kv.read_text().startswith("replica,time_s,kv_blocks_used,kv_fraction,running,waiting,preemptions\n")
     rows = per.read_text().strip().splitlines()
     assert rows[0].startswith("ttft_s,tpot_s,e2e_s") and len(rows) == 13              # header + 12 requests
+
+
+def test_profile_command_kv_dtype(capsys, tiny_dir):
+    code, out, err = run(capsys, tiny_dir, "--prompt-len", "8", "--new-tokens", "3", "--kv-dtype", "int4",
+                         "--device", "H100-SXM", "--format", "json")
+    assert code == 0, err
+    # 10 cached tokens x 2 layers x (K + V) x 2 KV heads x 16 dims = 1280 elements x 4 bits = 640 bytes
+    assert json.loads(out)["kv_cache_bytes"] == 640

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Sequence
 
 import torch
 
@@ -54,7 +54,6 @@ _K = FEATURES.index("K")
 #: (2, 1, 5) (2, 1, 6) (3, 3, 0) (1, 7, 0): nine forwards determine the nine coefficients
 #: exactly; tests check other compositions against counting.
 DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1)), (3, (3,)), (1, (7,)))
-PARTS = ("t_compute", "t_memory", "t_other", "dynamic_j")
 #: Storage bits of the KV-cache dtypes (``kv_dtype``): those weights can be stored in.
 KV_BITS = WEIGHT_BITS
 

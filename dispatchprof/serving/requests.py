@@ -48,10 +48,6 @@ class Length:
     def draw(self, rng: random.Random) -> int:
         return self.low if self.low == self.high else rng.randint(self.low, self.high)
 
-    @property
-    def mean(self) -> float:
-        return (self.low + self.high) / 2
-
 
 def parse_length(text: str | int, what: str = "length") -> Length:
     """``"128"`` or ``128`` -> Length(128, 128); ``"uniform:64:512"`` -> Length(64, 512)."""
