@@ -1,6 +1,6 @@
 """Benchmark of the serving simulation: Llama-3.1-8B on H100-SXM, Poisson traffic.
 
-Prints the one-off counting of the step cost model (nine compositions), then the simulation of
+Prints the one-off counting of the step cost model (ten compositions), then the simulation of
 1,000 to 10,000 requests with the time per 1,000 requests (flat when the cost grows linearly
 with the number of requests), and the total for 10,000 requests (the goal: under 60 s on a
 2-core machine).

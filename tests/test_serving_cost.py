@@ -217,3 +217,19 @@ def test_vlm_ttft_includes_the_vision_encoder():
     assert two.requests[0].tpot_s == pytest.approx(text.requests[0].tpot_s, rel=1e-9)
     with pytest.raises(ValueError, match="LlamaForCausalLM has no image encoder"):
         prepare_serving(tiny(), "H100-SXM", image_size=56)
+
+
+def test_a_cost_off_the_plane_is_refused(fitted):
+    import dataclasses
+    _, steps = fitted
+    assert len(steps) == 10                  # nine coefficients and one composition to check them
+    i = next(i for i, s in enumerate(steps) if (s.batch, s.q, s.past) == (2, 1, 6))   # a decode step
+    last = steps[i]
+    parts = dict(last.parts)
+    ops = list(parts["H100-SXM"])
+    c, m, o, d, p = ops[0]
+    ops[0] = (c, m * 1.01 + 1e-9, o, d, p)   # one op's memory time 1% off its line
+    parts["H100-SXM"] = tuple(ops)
+    bent = steps[:i] + [dataclasses.replace(last, parts=parts)] + steps[i + 1:]
+    with pytest.raises(ValueError, match="is not linear in the batch composition"):
+        fit(bent)

@@ -14,11 +14,14 @@ K and A (Ac: the causal mask of sequences with more than one new token), and the
 `OpTiming` (t_compute, t_memory, t_overhead, t_transfer + t_comm, dynamic energy) are exactly
 linear in x on uniform batches (B sequences of q tokens after p cached ones).
 
-So the model counts nine uniform batches once per model and set of scenarios: prefills of
-q tokens (p = 0) and decode steps (q = 1) at small B, q, p. An op's part values at those nine
+So the model counts ten uniform batches once per model and set of scenarios: prefills of
+q tokens (p = 0) and decode steps (q = 1) at small B, q, p. An op's part values at those ten
 compositions determine its nine coefficients by exact least squares (the design matrix's
-pseudo-inverse is computed in rational arithmetic); tests compare predictions with counting at
-random other compositions (equal to 1e-9 relative). A mixed step (prefill chunks and decodes)
+pseudo-inverse is computed in rational arithmetic); a decode cost off the fitted line in the
+cache length (more than 1e-6 of the op's largest value) raises ValueError: the model is not
+covered (mixture-of-experts routing
+that leaves experts idle changes the op stream and is refused as well). Tests compare
+predictions with counting at random other compositions (equal to 1e-9 relative). A mixed step (prefill chunks and decodes)
 is costed as the flattened batch of its sequences, as a varlen serving kernel runs it; a chunk
 after cached tokens uses this op stream (the attention kernel applies the causal mask itself)
 rather than transformers' explicit mask ops.
@@ -51,9 +54,10 @@ FEATURES = ("1", "T", "N", "K", "A", "Ac", "q", "k", "qk")
 _K = FEATURES.index("K")
 #: The counted compositions as chains (B, new tokens per step): prefills of B x q tokens, two of
 #: them followed by decode steps: (B, q, p) = (1, 1, 0) (1, 4, 0) (1, 1, 4) (2, 2, 0) (2, 5, 0)
-#: (2, 1, 5) (2, 1, 6) (3, 3, 0) (1, 7, 0): nine forwards determine the nine coefficients
-#: exactly; tests check other compositions against counting.
-DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1)), (3, (3,)), (1, (7,)))
+#: (2, 1, 5) (2, 1, 6) (2, 1, 7) (3, 3, 0) (1, 7, 0): nine determine the nine coefficients,
+#: the tenth checks that decode costs lie on a line in the cache length (`fit`); tests check
+#: other compositions against counting.
+DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1, 1)), (3, (3,)), (1, (7,)))
 #: Storage bits of the KV-cache dtypes (``kv_dtype``): those weights can be stored in.
 KV_BITS = WEIGHT_BITS
 
@@ -254,10 +258,23 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
             for part in range(4):
                 values = [s.parts[name][i][part] for s in steps]
                 coeffs.append(_clean(tuple(sum(p * v for p, v in zip(prow, values)) for prow in pinv)))
+                _check_linear(coeffs[-1], rows, values, first.keys[i], name)
             key = (*coeffs, first.parts[name][i][4])
             groups[key] = groups.get(key, 0) + 1
         models[name] = StepCostModel(name, [OpGroup(n, *key) for key, n in groups.items()], len(first.keys))
     return models
+
+
+def _check_linear(coeffs: Sequence[float], rows: Sequence[Sequence[float]], values: Sequence[float],
+                  key: tuple[str, str, str], scenario: str) -> None:
+    """The counted values must lie on the fitted plane (the design has one decode step more than
+    coefficients); else the step cost is not linear in the composition for this model."""
+    scale = max(abs(v) for v in values)
+    for x, v in zip(rows, values):
+        if abs(sum(a * b for a, b in zip(coeffs, x)) - v) > 1e-6 * scale:
+            raise ValueError(f"the cost of {key[0]} in {key[1] or '<root>'} on {scenario} is not linear in the batch "
+                             f"composition (tokens, sequences, context): the serving cost model does not cover "
+                             f"this model")
 
 
 #: A large step's features, to judge which fitted coefficients are rounding noise.
