@@ -15,6 +15,8 @@ import torch, dispatchprof, op_formulas
 from dispatchprof import OpCounter, list_devices
 assert len(list_devices()) == 29, list_devices()
 assert "site-packages" in dispatchprof.__file__ and "site-packages" in op_formulas.__file__, dispatchprof.__file__
+import pathlib
+assert (pathlib.Path(dispatchprof.__file__).parent / "py.typed").is_file(), "py.typed missing from the wheel"
 lin = torch.nn.Linear(8, 4)
 with OpCounter(devices="PIM-AI-1chip") as c:
     lin(torch.randn(2, 8))
