@@ -4,7 +4,7 @@ plus simulated time (s) and energy (J), one row per operator, module scope or op
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dispatchprof import units
 from dispatchprof.results.frame import RECORD_KEYS, check_by, dataframe, html_table, record_row
@@ -12,8 +12,7 @@ from dispatchprof.results.profile import roll_up
 from dispatchprof.results.records import COUNT_FIELDS, TOTAL_COLUMNS, Totals, sum_records
 from dispatchprof.sim.timing import OpTiming
 
-if TYPE_CHECKING:
-    from dispatchprof.sim.simulate import Simulation
+# A Simulation is typed Any here: dispatchprof.sim.simulate imports this module.
 
 #: Simulated columns of every row (seconds, joules).
 SIM_COLUMNS = ("time_s", "energy_j", "compute_bound_s", "memory_bound_s", "transfer_s", "overhead_s")
@@ -34,7 +33,7 @@ def _sim_values(timings: list[OpTiming]) -> dict[str, float]:
     return dict(zip(SIM_COLUMNS, (time, energy, cb, mb, tr, ov)))
 
 
-def simulation_rows(sim: Simulation, by: str = "operator", phase: str | None = None) -> tuple[list[dict], list[str]]:
+def simulation_rows(sim: Any, by: str = "operator", phase: str | None = None) -> tuple[list[dict], list[str]]:
     """(rows, columns): counts (raw units) and simulated seconds and joules of ``sim``."""
     check_by(by)
     timings = [t for t in sim.ops if phase is None or sim.records[t.record].phase == phase]
@@ -62,7 +61,7 @@ def _totals(t: Totals) -> dict[str, Any]:
     return {c: getattr(t, c) for c in TOTAL_COLUMNS}
 
 
-def _module_rows(sim: Simulation, groups: dict, counts: dict[str, Totals]) -> tuple[list[dict], list[str]]:
+def _module_rows(sim: Any, groups: dict, counts: dict[str, Totals]) -> tuple[list[dict], list[str]]:
     """Inclusive counts, time and energy per module scope (its subtree), in the scopes' order."""
     own_counts = {name: counts.get(name, Totals()) for name in sim.parents}
     own_sim = {name: _SimSum(_sim_values(groups.get(name, []))) for name in sim.parents}
@@ -82,12 +81,12 @@ class _SimSum:
         return _SimSum({k: v + other.values[k] for k, v in self.values.items()})
 
 
-def simulation_frame(sim: Simulation, by: str = "operator", phase: str | None = None) -> Any:
+def simulation_frame(sim: Any, by: str = "operator", phase: str | None = None) -> Any:
     """``sim`` as a pandas DataFrame."""
     return dataframe(*simulation_rows(sim, by, phase))
 
 
-def simulation_html(sim: Simulation, top: int = 5) -> str:
+def simulation_html(sim: Any, top: int = 5) -> str:
     """Totals (time, energy, power, bound shares) and the ``top`` modules by their own time."""
     t = sim.total
     totals = html_table(("device", "time", "energy", "power", "compute-bound", "memory-bound", "fits"),

@@ -11,7 +11,7 @@ Code written for DeepSpeed runs unchanged and gets the numbers DeepSpeed gives:
   optimizer steps do not), as DeepSpeed, which hooks module forwards.
 - ``flop_rules="deepspeed"`` (default) gives DeepSpeed's FLOP rules (2 x MACs for a Linear, its
   bias not counted, one FLOP per ReLU element, 0 for ``+`` and ``*``; see
-  dispatchprof.integrations.deepspeed and docs/deepspeed.md). ``flop_rules="dispatchprof"`` gives
+  dispatchprof.flops_profiler.rules and docs/deepspeed.md). ``flop_rules="dispatchprof"`` gives
   ours: FLOPs = ADD + MULT of every op's reference algorithm. MACs are the same under both.
 - While profiling, every module carries DeepSpeed's attributes ``__flops__``, ``__macs__`` (its
   own ops, children excluded), ``__params__`` (children included), ``__expert_params__``,
@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from dispatchprof.count.counter import OpCounter
-from dispatchprof.integrations.deepspeed import (
+from dispatchprof.flops_profiler.rules import (
     DEFAULT_PRECISION, bytes_to_string, check_rules, duration_to_string, flops_to_string, macs_to_string,
     number_to_string, params_to_string, record_cost,
 )
@@ -388,7 +388,3 @@ def get_model_profile(model: nn.Module, input_shape: tuple | None = None, args: 
         return number_to_string(values[0]), macs_to_string(values[1]), params_to_string(values[2])
     return values
 
-
-__all__ = ["FlopsProfiler", "get_model_profile", "number_to_string", "macs_to_string", "params_to_string",
-           "flops_to_string", "duration_to_string", "bytes_to_string", "get_module_flops", "get_module_macs",
-           "get_module_duration", "DEFAULT_PRECISION"]
