@@ -4,6 +4,7 @@ notebook views of OpCounter, Profile, Simulation and GenerationProfile."""
 import math
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -172,3 +173,19 @@ def test_html_escapes_names():
     from dispatchprof.results.frame import html_table
     assert html_table(["a<b"], [["x&y"]]) == \
         "<table><thead><tr><th>a&lt;b</th></tr></thead><tbody><tr><td>x&amp;y</td></tr></tbody></table>"
+
+
+def test_example_notebook_runs_headless():
+    """scripts/examples/notebook.ipynb runs top to bottom in a fresh kernel (its cells assert)."""
+    import nbclient
+    import nbformat
+    root = Path(__file__).resolve().parent.parent
+    nb = nbformat.read(root / "scripts" / "examples" / "notebook.ipynb", as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(root)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    html = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert len(tables(html[0])) == 2 + 2 * 2          # the counter: its count, then two scenarios
+    assert "<table" in html[1]                        # the DataFrame
+    assert "('152.58 K', '75.78 KMACs', '19.21 K')" == outputs[-1]["data"]["text/plain"]
