@@ -272,3 +272,23 @@ def test_strings_with_units():
     assert fp.params_to_string(1.5e9, units="M") == "1500 M"
     assert fp.bytes_to_string(152580) == "152.58 KB"
     assert fp.number_to_string(1234, precision=0) == "1 K"
+
+
+def _side_by_side():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "scripts" / "deepspeed_side_by_side.py"
+    spec = importlib.util.spec_from_file_location("deepspeed_side_by_side", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [c for c in module.cases() if c[3] is not None]
+
+
+@pytest.mark.parametrize("name, model, args, printed", _side_by_side(), ids=lambda v: v if isinstance(v, str) else "")
+def test_matches_what_deepspeed_printed(name, model, args, printed):
+    """An independent check: (FLOPs, MACs) that DeepSpeed v0.19.6's own profiler.py printed for
+    these modules (LeNet5 is its unit test: 866,076,672 FLOPs, 426,516,480 MACs, 61,706 params)."""
+    flops, macs, params = get_model_profile(model, args=args, print_profile=False, as_string=False)
+    assert (flops, macs) == printed
+    if name.startswith("LeNet5"):
+        assert params == 61_706

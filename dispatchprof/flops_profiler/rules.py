@@ -7,8 +7,8 @@ gives the call that produced it. The rules, DeepSpeed's and ours side by side, a
 docs/deepspeed.md:
 
 - contractions (linear, matmul family, conv, attention): FLOPs = 2 x MACs, MACs as ours;
-  a Linear's bias is not counted; ``torch.addmm``/``baddbmm`` outside a Linear add one FLOP per
-  element of the added input; a convolution with bias adds one FLOP per output element;
+  a Linear's bias is not counted (F.linear, also inside MultiheadAttention); ``torch.addmm`` /
+  ``baddbmm`` elsewhere add one FLOP per element of the added input; a convolution with bias adds one FLOP per output element;
 - relu, prelu, elu, leaky_relu, relu6 (hardtanh), silu, gelu, softmax, upsampling: one FLOP per
   output element; pools: one FLOP per input element;
 - layer/group norm: 5 FLOPs per element with affine weights, 4 without; batch norm in eval:
@@ -87,6 +87,9 @@ NORMS = {"aten.native_layer_norm": (5, 4), "aten.native_group_norm": (5, 4),
          "aten._native_batch_norm_legit_no_training": (2, 1)}
 #: Contractions whose first tensor argument is added to the product (DeepSpeed's addmm rule).
 ADDED_INPUT = frozenset({"aten.addmm", "aten.baddbmm", "aten.addbmm"})
+#: Modules whose addmm comes from F.linear, whose bias DeepSpeed does not count. (An addmm
+#: elsewhere is taken for a direct torch.addmm, as GPT-2's Conv1D calls it: its bias counts.)
+LINEAR_MODULES = frozenset({"Linear", "LazyLinear", "NonDynamicallyQuantizableLinear", "MultiheadAttention"})
 RULES = ("deepspeed", "dispatchprof")
 
 
@@ -96,7 +99,7 @@ def deepspeed_cost(record: OpRecord, module_type: str) -> tuple[int, int]:
     op, macs, shapes = record.op, record.cost.macs, record.shapes
     if macs:
         flops = 2 * macs
-        if op in ADDED_INPUT and module_type != "Linear" and shapes:
+        if op in ADDED_INPUT and module_type not in LINEAR_MODULES and shapes:
             flops += prod(shapes[0])              # the added input, as given (before broadcasting)
         elif op == "aten.convolution" and len(shapes) >= 3:
             flops += record.out_elements          # bias: one add per output element
