@@ -189,3 +189,11 @@ def test_example_notebook_runs_headless():
     assert len(tables(html[0])) == 2 + 2 * 2          # the counter: its count, then two scenarios
     assert "<table" in html[1]                        # the DataFrame
     assert "('152.58 K', '75.78 KMACs', '19.21 K')" == outputs[-1]["data"]["text/plain"]
+
+
+def test_table_file_for_the_cli(simulated, tmp_path):
+    from dispatchprof.report.dataframe import table_file
+    path = table_file(simulated.profile, simulated.simulations(), tmp_path / "run.parquet", "parquet", by="record")
+    back = pd.read_parquet(path)
+    assert set(back.scenario) == {"PIM-AI-1chip", "H100-SXM"}
+    assert len(back) == 2 * len(simulated.profile.records) and back["macs"].sum() == 2 * 75_776

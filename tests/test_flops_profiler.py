@@ -1,7 +1,7 @@
 """dispatchprof.flops_profiler runs DeepSpeed-style code unchanged and gives DeepSpeed's numbers.
 
 Expected strings of the *_to_string functions were produced by DeepSpeed v0.19.6's own profiler.py
-(/work/research/deepspeed_profiler.md, section 4); counts are worked out by hand below.
+(run with its DeepSpeed-only imports stubbed); counts are worked out by hand below.
 """
 
 import re
@@ -9,6 +9,9 @@ import re
 import pytest
 import torch
 from torch import nn
+
+import deepspeed_side_by_side  # scripts/, on the path (conftest)
+from test_reports import Tiny
 
 from dispatchprof import flops_profiler as fp
 from dispatchprof.flops_profiler import FlopsProfiler, get_model_profile
@@ -95,30 +98,6 @@ def test_get_model_profile_deepspeed_defaults(capsys):
         (DS_FLOPS, FWD_MACS, PARAMS)
     for m in model.modules():
         assert not [k for k in vars(m) if k.startswith("__")]
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(4, 4)
-        self.act = nn.ReLU()
-
-    def forward(self, x):
-        return self.act(self.fc(x))
-
-
-class Tiny(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = nn.Linear(3, 4)
-        self.blocks = nn.ModuleList([Block() for _ in range(3)])
-        self.head = nn.Linear(4, 2)
-
-    def forward(self, x):
-        x = self.embed(x)
-        for b in self.blocks:
-            x = b(x)
-        return self.head(x).softmax(-1)
 
 
 def test_get_model_profile_our_rules_and_ignore_list(tmp_path):
@@ -275,13 +254,7 @@ def test_strings_with_units():
 
 
 def _side_by_side():
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parent.parent / "scripts" / "deepspeed_side_by_side.py"
-    spec = importlib.util.spec_from_file_location("deepspeed_side_by_side", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return [c for c in module.cases() if c[3] is not None]
+    return [c for c in deepspeed_side_by_side.cases() if c[3] is not None]
 
 
 @pytest.mark.parametrize("name, model, args, printed", _side_by_side(), ids=lambda v: v if isinstance(v, str) else "")

@@ -54,3 +54,10 @@ def write_table(df: Any, path: str | os.PathLike, fmt: str) -> str:
         if os.path.exists(tmp):
             os.remove(tmp)
     return path
+
+
+def table_file(profile: Profile, simulations: Sequence[Simulation], path: str | os.PathLike, fmt: str,
+               by: str = "operator") -> str:
+    """Write a count's rows (``counter_frame``) to ``path`` as "csv" or "parquet": what
+    ``dispatchprof report FILE --format csv|parquet`` calls. Returns the path."""
+    return write_table(counter_frame(profile, simulations, by), path, fmt)
