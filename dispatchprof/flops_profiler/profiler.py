@@ -81,6 +81,7 @@ class FlopsProfiler:
         self._ignore: tuple[type, ...] = ()
         self._depth = 0
         self._spans: list[tuple[int, int]] = []     # record index ranges of outermost forwards
+        self._done = 0                              # spans already added to the modules
         self._span_start = 0
         self._starts: dict[int, list[float]] = {}
 
@@ -112,7 +113,7 @@ class FlopsProfiler:
 
     def reset_profile(self) -> None:
         """Zero every module's counters (DeepSpeed's reset)."""
-        self._spans, self._span_start = [], self.records_counted
+        self._spans, self._span_start, self._done = [], self.records_counted, 0
         for m in self.model.modules():
             m.__flops__ = m.__macs__ = 0
             m.__params__ = sum(p.numel() for p in m.parameters())
@@ -166,26 +167,22 @@ class FlopsProfiler:
         self._handles, self._depth, self._starts = [], 0, {}
 
     def _refresh(self) -> None:
-        """Set ``__flops__`` / ``__macs__`` of every module from the records of its forwards."""
-        if self._counter is None:
+        """Add the records of the forwards finished since the last call to their modules'
+        ``__flops__`` / ``__macs__`` (each record is read once)."""
+        if self._counter is None or self._done == len(self._spans):
             return
         profile = self._counter.profile
         types = {s.name: s.module_type for s in profile.scopes}
         parents = profile.parents()
         modules = dict(self.model.named_modules(remove_duplicate=False))
-        own: dict[str, list[int]] = {}
-        for start, end in self._spans:
+        for start, end in self._spans[self._done:]:
             for r in profile.records[start:end]:
                 flops, macs = record_cost(r, types.get(r.scope, ""), self.flop_rules)
-                name = self._owner(r.scope, modules, parents)
-                acc = own.setdefault(name, [0, 0])
-                acc[0] += flops
-                acc[1] += macs
-        for m in self.model.modules():
-            m.__flops__ = m.__macs__ = 0
-        for name, (flops, macs) in own.items():
-            modules[name].__flops__ += flops
-            modules[name].__macs__ += macs
+                if flops or macs:
+                    module = modules[self._owner(r.scope, modules, parents)]
+                    module.__flops__ += flops
+                    module.__macs__ += macs
+        self._done = len(self._spans)
 
     def _owner(self, scope: str, modules: dict[str, nn.Module], parents: dict[str, str | None]) -> str:
         """The nearest scope (itself or an ancestor) that is a profiled module of the model."""
