@@ -23,5 +23,7 @@ with OpCounter(devices="PIM-AI-1chip") as c:
 t = c.total()
 assert (t.macs, t.mult, t.add) == (64, 64, 64), t
 assert c.simulated().total.time_s > 0
+from dispatchprof.flops_profiler import get_model_profile   # a subpackage: listed in setup.cfg
+assert get_model_profile(lin, input_shape=(2, 8), print_profile=False) == ("128 ", "64 MACs", "36")
 print(f"wheel ok: dispatchprof {dispatchprof.__version__} from {dispatchprof.__file__}: {t.macs} MACs")
 PY
