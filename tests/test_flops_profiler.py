@@ -265,3 +265,22 @@ def test_matches_what_deepspeed_printed(name, model, args, printed):
     assert (flops, macs) == printed
     if name.startswith("LeNet5"):
         assert params == 61_706
+
+
+def test_detailed_profile_tree(capsys):
+    torch.manual_seed(0)
+    model = Tiny()
+    prof = FlopsProfiler(model)
+    prof.start_profile()
+    model(torch.randn(2, 3))
+    prof.print_model_profile(top_modules=1)
+    prof.end_profile()
+    out = capsys.readouterr().out.splitlines()
+    tree = out[out.index("Tiny(") + 1:]
+    # Tiny: 86 params, 136 MACs; embed 16 params (18.6%), 24 MACs (17.65%): as nn.Module.__repr__ lays it out
+    assert re.fullmatch(r"  86 = 100% Params, 136 MACs = 100% MACs, .* = 100% latency, .*FLOPS", tree[0])
+    assert re.fullmatch(r"  \(embed\): Linear\(16 = 18\.6% Params, 24 MACs = 17\.65% MACs, .*, "
+                        r"in_features=3, out_features=4, bias=True\)", tree[1])
+    assert tree[2:4] == ["  (blocks): ModuleList(", "    (0): Block("]      # a ModuleList has no line of its own
+    assert re.fullmatch(r"      20 = 23\.26% Params, 32 MACs = 23\.53% MACs, .*", tree[4])
+    assert out[-1] == "-" * 78

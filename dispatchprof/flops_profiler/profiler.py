@@ -323,8 +323,9 @@ def _flops_repr(module: nn.Module, total_params: int, total_macs: int, total_dur
 
 def module_repr(module: nn.Module, extra: Any) -> str:
     """``nn.Module.__repr__``'s layout with ``extra(module)`` as each module's extra_repr (the
-    model's own extra_repr is never replaced)."""
-    extra_lines = extra(module).split("\n")
+    model's own extra_repr is never replaced). A ModuleList prints no line of its own, as its
+    ``__repr__`` (which DeepSpeed's printout goes through) does not."""
+    extra_lines = [] if isinstance(module, nn.ModuleList) else extra(module).split("\n")
     child_lines = []
     for key, child in module._modules.items():
         if child is None:
