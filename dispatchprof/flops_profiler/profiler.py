@@ -101,6 +101,8 @@ class FlopsProfiler:
             self._counter.__enter__()
         except BaseException:
             self._remove_hooks()
+            self._remove_attrs()
+            self._counter = None
             raise
         self.started = True
 
@@ -126,6 +128,9 @@ class FlopsProfiler:
             return
         self.stop_profile()
         self.started, self._counter = False, None
+        self._remove_attrs()
+
+    def _remove_attrs(self) -> None:
         for m in self.model.modules():
             for attr in MODULE_ATTRS:
                 if attr in m.__dict__:
