@@ -88,13 +88,13 @@ def run(argv: Sequence[str]) -> int:
         model = build_model(args.model, dtype=DTYPES[args.dtype])
         bar = ProgressBar()
         try:
-            g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=devices or None,
+            g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios,
                                    weight_dtype=args.weight_dtype, bound=args.bound, progress=bar,
                                    kv_dtype=args.kv_dtype)
         finally:
             bar.close()
-    first = next(iter(scenarios.values()), None)
-    prefill_sim = simulate(g.prefill, first, weight_dtype=args.weight_dtype, name=next(iter(scenarios)),
+    first = next(iter(scenarios), None)
+    prefill_sim = simulate(g.prefill, scenarios[first], weight_dtype=args.weight_dtype, name=first,
                            bound=args.bound) if first else None
     if args.trace or args.roofline:
         if prefill_sim is None:
