@@ -100,9 +100,9 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if not isinstance(key, str):
-            raise DeviceProfileError(f"{loader.name}: key {_show(key)} at line {key_node.start_mark.line + 1} is a "
+            raise DeviceProfileError(f"{loader.name}: the key at line {key_node.start_mark.line + 1} is of type "
                                      f"{type(key).__name__}; every key of a device profile is a string "
-                                     f"(quote it: '{_show(key)}')")
+                                     f"(a field or device name, quoted if it looks like a number)")
         if key in seen:
             raise DeviceProfileError(f"{loader.name}: duplicated key {key!r} at line {key_node.start_mark.line + 1} "
                                      f"(first at line {seen[key]})")
@@ -111,11 +111,6 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _show(key: Any) -> str:
-    text = repr(key)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def read_profile_file(path: str | os.PathLike) -> list[Device]:
@@ -158,16 +153,23 @@ def parse_profile(text: str, where: str) -> list[Device]:
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError as e:
-        raise DeviceProfileError(f"{where}: not valid YAML: {e}") from None
+        raise DeviceProfileError(f"{where}: not valid YAML{_yaml_problem(e)}") from None
     loader = _StrictLoader(text)
     loader.name = where
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as e:
-        raise DeviceProfileError(f"{where}: not valid YAML: {e}") from None
+        raise DeviceProfileError(f"{where}: not valid YAML{_yaml_problem(e)}") from None
     finally:
         loader.dispose()
     return _devices_of(where, data)
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """' at line L column C: what the parser expected' from a YAML error, on one line."""
+    mark = getattr(e, "problem_mark", None)
+    where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+    return f"{where}: {getattr(e, 'problem', None) or e}"
 
 
 def _devices_of(path: str, data: Any) -> list[Device]:
