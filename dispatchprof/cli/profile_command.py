@@ -128,12 +128,17 @@ def _render(g, args, prefill_sim) -> str:
         return as_json({**generation_to_dict(g, args.model), "dtype": args.dtype})
     if args.format == "csv":
         return generation_csv(g)
+    return _tables(generation_summary(g, model=args.model, fmt=table_fmt(args.format)), g.prefill, prefill_sim,
+                   args, "Prefill by")
+
+
+def _tables(head: str, profile, sim, args, label: str) -> str:
+    """``head``, then the module tree and the operator table (times on ``sim``), then the legend."""
     fmt = table_fmt(args.format)
-    parts = [generation_summary(g, model=args.model, fmt=fmt),
-             "Prefill by module" + (f" (time on {prefill_sim.name})" if prefill_sim else "") + ":\n"
-             + report.module_tree(g.prefill, prefill_sim, depth=args.depth, fmt=fmt)]
+    parts = [head, f"{label} module" + (f" (time on {sim.name})" if sim else "") + ":\n"
+             + report.module_tree(profile, sim, depth=args.depth, fmt=fmt)]
     if args.top > 0:
-        parts.append("Prefill by operator:\n" + report.operator_table(g.prefill, prefill_sim, row_limit=args.top, fmt=fmt))
+        parts.append(f"{label} operator:\n" + report.operator_table(profile, sim, row_limit=args.top, fmt=fmt))
     parts.append(report.LEGEND)
     return "\n\n".join(parts) + "\n"
 
@@ -152,31 +157,20 @@ def _forward(model, args, scenarios) -> int:
 
 
 def _render_forward(f: ForwardProfile, args, sims) -> str:
+    data = forward_to_dict(f, args.model, args.dtype)
     if args.format == "json":
-        return as_json(forward_to_dict(f, args.model, args.dtype))
+        return as_json(data)
     if args.format == "csv":
-        import csv
-        import io
-        out = io.StringIO()
-        w = csv.writer(out, lineterminator="\n")
-        w.writerow(["device", "kind", "batch", "seq_len", "decoder_len", "tokens", "flops", "macs", "time_s",
-                    "energy_j", "tokens_per_s", "energy_per_token_j"])
-        total = f.profile.total()
-        for sim in sims or [None]:
-            t = sim.total if sim else None
-            w.writerow([sim.name if sim else "", f.kind, f.batch, f.seq_len, f.decoder_len, f.tokens, total.flops,
-                        total.macs, *([t.time_s, t.energy_j, f.tokens / t.time_s if t.time_s else "",
-                                       t.energy_j / f.tokens] if t else [""] * 4)])
-        return out.getvalue()
+        head = ["kind", "batch", "seq_len", "decoder_len", "tokens"]
+        cols = ["time_s", "energy_j", "tokens_per_s", "energy_per_token_j", "fits"]
+        lines = [",".join(["device", *head, "flops", "macs", *cols])]
+        for name, d in data["devices"].items() or [("", dict.fromkeys(cols, ""))]:
+            lines.append(",".join(map(str, [name, *(data[k] for k in head), f.profile.total().flops,
+                                            f.profile.total().macs, *(d[k] for k in cols)])))
+        return "\n".join(lines) + "\n"
     fmt = table_fmt(args.format)
     title = (f"{args.model}: {f.kind} forward pass, batch {f.batch}, {f.seq_len} tokens"
              + (f" into the encoder and {f.decoder_len} into the decoder" if f.decoder_len else "")
              + f" ({f.tokens} tokens processed; no generation metrics: the model does not generate token by token)")
-    first = sims[0] if sims else None
-    parts = [title, report.summary(f.profile, sims, fmt=fmt, tokens={"forward": f.tokens}),
-             "By module" + (f" (time on {first.name})" if first else "") + ":\n"
-             + report.module_tree(f.profile, first, depth=args.depth, fmt=fmt)]
-    if args.top > 0:
-        parts.append("By operator:\n" + report.operator_table(f.profile, first, row_limit=args.top, fmt=fmt))
-    parts.append(report.LEGEND)
-    return "\n\n".join(parts) + "\n"
+    head = title + "\n\n" + report.summary(f.profile, sims, fmt=fmt, tokens={"forward": f.tokens})
+    return _tables(head, f.profile, sims[0] if sims else None, args, "By")
