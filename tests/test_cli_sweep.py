@@ -32,8 +32,10 @@ def tiny(tmp_path):
 
 
 def test_pareto_front_by_hand():
-    # (tokens/s, J/token): (2, 1) beats (1, 1) and (2, 2); (0.5, 0.5) is the cheapest, so it stays
-    assert pareto_front([(1, 1), (2, 2), (2, 1), (0.5, 0.5)]) == [2, 3]
+    # (s/token, J/token), both lower-is-better: (2, 3) loses to (2, 2) on cost; (3, 3) loses to all three
+    # of (1, 3), (2, 2), (3, 1), which trade latency against cost and all stay
+    assert pareto_front([(1, 3), (2, 2), (3, 1), (2, 3), (3, 3)]) == [0, 1, 2]
+    assert pareto_front([(1, 1), (2, 2), (0.5, 0.5)]) == [2]
     assert pareto_front([(1, 1), (1, 1)]) == [0, 1]                    # equal points do not dominate each other
 
 
@@ -51,7 +53,9 @@ def test_sweep_command_writes_a_row_per_combination_and_a_plot(tiny, tmp_path, c
     over = [r for r in rows if r["fits"] == "False"]
     assert over and all(r["device"] == "tiny-gpu" and r["pareto"] == "False" for r in over)   # marked, not dropped
     assert "do not fit in the device's memory (kept, marked fits=False)" in err
-    assert any(r["pareto"] == "True" for r in rows if r["device"] == "L4")
+    on_l4 = [r for r in rows if r["device"] == "L4"]
+    best = min(on_l4, key=lambda r: float(r["energy_per_token_j"]))
+    assert best["pareto"] == "True"                                   # the cheapest row is always on the front
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 

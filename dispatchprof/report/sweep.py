@@ -1,8 +1,9 @@
 """A sweep's CSV and plot, and the Pareto front they mark.
 
-The Pareto front of one device (decoders and forward passes apart, `front_group`): the rows that fit in its memory (or whose fit is unknown) and
-that no other such row beats on both axes, speed (tokens/s, higher is better) and cost
-(J/token, lower is better). A row that does not fit is drawn and written, marked, never on
+The Pareto front of one model on one device (`front_group`): the rows that fit in its memory
+(or whose fit is unknown) and that no other such row beats on both axes, latency (`latency`: the
+mean time per output token, lower is better) and cost (J/token, lower is better). A larger batch
+costs less per token but each token takes longer: the front is that trade-off. A row that does not fit is drawn and written, marked, never on
 the front. The plot needs matplotlib.
 """
 
@@ -19,29 +20,37 @@ from dispatchprof.results.sweep import COLUMNS, SweepRow
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the points (speed, cost) that no other point dominates: another point
-    dominates when its speed is >= and its cost <=, one of them strictly."""
+    """Indices of the points (latency, cost), both lower-is-better, that no other point
+    dominates: another point dominates when it is <= on both axes and < on one."""
     front = []
-    for i, (s, c) in enumerate(points):
-        if not any((s2 >= s and c2 <= c) and (s2 > s or c2 < c) for j, (s2, c2) in enumerate(points) if j != i):
+    for i, (x, y) in enumerate(points):
+        if not any(x2 <= x and y2 <= y and (x2 < x or y2 < y) for j, (x2, y2) in enumerate(points) if j != i):
             front.append(i)
     return front
 
 
+def latency(row: SweepRow) -> float:
+    """Seconds per output token: the mean TPOT; TTFT with one new token; the forward pass's
+    time for an encoder."""
+    if row.tpot_mean_s is not None:
+        return row.tpot_mean_s
+    return row.ttft_s if row.ttft_s is not None else row.time_s
+
+
 def mark_pareto(rows: Sequence[SweepRow]) -> list[SweepRow]:
-    """The rows with ``pareto`` set per device (rows that do not fit never are)."""
+    """The rows with ``pareto`` set per (device, model) (rows that do not fit never are)."""
     out = list(rows)
     for group in dict.fromkeys(map(front_group, rows)):
         idx = [i for i, r in enumerate(rows) if front_group(r) == group and r.fits is not False]
-        for k in pareto_front([(rows[i].tokens_per_s, rows[i].energy_per_token_j) for i in idx]):
+        for k in pareto_front([(latency(rows[i]), rows[i].energy_per_token_j) for i in idx]):
             out[idx[k]] = dataclasses.replace(rows[idx[k]], pareto=True)
     return out
 
 
-def front_group(row: SweepRow) -> tuple[str, bool]:
-    """Rows compared for one front: one device, and generated tokens (decoders) apart from
-    processed tokens (forward passes of encoders), whose tokens/s mean different things."""
-    return row.device, row.kind == "decoder"
+def front_group(row: SweepRow) -> tuple[str, str]:
+    """Rows compared for one front: one model on one device (the knobs are batch, prompt length
+    and new tokens; a smaller model would otherwise win every front outright)."""
+    return row.device, row.model
 
 
 def sweep_csv(rows: Sequence[SweepRow]) -> str:
@@ -55,37 +64,42 @@ def sweep_csv(rows: Sequence[SweepRow]) -> str:
 
 
 def plot_sweep(rows: Sequence[SweepRow], path: str | os.PathLike, *, title: str = "") -> str:
-    """Write the PNG: J/token against tokens/s, one colour per device, its Pareto front as a line,
-    rows that do not fit in memory as hollow crosses."""
+    """Write the PNG: J/token against seconds per output token (`latency`); a colour per device, a marker per model, each
+    (model, device) Pareto front as a line through its points (ringed in black), rows that do not
+    fit in memory as crosses; labels give batch and prompt length."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("the sweep plot needs matplotlib: pip install 'dispatchprof[plot]'") from None
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    for k, device in enumerate(dict.fromkeys(r.device for r in rows)):
-        color = f"C{k % 10}"
-        mine = [r for r in rows if r.device == device and r.tokens_per_s > 0 and r.energy_per_token_j > 0]
-        fit = [r for r in mine if r.fits is not False]
-        over = [r for r in mine if r.fits is False]
-        ax.scatter([r.tokens_per_s for r in fit], [r.energy_per_token_j for r in fit], color=color, s=22,
-                   label=device)
-        if over:
-            ax.scatter([r.tokens_per_s for r in over], [r.energy_per_token_j for r in over], color=color,
-                       marker="x", s=30, label=f"{device}: does not fit in memory")
-        for group in dict.fromkeys(map(front_group, fit)):
-            front = sorted((r for r in fit if r.pareto and front_group(r) == group), key=lambda r: r.tokens_per_s)
-            ax.plot([r.tokens_per_s for r in front], [r.energy_per_token_j for r in front], "-", color=color,
-                    lw=1.5, alpha=0.8)
+    colors = {d: f"C{k % 10}" for k, d in enumerate(dict.fromkeys(r.device for r in rows))}
+    markers = {m: "os^Dvp"[k % 6] for k, m in enumerate(dict.fromkeys(r.model for r in rows))}
+    fig, ax = plt.subplots(figsize=(9, 6))
+    shown = [r for r in rows if latency(r) > 0 and r.energy_per_token_j > 0]
+    for (device, model) in dict.fromkeys(map(front_group, shown)):
+        mine = [r for r in shown if front_group(r) == (device, model)]
+        color, marker = colors[device], markers[model]
         for r in mine:
-            ax.annotate(f"{r.model} b{r.batch} p{r.prompt_len}", (r.tokens_per_s, r.energy_per_token_j),
-                        fontsize=6, xytext=(3, 3), textcoords="offset points", color=color)
+            ax.scatter([latency(r)], [r.energy_per_token_j], color=color, s=40 if r.pareto else 22,
+                       marker="x" if r.fits is False else marker, linewidths=0.8,
+                       **({"edgecolors": "black"} if r.pareto else {}))
+            ax.annotate(f"b{r.batch} p{r.prompt_len}", (latency(r), r.energy_per_token_j), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points", color=color)
+        front = sorted((r for r in mine if r.pareto), key=latency)
+        ax.plot([latency(r) for r in front], [r.energy_per_token_j for r in front], "-", color=color,
+                lw=1.2, alpha=0.7)
+    for device, color in colors.items():
+        ax.scatter([], [], color=color, marker="s", label=device)
+    for model, marker in markers.items():
+        ax.scatter([], [], color="gray", marker=marker, label=model)
+    if any(r.fits is False for r in shown):
+        ax.scatter([], [], color="gray", marker="x", label="does not fit in memory")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("tokens/s (higher is better)")
+    ax.set_xlabel("seconds per output token: mean TPOT (lower is better)")
     ax.set_ylabel("energy per token, J (lower is better)")
-    ax.set_title(title or "sweep: lines join each device's Pareto front")
+    ax.set_title(title or "sweep: lines join the Pareto front of each model on each device (ringed points)")
     ax.legend(fontsize=7)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
