@@ -171,3 +171,17 @@ def test_output_files_honour_the_umask(capsys, files, mask, mode):
         assert code == 0 and stat.S_IMODE(os.stat(files / "r.txt").st_mode) == mode
     finally:
         os.umask(old)
+
+
+def test_a_failed_write_names_the_callers_path_and_leaves_nothing(tmp_path):
+    with pytest.raises(OSError) as info:
+        write_atomic(tmp_path / "missing" / "out.txt", "x")
+    assert info.value.filename == str(tmp_path / "missing" / "out.txt")
+    assert os.listdir(tmp_path) == []
+
+
+def test_report_reads_back_a_forward_profile(capsys, files):
+    _, out, _ = run(capsys, files / "bert.json", "--prompt-len", "4", "--json", "-o", files / "f.json")
+    code, out, _ = run(capsys, "report", files / "f.json", "--device", "L4", "--json")
+    data, saved = json.loads(out), json.loads((files / "f.json").read_text())
+    assert code == 0 and data["kind"] == "dispatchprof.forward" and data["totals"] == saved["totals"]

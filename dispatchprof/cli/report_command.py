@@ -18,6 +18,7 @@ from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import simulate
 
 SCHEMA = "dispatchprof.report"
+FORWARD_SCHEMA = "dispatchprof.forward"     # dispatchprof.llm.forward.forward_to_dict
 
 
 def run(argv: Sequence[str]) -> int:
@@ -38,9 +39,11 @@ def run(argv: Sequence[str]) -> int:
         profile = g.prefill
     elif schema == PROFILE_SCHEMA:
         profile = Profile.from_dict(data, args.file)
+    elif schema == FORWARD_SCHEMA:
+        profile = Profile.from_dict(data.get("profile"), args.file)
     else:
         raise ValueError(f"{args.file}: not a dispatchprof profile (schema {schema!r}; expected "
-                         f"{PROFILE_SCHEMA!r} or {GENERATION_SCHEMA!r})")
+                         f"{PROFILE_SCHEMA!r}, {GENERATION_SCHEMA!r} or {FORWARD_SCHEMA!r})")
     sims = [simulate(profile, scenarios[n], name=n) for n in scenarios]
     if args.format == "json":
         emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,

@@ -151,8 +151,8 @@ def _config_from_hub(hub_id: str) -> Any:
     except Exception:  # noqa: BLE001  (not in the local cache: ask the hub, if it can be reached)
         pass
     if not hub_reachable():
-        raise ModelSpecError(f"{hub_id}: not in the local cache and the model hub cannot be reached (no network); "
-                             f"use a bundled model ({', '.join(catalog())}) or a local config.json")
+        raise ModelSpecError(f"{hub_id}: could not load the config from the model hub: not in the local cache and "
+                             f"the hub cannot be reached (no network); use a bundled model ({', '.join(catalog())}) or a local config.json")
     try:
         return transformers.AutoConfig.from_pretrained(hub_id, trust_remote_code=False)
     except Exception as e:  # noqa: BLE001  (the hub client raises many types; all mean "not here")

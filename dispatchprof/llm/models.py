@@ -35,7 +35,7 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.
     cls = transformers.AutoModel if auto == "model" else transformers.AutoModelForCausalLM
     try:
         return fake_model(lambda: cls.from_config(config, **kwargs), dtype=dtype)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a "
                              f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
 
