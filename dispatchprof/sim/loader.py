@@ -166,10 +166,10 @@ def parse_profile(text: str, where: str) -> list[Device]:
 
 
 def _yaml_problem(e: yaml.YAMLError) -> str:
-    """' at line L column C: what the parser expected' from a YAML error, on one line."""
+    """': what the parser expected (line L column C)' from a YAML error, on one line."""
     mark = getattr(e, "problem_mark", None)
-    where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-    return f"{where}: {getattr(e, 'problem', None) or e}"
+    where = f" (line {mark.line + 1} column {mark.column + 1})" if mark is not None else ""
+    return f": {getattr(e, 'problem', None) or e}{where}"
 
 
 def _devices_of(path: str, data: Any) -> list[Device]:
@@ -226,14 +226,14 @@ def _check_field(where: str, key: str, value: Any) -> None:
     if isinstance(value, (int, float)) and abs(value) > _LARGEST:
         raise DeviceProfileError(f"{where}: field {key!r} must be at most {_LARGEST:g}, got {value!r} "
                                  f"(check the unit in the field's name)")
-    if isinstance(value, (int, float)):
-        _check_range(where, key, value)
     if isinstance(value, dict):
         _check_table(where, key, value, check)
     elif check is not None and value is not None:
         problem = check(value)
         if problem:
             raise DeviceProfileError(f"{where}: field {key!r} {problem}, got {value!r}")
+    if isinstance(value, (int, float)):
+        _check_range(where, key, value)
 
 
 def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> None:
