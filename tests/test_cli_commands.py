@@ -185,3 +185,23 @@ def test_report_reads_back_a_forward_profile(capsys, files):
     code, out, _ = run(capsys, "report", files / "f.json", "--device", "L4", "--json")
     data, saved = json.loads(out), json.loads((files / "f.json").read_text())
     assert code == 0 and data["kind"] == "dispatchprof.forward" and data["totals"] == saved["totals"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["zero.json"], "zero.json: field 'num_hidden_layers' must be a whole number from 1 to 16,777,216, got 0"),
+    (["tiny.json", "--dtype", "float64x"], "argument --dtype: unknown dtype 'float64x'; allowed: fp32 (float32), "
+                                           "bf16 (bfloat16), fp16 (float16)"),
+    (["sweep", "tiny.json", "--device", "absurd.yaml", "-o", "s.csv"],
+     "absurd.yaml: device 'tiny-gpu': field 'memory_bandwidth_gb_per_s' = 1e-300 is outside the physical range"),
+    (["sweep", "tiny.json", "--device", "L4", "--batch", "1,x"], "argument --batch: expected a whole number, got 'x'"),
+    (["sweep", "tiny.json", "--device", "L4", "--batch", "1-8,2-64"], "expected a whole number, got '1-8'"),
+    (["profile"], "the following arguments are required: model"),
+])
+def test_more_bad_input_in_process(capsys, files, monkeypatch, argv, message):
+    from tests.test_cli_inputs import write_inputs
+    write_inputs(files)
+    monkeypatch.chdir(files)
+    before = set(os.listdir(files))
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err
+    assert set(os.listdir(files)) == before
