@@ -15,11 +15,15 @@ import torch, dispatchprof, op_formulas
 from dispatchprof import OpCounter, list_devices
 assert len(list_devices()) == 29, list_devices()
 assert "site-packages" in dispatchprof.__file__ and "site-packages" in op_formulas.__file__, dispatchprof.__file__
+import pathlib
+assert (pathlib.Path(dispatchprof.__file__).parent / "py.typed").is_file(), "py.typed missing from the wheel"
 lin = torch.nn.Linear(8, 4)
 with OpCounter(devices="PIM-AI-1chip") as c:
     lin(torch.randn(2, 8))
 t = c.total()
 assert (t.macs, t.mult, t.add) == (64, 64, 64), t
 assert c.simulated().total.time_s > 0
+from dispatchprof.flops_profiler import get_model_profile   # a subpackage: listed in setup.cfg
+assert get_model_profile(lin, input_shape=(2, 8), print_profile=False) == ("128 ", "64 MACs", "36")
 print(f"wheel ok: dispatchprof {dispatchprof.__version__} from {dispatchprof.__file__}: {t.macs} MACs")
 PY

@@ -1,4 +1,5 @@
-"""Console tables (golden strings on a small model), queries, DeepSpeed-style entry points."""
+"""Console tables (golden strings on a small model) and queries (DeepSpeed-style entry points:
+tests/test_flops_profiler.py)."""
 
 import os
 from pathlib import Path
@@ -8,7 +9,6 @@ import torch
 from torch import nn
 
 from dispatchprof import OpCounter, report
-from dispatchprof.flops_profiler import FlopsProfiler, get_model_profile
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -134,40 +134,3 @@ def test_query_keywords_on_llama():
     mlp = sum(rows[f"model.layers.{i}.mlp"].inclusive.flops for i in range(2))
     assert c.get("mult", "attn") == attn and c.get("flops", "mlp") == mlp
     assert c.get("macs", "transformer") == sum(rows[f"model.layers.{i}"].inclusive.macs for i in range(2))
-
-
-def test_get_model_profile_matches_deepspeed_signature_and_our_counts(capsys):
-    torch.manual_seed(0)
-    model = Tiny()
-    flops, macs, params = get_model_profile(model, input_shape=(2, 3))
-    assert (flops, macs, params) == (136 + 142, 136, 15 * 1 + 16 + 60 + 10 - 15)
-    out = capsys.readouterr().out
-    assert "dispatchprof flops profile" in out and "fwd latency" in out and "blocks.0-2 (3x)" in out
-    strings = get_model_profile(model, args=[torch.randn(2, 3)], print_profile=False, as_string=True,
-                                ignore_modules=[Block])
-    assert strings == ("86 FLOPs", "40 MACs", "26")              # without the three blocks
-    with pytest.raises(ValueError, match="needs an input"):
-        get_model_profile(model, print_profile=False)
-
-
-def test_get_model_profile_writes_output_file(tmp_path):
-    out = tmp_path / "profile.txt"
-    get_model_profile(Tiny(), input_shape=(1, 3), output_file=str(out), detailed=False)
-    text = out.read_text()
-    assert "fwd MACs" in text and "Per-module profile" not in text
-
-
-def test_flops_profiler_class():
-    torch.manual_seed(0)
-    model = Tiny()
-    prof = FlopsProfiler(model)
-    prof.start_profile()
-    model(torch.randn(2, 3))
-    model(torch.randn(2, 3))
-    prof.stop_profile()
-    assert prof.get_total_macs() == 2 * 136 and prof.get_total_flops() == 2 * 278
-    assert prof.get_total_params() == 86 and prof.get_total_params(as_string=True) == "86"
-    assert prof.get_total_duration() > 0
-    prof.end_profile()
-    with pytest.raises(RuntimeError, match="nothing profiled"):
-        prof.get_total_flops()

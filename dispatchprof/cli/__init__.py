@@ -10,6 +10,7 @@ line on stderr, never a traceback. Every input is checked before any counting st
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 from typing import Sequence
 
@@ -27,12 +28,15 @@ COMMANDS: dict[str, str] = {
 DEFAULT = "profile"
 
 
+def version() -> str:
+    """The installed distribution's version (setup.cfg reads it from dispatchprof.__version__)."""
+    return importlib.metadata.version("dispatchprof")
+
+
 def usage() -> str:
     """The text of ``dispatchprof --help``."""
-    from dispatchprof import __version__
-
     width = max(map(len, COMMANDS))
-    lines = [f"dispatchprof {__version__}: exact operation counts and simulated time, energy and power of "
+    lines = [f"dispatchprof {version()}: exact operation counts and simulated time, energy and power of "
              "PyTorch models, without the hardware or the weights.", "",
              "usage: dispatchprof [--version] [--help] COMMAND [options]",
              "       dispatchprof MODEL [options]        (short for: dispatchprof profile MODEL [options])", "",
@@ -50,8 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(usage())
             return 0
         if args[0] in ("-V", "--version"):
-            from dispatchprof import __version__
-            sys.stdout.write(f"dispatchprof {__version__}\n")
+            sys.stdout.write(f"dispatchprof {version()}\n")
             return 0
         name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
         module = importlib.import_module(f"dispatchprof.cli.{name}_command")

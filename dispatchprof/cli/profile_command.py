@@ -69,8 +69,9 @@ def placement_rules(rules: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def check_args(args) -> list:
-    """Every check that needs no model: options, output folders, devices. Returns the devices."""
+def check_args(args):
+    """Every check that needs no model: options, output folders, devices (each YAML parsed once,
+    here). Returns the scenarios."""
     if args.depth < -1:
         raise UsageError(f"--depth must be -1 (all) or >= 0, got {args.depth}")
     if args.top < 0:
@@ -84,14 +85,12 @@ def check_args(args) -> list:
         check_output(getattr(args, flag), "-o" if flag == "output" else f"--{flag}")
     if args.roofline:
         need_matplotlib("--roofline")
-    scenarios_of(devices)                         # unknown devices and bad YAML fail here
-    return devices
+    return scenarios_of(devices)                  # unknown devices and bad YAML fail here
 
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    devices = check_args(args)
-    scenarios = scenarios_of(devices)
+    scenarios = check_args(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = build_model(args.model, dtype=DTYPES[args.dtype])   # a bad config fails here, before counting
@@ -99,7 +98,7 @@ def run(argv: Sequence[str]) -> int:
             return _forward(model, args, scenarios)
         bar = ProgressBar()
         try:
-            g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios or None,
+            g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios,
                                    weight_dtype=args.weight_dtype, bound=args.bound, progress=bar)
         finally:
             bar.close()

@@ -17,6 +17,8 @@ import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode
 from dispatchprof.count.recorder import Recorder
+from dispatchprof.report.dataframe import counter_frame
+from dispatchprof.report.html import counter_html
 from dispatchprof.results import query
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import check_phase
@@ -169,6 +171,16 @@ class OpCounter:
         over ``scope`` (a name glob, a class name, or "attn", "mlp", "transformer");
         see dispatchprof.query."""
         return query.get(self.profile, metric, scope, phase)
+
+    def to_dataframe(self, by: str = "operator", phase: str | None = None) -> Any:
+        """A pandas DataFrame in raw units, one row per "operator", "module" or "record"; with
+        devices, each scenario's rows with time_s and energy_j (dispatchprof.report.dataframe)."""
+        return counter_frame(self.profile, self.simulations(), by, phase)
+
+    def _repr_html_(self) -> str:
+        if self._state is None and self._profile is None:
+            return "<p>OpCounter (nothing counted yet)</p>"
+        return counter_html(self.profile, self.simulations())
 
     def simulations(self) -> list[Simulation]:
         """Every simulated scenario, in the order the devices were given."""

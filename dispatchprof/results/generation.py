@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from dispatchprof.results import frame
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals
@@ -72,6 +73,9 @@ class GenerationProfile:
     def tokens(self) -> dict[str, int]:
         """Tokens produced per phase (for tokens/s): the prefill gives the first of each sequence."""
         return {"prefill": self.batch, "decode": self.batch * (self.new_tokens - 1)}
+
+    def _repr_html_(self) -> str:
+        return frame.generation_html(self)
 
 
 def generation_to_dict(g: GenerationProfile, model: str = "") -> dict[str, Any]:

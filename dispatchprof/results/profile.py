@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import astuple, dataclass, fields
 from typing import Any, Mapping
 
+from dispatchprof.results import frame
 from dispatchprof.results.files import read_json, write_atomic
 from dispatchprof.results.records import (
     OpRecord, Scope, Totals, UnknownOp, check_phase, sum_records,
@@ -103,6 +104,14 @@ class Profile:
     def unknown_ops(self) -> list[UnknownOp]:
         """Ops that had no formula (name, calls, scopes)."""
         return list(self.unknown)
+
+    def to_dataframe(self, by: str = "operator", phase: str | None = None) -> Any:
+        """A pandas DataFrame in raw units, one row per "operator", "module" or "record"
+        (dispatchprof.results.frame); needs ``pip install 'dispatchprof[pandas]'``."""
+        return frame.profile_frame(self, by, phase)
+
+    def _repr_html_(self) -> str:
+        return frame.profile_html(self)
 
     # --- the file format -------------------------------------------------------------------
     def to_dict(self, meta: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Union
 
 from dispatchprof.sim.catalog import load_device
@@ -29,10 +29,7 @@ class Placement:
     """Ordered (glob, device) rules; the first glob that matches a scope names its device."""
 
     rules: tuple[tuple[str, Device], ...]
-
-    def __post_init__(self) -> None:
-        self._cache: dict[str, Device]
-        object.__setattr__(self, "_cache", {})
+    _cache: dict[str, Device] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def devices(self) -> tuple[Device, ...]:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.profile import Profile, roll_up
 from dispatchprof.results.records import OpRecord
+from dispatchprof.sim import frame
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.placement import Placement
@@ -110,6 +111,14 @@ class Simulation:
         if False in states:
             return False
         return None if None in states else True
+
+    def to_dataframe(self, by: str = "operator", phase: str | None = None) -> Any:
+        """A pandas DataFrame: counts (raw units), seconds and joules per "operator", "module"
+        (inclusive) or "record" (dispatchprof.sim.frame); needs ``pip install 'dispatchprof[pandas]'``."""
+        return frame.simulation_frame(self, by, phase)
+
+    def _repr_html_(self) -> str:
+        return frame.simulation_html(self)
 
     def _group(self, key: Callable[[OpTiming], str]) -> dict[str, SimTotals]:
         groups: dict[str, list[OpTiming]] = defaultdict(list)
