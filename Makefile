@@ -1,8 +1,14 @@
 # `make demo`: set up and run the main job.  `make test`: set up and run every test.
-.PHONY: setup demo test wheel coverage bench reliability
+# Set-up runs only when .venv is missing or older than what it installs from (the stamp file).
+.PHONY: setup demo test wheel coverage bench reliability sweep-demo
 
-setup:
+STAMP := .venv/.dispatchprof-installed
+
+setup: $(STAMP)
+
+$(STAMP): setup.cfg .ci/constraints.txt scripts/setup.sh
 	./scripts/setup.sh
+	touch $@
 
 demo: setup
 	.venv/bin/dispatchprof llama-3.2-1b --batch 16 --prompt-len 200 --device PIM-AI-1chip
@@ -22,3 +28,7 @@ bench: setup
 
 reliability: setup
 	.venv/bin/python scripts/reliability.py
+
+sweep-demo: setup
+	.venv/bin/dispatchprof sweep llama-3.2-1b llama-3.1-8b --device H100-SXM --device PIM-AI-4chip \
+		--device L4 --batch 1,8,64 --prompt-len 128,2048 --new-tokens 128 -o docs/sweep.csv --plot docs/sweep.png

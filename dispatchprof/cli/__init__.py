@@ -1,36 +1,79 @@
-"""The ``dispatchprof`` command: ``dispatchprof MODEL [options]`` profiles a model; the
-subcommands ``devices``, ``report`` and ``calibrate`` live in one thin module each.
+"""The ``dispatchprof`` command. ``COMMANDS`` is the one table of subcommands: each has one thin
+module ``dispatchprof.cli.<name>_command`` with ``run(argv) -> int`` and a one-line help shown
+by ``dispatchprof --help``. ``dispatchprof MODEL ...`` is the short form of
+``dispatchprof profile MODEL ...``.
 
 Bad arguments, an unknown model or device, or an unreadable file end with exit code 2 and one
-line on stderr, never a traceback.
+line on stderr, never a traceback. Every input is checked before any counting starts.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import sys
 from typing import Sequence
 
 from dispatchprof.cli.parser import UsageError
 
-SUBCOMMANDS = ("devices", "report", "calibrate", "merge", "serve")
+#: name -> one-line help. To add a subcommand: a row here and a module <name>_command.py.
+COMMANDS: dict[str, str] = {
+    "profile": "count and simulate a model's generation (prefill + decode) or forward pass (default)",
+    "sweep": "every combination of models, devices, batch sizes and prompt lengths; CSV/JSON and a Pareto plot",
+    "devices": "list the bundled device profiles and their key figures",
+    "report": "re-render a profile saved as JSON (optionally simulated on other devices)",
+    "calibrate": "measure this machine's CPU and write its device profile (YAML)",
+    "merge": "one report from the per-process files of a multi-process run",
+    "serve": "replay request traffic through continuous batching: latency percentiles, throughput, goodput, cost",
+}
+DEFAULT = "profile"
+
+
+def version() -> str:
+    """The installed distribution's version (setup.cfg reads it from dispatchprof.__version__)."""
+    return importlib.metadata.version("dispatchprof")
+
+
+def usage() -> str:
+    """The text of ``dispatchprof --help``."""
+    width = max(map(len, COMMANDS))
+    lines = [f"dispatchprof {version()}: exact operation counts and simulated time, energy and power of "
+             "PyTorch models, without the hardware or the weights.", "",
+             "usage: dispatchprof [--version] [--help] COMMAND [options]",
+             "       dispatchprof MODEL [options]        (short for: dispatchprof profile MODEL [options])", "",
+             "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    lines += ["", "Every command takes --json (JSON on stdout; schemas in docs/cli.md).",
+              "dispatchprof COMMAND --help shows a command's options."]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args and args[0] in SUBCOMMANDS:
-            module = __import__(f"dispatchprof.cli.{args[0]}_command", fromlist=["run"])
-            return module.run(args[1:])
-        from dispatchprof.cli import profile_command
-        return profile_command.run(args)
-    except (UsageError, ValueError, OSError) as e:
-        print(f"dispatchprof: error: {_one_line(e)}", file=sys.stderr)
+        if not args or args[0] in ("-h", "--help", "help"):
+            sys.stdout.write(usage())
+            return 0
+        if args[0] in ("-V", "--version"):
+            sys.stdout.write(f"dispatchprof {version()}\n")
+            return 0
+        name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
+        module = importlib.import_module(f"dispatchprof.cli.{name}_command")
+        return module.run(rest)
+    except (UsageError, ValueError, OSError, RecursionError) as e:
+        print(f"dispatchprof: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dispatchprof: interrupted", file=sys.stderr)
         return 130
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e) if not isinstance(e, OSError) or not e.filename else f"{e.filename}: {e.strerror}"
+def one_line(e: BaseException) -> str:
+    """An exception as one line: an OSError names its file."""
+    if isinstance(e, OSError) and e.filename:
+        text = f"{e.filename}: {e.strerror}"
+    elif isinstance(e, RecursionError):
+        text = "input nested too deeply"
+    else:
+        text = str(e)
     return " ".join(text.split())

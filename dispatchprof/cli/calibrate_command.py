@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from typing import Sequence
 
-from dispatchprof.sim.calibrate import measure, write_profile
+from dispatchprof.cli.options import add_format, as_json, check_output, emit
 from dispatchprof.cli.parser import Parser
+from dispatchprof.sim.calibrate import measure, write_profile
+
+SCHEMA = "dispatchprof.calibration"
 
 
 def run(argv: Sequence[str]) -> int:
@@ -14,13 +17,18 @@ def run(argv: Sequence[str]) -> int:
                "copy bandwidth and memory of this CPU; write a device YAML.")
     p.add_argument("-o", "--output", default="host-cpu.yaml")
     p.add_argument("--name", default="host-cpu")
+    add_format(p, ("table", "json"))
     args = p.parse_args(argv)
+    check_output(args.output, "-o")
     cal = measure()
     path = write_profile(args.output, cal, args.name)
-    print(f"wrote {path}: use it as --device {path}")
-    for key in cal.matrix_flops:
-        print(f"  {key}: matmul {cal.matrix_flops[key] / 1e9:,.1f} GFLOP/s, "
-              f"element-wise {cal.vector_flops[key] / 1e9:,.2f} GFLOP/s")
-    print(f"  copy bandwidth {cal.copy_bytes_per_s / 1e9:,.2f} GB/s, {cal.threads} threads")
-    sys.stdout.flush()
+    if args.format == "json":
+        emit(as_json({"schema": SCHEMA, "version": 1, "path": path, "name": args.name,
+                      **dataclasses.asdict(cal)}))
+        return 0
+    lines = [f"wrote {path}: use it as --device {path}"]
+    lines += [f"  {key}: matmul {cal.matrix_flops[key] / 1e9:,.1f} GFLOP/s, "
+              f"element-wise {cal.vector_flops[key] / 1e9:,.2f} GFLOP/s" for key in cal.matrix_flops]
+    lines.append(f"  copy bandwidth {cal.copy_bytes_per_s / 1e9:,.2f} GB/s, {cal.threads} threads")
+    emit("\n".join(lines) + "\n")
     return 0

@@ -1,55 +1,49 @@
-"""``dispatchprof MODEL``: count and simulate one generation of a model (no weights needed)."""
+"""``dispatchprof profile MODEL`` (short: ``dispatchprof MODEL``): count and simulate one
+generation of a decoder model, or one forward pass of an encoder or encoder-decoder model (no
+weights needed).
+
+Everything is checked before counting starts: sizes, dtypes, output folders, devices (YAML
+parsed and validated) and the model's config; a problem is one line and exit 2.
+"""
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import warnings
 from typing import Sequence
 
-import torch
-
 from dispatchprof import report
+from dispatchprof.cli.options import (
+    DTYPES, add_format, as_json, check_output, emit, model_dtype, need_matplotlib, size, table_fmt, warn,
+    weight_dtype,
+)
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
-from dispatchprof.sim.placement import scenarios_of
-from dispatchprof.results.files import write_atomic
+from dispatchprof.llm.forward import ForwardProfile, forward_to_dict, generates, profile_forward
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
 from dispatchprof.results.generation import generation_to_dict
-from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import simulate
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 FORMATS = ("table", "markdown", "json", "csv")
 
 
-def positive(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
-    return value
-
-
 def parser() -> Parser:
-    p = Parser(prog="dispatchprof", description=(
-        "Count and simulate a model: a prefill of --prompt-len tokens then decode steps up to "
-        "--new-tokens, on each --device (and on a --place placement). Subcommands: "
-        "dispatchprof devices | report FILE.json | calibrate."))
-    p.add_argument("model", help="a bundled model (dispatchprof devices lists devices; models: see README), "
-                                 "a config.json, a folder holding one, or a hub id")
-    p.add_argument("--batch", type=positive, default=1)
-    p.add_argument("--prompt-len", type=positive, default=128)
-    p.add_argument("--new-tokens", type=positive, default=32, help="tokens to generate (the prefill gives the first)")
-    p.add_argument("--dtype", choices=tuple(DTYPES), default="bf16", help="dtype of the model's tensors")
-    p.add_argument("--weight-dtype", choices=tuple(WEIGHT_BITS), help="simulate weights stored in this dtype")
-    p.add_argument("--kv-dtype", choices=tuple(WEIGHT_BITS), help="store the KV cache in this dtype (its bytes)")
+    p = Parser(prog="dispatchprof profile", description=(
+        "Count and simulate a model: a decoder model runs a prefill of --prompt-len tokens then decode steps up to "
+        "--new-tokens; an encoder (BERT) or encoder-decoder (T5) model runs one forward pass. Simulated on each "
+        "--device (and on a --place placement). 'dispatchprof MODEL ...' is the short form."))
+    p.add_argument("model", help="a bundled model (see README), a config.json, a folder holding one, or a hub id")
+    p.add_argument("--batch", type=size("batch"), default=1)
+    p.add_argument("--prompt-len", type=size("prompt_len"), default=128,
+                   help="prompt tokens (an encoder's input length)")
+    p.add_argument("--new-tokens", type=size("new_tokens"), default=32,
+                   help="tokens to generate (the prefill gives the first); an encoder-decoder's decoder length")
+    p.add_argument("--dtype", type=model_dtype, default="bf16",
+                   help="dtype of the model's tensors: bf16|bfloat16, fp16|float16, fp32|float32")
+    p.add_argument("--weight-dtype", type=weight_dtype, help="simulate weights stored in this dtype")
+    p.add_argument("--kv-dtype", type=weight_dtype, help="store the KV cache in this dtype (its bytes and capacity)")
     p.add_argument("--device", action="append", default=[], metavar="NAME|FILE",
                    help="a device to simulate on (repeat for side by side)")
     p.add_argument("--place", action="append", default=[], metavar="GLOB=DEVICE",
@@ -58,9 +52,10 @@ def parser() -> Parser:
                    help="simulate the pure roofline bound (ignore the profiles' achieved fractions and overheads)")
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    add_format(p, FORMATS)
     p.add_argument("--trace", metavar="FILE", help="write the prefill's simulated timeline (Perfetto JSON)")
-    p.add_argument("--roofline", metavar="FILE", help="write the prefill's roofline plot (PNG, needs matplotlib)")
+    p.add_argument("--roofline", metavar="FILE",
+                   help="write the prefill's roofline plot, one panel per device (PNG, needs matplotlib)")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
     return p
 
@@ -75,17 +70,33 @@ def placement_rules(rules: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def run(argv: Sequence[str]) -> int:
-    args = parser().parse_args(argv)
+def check_args(args):
+    """Every check that needs no model: options, output folders, devices (each YAML parsed once,
+    here). Returns the scenarios."""
     if args.depth < -1:
         raise UsageError(f"--depth must be -1 (all) or >= 0, got {args.depth}")
+    if args.top < 0:
+        raise UsageError(f"--top must be >= 0, got {args.top}")
     devices: list = list(args.device)
     if args.place:
         devices.append(placement_rules(args.place))
-    scenarios = scenarios_of(devices)             # unknown devices fail here, before any work
+    if (args.trace or args.roofline) and not devices:
+        raise UsageError("--trace and --roofline need a --device to simulate on")
+    for flag in ("output", "trace", "roofline"):
+        check_output(getattr(args, flag), "-o" if flag == "output" else f"--{flag}")
+    if args.roofline:
+        need_matplotlib("--roofline")
+    return scenarios_of(devices)                  # unknown devices and bad YAML fail here
+
+
+def run(argv: Sequence[str]) -> int:
+    args = parser().parse_args(argv)
+    scenarios = check_args(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = build_model(args.model, dtype=DTYPES[args.dtype])
+        model = build_model(args.model, dtype=DTYPES[args.dtype])   # a bad config fails here, before counting
+        if not generates(model):
+            return _forward(model, args, scenarios)
         bar = ProgressBar()
         try:
             g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios,
@@ -93,36 +104,74 @@ def run(argv: Sequence[str]) -> int:
                                    kv_dtype=args.kv_dtype)
         finally:
             bar.close()
-    first = next(iter(scenarios), None)
-    prefill_sim = simulate(g.prefill, scenarios[first], weight_dtype=args.weight_dtype, name=first,
-                           bound=args.bound) if first else None
-    if args.trace or args.roofline:
-        if prefill_sim is None:
-            raise UsageError("--trace and --roofline need a --device to simulate on")
-        if args.trace:
-            from dispatchprof.report.trace import write_trace
-            write_trace(prefill_sim, args.trace)
-        if args.roofline:
-            from dispatchprof.report.roofline import plot_roofline
-            plot_roofline(prefill_sim, args.roofline)
-    text = render(g, args, prefill_sim)
-    if args.output:
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    for d in g.devices.values():
+        for c in d.capacity:
+            if c.fits is False:
+                warn(c.message)
+    sims = [simulate(g.prefill, scenarios[n], weight_dtype=args.weight_dtype, name=n, bound=args.bound)
+            for n in scenarios] if (args.trace or args.roofline or args.format in ("table", "markdown")) else []
+    _write_plots(args, sims)
+    emit(_render(g, args, sims[0] if sims else None), args.output)
     return 0
 
 
-def render(g, args, prefill_sim) -> str:
+def _write_plots(args, sims) -> None:
+    if args.trace:
+        from dispatchprof.report.trace import write_trace
+        write_trace(sims[0], args.trace)
+    if args.roofline:
+        from dispatchprof.report.roofline import plot_roofline
+        plot_roofline(sims, args.roofline)
+
+
+def _render(g, args, prefill_sim) -> str:
     if args.format == "json":
-        return json.dumps(generation_to_dict(g, args.model), indent=1) + "\n"
+        return as_json({**generation_to_dict(g, args.model), "dtype": args.dtype})
     if args.format == "csv":
         return generation_csv(g)
-    fmt = "github" if args.format == "markdown" else "simple"
-    parts = [generation_summary(g, model=args.model, fmt=fmt),
-             "Prefill by module" + (f" (time on {prefill_sim.name})" if prefill_sim else "") + ":\n"
-             + report.module_tree(g.prefill, prefill_sim, depth=args.depth, fmt=fmt)]
+    return _tables(generation_summary(g, model=args.model, fmt=table_fmt(args.format)), g.prefill, prefill_sim,
+                   args, "Prefill by")
+
+
+def _tables(head: str, profile, sim, args, label: str) -> str:
+    """``head``, then the module tree and the operator table (times on ``sim``), then the legend."""
+    fmt = table_fmt(args.format)
+    parts = [head, f"{label} module" + (f" (time on {sim.name})" if sim else "") + ":\n"
+             + report.module_tree(profile, sim, depth=args.depth, fmt=fmt)]
     if args.top > 0:
-        parts.append("Prefill by operator:\n" + report.operator_table(g.prefill, prefill_sim, row_limit=args.top, fmt=fmt))
+        parts.append(f"{label} operator:\n" + report.operator_table(profile, sim, row_limit=args.top, fmt=fmt))
     parts.append(report.LEGEND)
     return "\n\n".join(parts) + "\n"
+
+
+def _forward(model, args, scenarios) -> int:
+    """An encoder or encoder-decoder: one forward pass, tokens/s of the processed tokens."""
+    f = profile_forward(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios or None,
+                        weight_dtype=args.weight_dtype, bound=args.bound)
+    sims = list(f.simulations.values())
+    for sim in sims:
+        if sim.fits() is False:
+            warn(f"{sim.name}: the model does not fit in the device's memory (simulated anyway)")
+    _write_plots(args, sims)
+    emit(_render_forward(f, args, sims), args.output)
+    return 0
+
+
+def _render_forward(f: ForwardProfile, args, sims) -> str:
+    data = forward_to_dict(f, args.model, args.dtype)
+    if args.format == "json":
+        return as_json(data)
+    if args.format == "csv":
+        head = ["kind", "batch", "seq_len", "decoder_len", "tokens"]
+        cols = ["time_s", "energy_j", "tokens_per_s", "energy_per_token_j", "fits"]
+        lines = [",".join(["device", *head, "flops", "macs", *cols])]
+        for name, d in data["devices"].items() or [("", dict.fromkeys(cols, ""))]:
+            lines.append(",".join(map(str, [name, *(data[k] for k in head), f.profile.total().flops,
+                                            f.profile.total().macs, *(d[k] for k in cols)])))
+        return "\n".join(lines) + "\n"
+    fmt = table_fmt(args.format)
+    title = (f"{args.model}: {f.kind} forward pass, batch {f.batch}, {f.seq_len} tokens"
+             + (f" into the encoder and {f.decoder_len} into the decoder" if f.decoder_len else "")
+             + f" ({f.tokens} tokens processed; no generation metrics: the model does not generate token by token)")
+    head = title + "\n\n" + report.summary(f.profile, sims, fmt=fmt, tokens={"forward": f.tokens})
+    return _tables(head, f.profile, sims[0] if sims else None, args, "By")

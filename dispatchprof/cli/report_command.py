@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from typing import Sequence
 
 from dispatchprof import report
+from dispatchprof.cli.options import add_format, as_json, emit, table_fmt
 from dispatchprof.cli.parser import Parser
-from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.report.generation import generation_summary
 from dispatchprof.results.files import read_json
+from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
+from dispatchprof.results.generation import generation_from_dict, generation_to_dict
 from dispatchprof.results.profile import SCHEMA as PROFILE_SCHEMA
 from dispatchprof.results.profile import Profile
-from dispatchprof.report.generation import generation_summary
-from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
-from dispatchprof.results.generation import generation_from_dict
+from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import simulate
+
+SCHEMA = "dispatchprof.report"
+FORWARD_SCHEMA = "dispatchprof.forward"     # dispatchprof.llm.forward.forward_to_dict
 
 
 def run(argv: Sequence[str]) -> int:
@@ -24,28 +28,34 @@ def run(argv: Sequence[str]) -> int:
     p.add_argument("--device", action="append", default=[], help="simulate a saved Profile on this device")
     p.add_argument("--depth", type=int, default=3)
     p.add_argument("--top", type=int, default=10)
-    p.add_argument("--format", choices=("table", "markdown"), default="table")
+    add_format(p)
     args = p.parse_args(argv)
-    fmt = "github" if args.format == "markdown" else "simple"
+    scenarios = scenarios_of(args.device)              # bad devices fail before the file is read
     data = read_json(args.file, "file")
     schema = data.get("schema") if isinstance(data, dict) else None
-    parts = []
+    g = model = None
     if schema == GENERATION_SCHEMA:
         g, model = generation_from_dict(data, args.file)
-        parts.append(generation_summary(g, model=model, fmt=fmt))
         profile = g.prefill
     elif schema == PROFILE_SCHEMA:
         profile = Profile.from_dict(data, args.file)
+    elif schema == FORWARD_SCHEMA:
+        profile = Profile.from_dict(data.get("profile"), args.file)
     else:
         raise ValueError(f"{args.file}: not a dispatchprof profile (schema {schema!r}; expected "
-                         f"{PROFILE_SCHEMA!r} or {GENERATION_SCHEMA!r})")
-    scenarios = scenarios_of(args.device)
+                         f"{PROFILE_SCHEMA!r}, {GENERATION_SCHEMA!r} or {FORWARD_SCHEMA!r})")
     sims = [simulate(profile, scenarios[n], name=n) for n in scenarios]
-    if schema == PROFILE_SCHEMA:
-        parts.append(report.summary(profile, sims, fmt=fmt))
+    if args.format == "json":
+        emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,
+                      "totals": dataclasses.asdict(profile.total()),
+                      "simulations": {s.name: dataclasses.asdict(s.total) for s in sims},
+                      "generation": generation_to_dict(g, model) if g is not None else None}))
+        return 0
+    fmt = table_fmt(args.format)
+    parts = [generation_summary(g, model=model, fmt=fmt)] if g is not None else [report.summary(profile, sims, fmt=fmt)]
     parts.append(report.module_tree(profile, sims[0] if sims else None, depth=args.depth, fmt=fmt))
     if args.top > 0:
         parts.append(report.operator_table(profile, sims[0] if sims else None, row_limit=args.top, fmt=fmt))
     parts.append(report.LEGEND)
-    sys.stdout.write("\n\n".join(parts) + "\n")
+    emit("\n\n".join(parts) + "\n")
     return 0

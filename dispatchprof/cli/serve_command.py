@@ -10,7 +10,7 @@ import warnings
 from typing import Sequence
 
 from dispatchprof.cli.parser import Parser, UsageError
-from dispatchprof.cli.profile_command import DTYPES, positive
+from dispatchprof.cli.options import DTYPES, model_dtype, size, weight_dtype
 from dispatchprof.results.files import write_atomic
 from dispatchprof.serving.cost import KV_BITS
 from dispatchprof.serving.engine import ROUTERS
@@ -18,7 +18,6 @@ from dispatchprof.serving.metrics import parse_duration
 from dispatchprof.serving.render import plot_serving, requests_csv, summary_csv, summary_table, timeline_csv
 from dispatchprof.serving.requests import ARRIVALS, generate_requests, parse_length, read_trace
 from dispatchprof.serving.serve import prepare_serving, simulate_serving
-from dispatchprof.sim.device import WEIGHT_BITS
 
 FORMATS = ("table", "markdown", "json", "csv")
 
@@ -33,30 +32,30 @@ def parser() -> Parser:
     src.add_argument("--requests", metavar="FILE", help="JSONL or CSV with arrival_s, prompt_tokens, output_tokens")
     src.add_argument("--rate", action="append", default=[], metavar="REQ_PER_S",
                      help="request rate (repeat or comma-separate for several rates)")
-    src.add_argument("--num-requests", type=positive, default=1000)
+    src.add_argument("--num-requests", type=size(), default=1000)
     src.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
     src.add_argument("--prompt-len", default="512", help="a number or uniform:LOW:HIGH")
     src.add_argument("--output-len", default="128", help="a number or uniform:LOW:HIGH")
     src.add_argument("--seed", type=int, default=0)
     src.add_argument("--images", type=int, default=0, help="images per generated prompt (a trace has an images field)")
-    src.add_argument("--image-size", type=positive, metavar="PIXELS",
+    src.add_argument("--image-size", type=size(), metavar="PIXELS",
                      help="image side: counts the model's image encoder into the time to first token")
     eng = p.add_argument_group("engine")
-    eng.add_argument("--max-seqs", type=positive, default=256)
-    eng.add_argument("--max-batched-tokens", type=positive, default=8192)
+    eng.add_argument("--max-seqs", type=size(), default=256)
+    eng.add_argument("--max-batched-tokens", type=size(), default=8192)
     eng.add_argument("--no-chunked-prefill", action="store_true")
-    eng.add_argument("--block-size", type=positive, default=16)
-    eng.add_argument("--kv-blocks", type=positive, help="KV blocks per replica (default: memory left after weights)")
+    eng.add_argument("--block-size", type=size(), default=16)
+    eng.add_argument("--kv-blocks", type=size(), help="KV blocks per replica (default: memory left after weights)")
     eng.add_argument("--memory-utilization", type=float, default=0.9)
-    eng.add_argument("--replicas", type=positive, default=1)
+    eng.add_argument("--replicas", type=size(), default=1)
     eng.add_argument("--router", choices=ROUTERS, default="round_robin")
-    eng.add_argument("--dtype", choices=tuple(DTYPES), default="bf16")
-    eng.add_argument("--weight-dtype", choices=tuple(WEIGHT_BITS))
+    eng.add_argument("--dtype", type=model_dtype, default="bf16", help="bf16|bfloat16, fp16|float16, fp32|float32")
+    eng.add_argument("--weight-dtype", type=weight_dtype)
     eng.add_argument("--kv-dtype", choices=tuple(KV_BITS), help="KV-cache dtype (bytes, capacity and time follow)")
     eng.add_argument("--bound", action="store_true", help="the pure roofline (no efficiencies or overheads)")
     spec = p.add_argument_group("speculative decoding")
     spec.add_argument("--draft", metavar="MODEL", help="draft model (same vocabulary as the target)")
-    spec.add_argument("--spec-tokens", type=positive, default=4, help="k tokens speculated per step")
+    spec.add_argument("--spec-tokens", type=size(), default=4, help="k tokens speculated per step")
     spec.add_argument("--acceptance", type=float, default=0.7, help="acceptance rate of a draft token")
     out = p.add_argument_group("output")
     out.add_argument("--slo-ttft", metavar="DURATION", help="TTFT objective with a unit, such as 200ms")

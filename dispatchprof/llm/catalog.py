@@ -3,11 +3,20 @@
 ``load_config(spec)`` takes a catalog name ("llama-3.2-1b"), a path to a config.json or to a
 folder holding one, or a hub id ("meta-llama/Llama-3.1-8B", only where the hub is reachable).
 dispatchprof never runs remote code: a config that asks for it (``auto_map``) is refused.
+
+A config.json is validated before any model is built: an unknown ``model_type`` names the
+closest known ones; a field whose type differs from the type of transformers' default for that
+model type (``"hidden_size": "abc"``) is refused naming the field; the sizes that shape the
+model (`SIZE_FIELDS`) must be whole numbers from 1 to `MAX_SIZE`. A hub id is looked up in the
+local cache first; when it is not there and the hub cannot be reached within
+`HUB_CONNECT_TIMEOUT_S`, it fails at once instead of retrying.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import socket
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -16,6 +25,14 @@ import yaml
 
 from dispatchprof.errors import ModelSpecError
 from dispatchprof.results.files import read_json
+
+
+#: Fields that shape a model: each must be a whole number from 1 to MAX_SIZE where present.
+SIZE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+               "num_key_value_heads", "head_dim", "n_embd", "n_layer", "n_head", "n_positions", "d_model",
+               "d_ff", "num_layers", "num_heads", "d_kv")
+MAX_SIZE = 1 << 24
+HUB_CONNECT_TIMEOUT_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -71,21 +88,93 @@ def _config_from_file(path: str) -> Any:
     model_type = data.pop("model_type", None)
     if not model_type:
         raise ModelSpecError(f"{path}: missing field 'model_type' (llama, mistral, gpt2, ...)")
+    check_config_fields(path, model_type, data)
     try:
         return transformers.AutoConfig.for_model(model_type, **data)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         raise ModelSpecError(f"{path}: {e}") from None
+
+
+def check_config_fields(path: str, model_type: Any, data: dict) -> None:
+    """Refuse an unknown model type (naming the closest known ones), a field whose type differs
+    from its default's for that model type, and a size outside 1 .. MAX_SIZE."""
+    from transformers import CONFIG_MAPPING
+
+    known = list(CONFIG_MAPPING.keys())
+    if not isinstance(model_type, str) or model_type not in known:
+        close = difflib.get_close_matches(str(model_type), known, n=5, cutoff=0.5)
+        hint = f"closest known: {', '.join(close)}" if close else f"known types include {', '.join(known[:8])}, ..."
+        raise ModelSpecError(f"{path}: field 'model_type' = {model_type!r} is not a model type transformers "
+                             f"knows; {hint}")
+    defaults = CONFIG_MAPPING[model_type]()
+    for key, value in data.items():
+        default = getattr(defaults, key, None)
+        expected = _expected_type(default)
+        if expected is not None and value is not None and not _is_type(value, expected):
+            raise ModelSpecError(f"{path}: field {key!r} must be {expected} (as in {model_type} configs), "
+                                 f"got {type(value).__name__} {_short(value)}")
+    for key in SIZE_FIELDS:
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SIZE:
+            raise ModelSpecError(f"{path}: field {key!r} must be a whole number from 1 to {MAX_SIZE:,}, "
+                                 f"got {_short(value)}")
+
+
+def _expected_type(default: Any) -> str | None:
+    for t, name in ((bool, "true or false"), (int, "a number"), (float, "a number"), (str, "a string"),
+                    (list, "a list"), (dict, "a mapping")):
+        if isinstance(default, t):
+            return name
+    return None
+
+
+def _is_type(value: Any, expected: str) -> bool:
+    if expected == "true or false":
+        return isinstance(value, bool)
+    if expected == "a number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"a string": str, "a list": (list, tuple), "a mapping": dict}[expected])
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _config_from_hub(hub_id: str) -> Any:
     import transformers
 
     try:
+        return transformers.AutoConfig.from_pretrained(hub_id, trust_remote_code=False, local_files_only=True)
+    except Exception:  # noqa: BLE001  (not in the local cache: ask the hub, if it can be reached)
+        pass
+    if not hub_reachable():
+        raise ModelSpecError(f"{hub_id}: could not load the config from the model hub: not in the local cache and "
+                             f"the hub cannot be reached (no network); use a bundled model ({', '.join(catalog())}) or a local config.json")
+    try:
         return transformers.AutoConfig.from_pretrained(hub_id, trust_remote_code=False)
     except Exception as e:  # noqa: BLE001  (the hub client raises many types; all mean "not here")
         raise ModelSpecError(f"{hub_id}: could not load the config from the model hub ({type(e).__name__}); "
                              f"this machine may have no network: use a bundled model ({', '.join(catalog())}) "
                              f"or a local config.json") from None
+
+
+def hub_reachable(timeout_s: float = HUB_CONNECT_TIMEOUT_S) -> bool:
+    """Whether a TCP connection to the model hub opens within ``timeout_s`` (False at once when
+    huggingface_hub is set offline)."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    host = constants.ENDPOINT.split("://", 1)[-1].split("/", 1)[0]
+    name, _, port = host.partition(":")
+    try:
+        with socket.create_connection((name, int(port or 443)), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 def catalog_entry(spec: Any) -> CatalogEntry | None:

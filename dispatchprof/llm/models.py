@@ -27,7 +27,7 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.
 
     config = load_config(spec) if isinstance(spec, (str, os.PathLike)) else spec
     entry = catalog_entry(spec)
-    auto = entry.auto if entry is not None else "causal_lm"
+    auto = entry.auto if entry is not None else default_auto(config)
     kwargs: dict[str, Any] = {}
     if _is_moe(config):
         register_balanced_experts()
@@ -35,9 +35,23 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.
     cls = transformers.AutoModel if auto == "model" else transformers.AutoModelForCausalLM
     try:
         return fake_model(lambda: cls.from_config(config, **kwargs), dtype=dtype)
-    except ValueError as e:
+    except (ValueError, TypeError) as e:
         raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a "
                              f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
+
+
+def default_auto(config: Any) -> str:
+    """How a config without a catalog entry is built: "causal_lm" where transformers has a causal
+    LM for its model type and the type is not an encoder (a masked LM such as BERT, unless its
+    config says ``is_decoder``), else "model" (the bare encoder or encoder-decoder: BERT, T5)."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    model_type = getattr(config, "model_type", "")
+    encoder = model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder", False)
+    causal = model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not encoder
+    return "causal_lm" if causal and not getattr(config, "is_encoder_decoder", False) else "model"
 
 
 def _is_moe(config: Any) -> bool:

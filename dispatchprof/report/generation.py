@@ -20,7 +20,9 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
     """The phase table and the device table of a generation."""
     title = (f"{model + ': ' if model else ''}batch {g.batch}, prompt {g.prompt_len} tokens, "
              f"{g.new_tokens} new tokens (prefill + {g.new_tokens - 1} decode steps; "
-             f"{g.steps_counted} decode steps counted, the rest summed exactly)")
+             f"{g.steps_counted} decode steps counted, the rest summed exactly)" if g.new_tokens > 1 else
+             f"{model + ': ' if model else ''}batch {g.batch}, prompt {g.prompt_len} tokens, 1 new token "
+             f"(the prefill only: no decode step)")
     phases = [["prefill", units.si(g.prefill_totals.flops), units.si(g.prefill_totals.macs),
                units.nbytes(g.prefill_totals.bytes), str(g.tokens["prefill"])],
               ["decode (all steps)", units.si(g.decode_totals.flops), units.si(g.decode_totals.macs),
@@ -29,9 +31,12 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
     text += (f"\n\nKV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
              f"{units.nbytes(g.weights_bytes)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
     if g.devices:
+        decodes = g.new_tokens > 1          # one new token: no decode step, TPOT and decode rate are "-"
         rows = [[d.name, units.seconds(d.ttft_s),
-                 f"{units.seconds(d.tpot_first_s)} / {units.seconds(d.tpot_mean_s)} / {units.seconds(d.tpot_last_s)}",
-                 f"{d.tokens_per_s:,.1f}", f"{d.decode_tokens_per_s:,.1f}", units.joules(d.energy_per_token_j),
+                 f"{units.seconds(d.tpot_first_s)} / {units.seconds(d.tpot_mean_s)} / {units.seconds(d.tpot_last_s)}"
+                 if decodes else "-",
+                 f"{d.tokens_per_s:,.1f}", f"{d.decode_tokens_per_s:,.1f}" if decodes else "-",
+                 units.joules(d.energy_per_token_j),
                  units.percent(d.prefill.memory_bound_s + d.decode.memory_bound_s, d.total_time_s),
                  _fits(d.capacity)] for d in g.devices.values()]
         text += "\n\n" + render(rows, ["device", "TTFT", "TPOT first / mean / last", "tokens/s", "decode tokens/s",

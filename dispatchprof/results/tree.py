@@ -110,10 +110,20 @@ def merge(nodes: tuple[Node, ...], label: str) -> Node:
                    sim=sim, children=kids, repeat=len(nodes) * first.repeat)
 
 
+#: Starts a label whose indentation would begin with a space: table renderers strip leading
+#: whitespace, which flattened every row below the root's last child. U+2800 (braille blank)
+#: shows as a blank of one column but is not whitespace, so the indentation survives.
+INDENT_GUARD = "\u2800"
+
+
 def walk(node: Node, depth: int = -1, prefix: str = "", last: bool = True, level: int = 0):
-    """(tree label with glyphs, node, level) for every node down to ``depth`` (-1: all)."""
+    """(tree label with glyphs, node, level) for every node down to ``depth`` (-1: all).
+    A label never starts with whitespace (see `INDENT_GUARD`)."""
     glyph = "" if level == 0 else ("└─ " if last else "├─ ")
-    yield prefix + glyph + node.label, node, level
+    label = prefix + glyph + node.label
+    if label.startswith(" "):
+        label = INDENT_GUARD + label[1:]
+    yield label, node, level
     if depth != -1 and level >= depth:
         return
     child_prefix = prefix + ("" if level == 0 else ("   " if last else "│  "))

@@ -7,6 +7,11 @@ optional ``defaults`` merged under every device, and ``devices`` (name -> fields
 Loading is strict: an unknown, missing, duplicated or wrongly typed key, a NaN or infinite number,
 a zero or negative bandwidth or peak, raises `DeviceProfileError` naming the file, the device and
 the field. YAML is read with a safe loader only.
+
+Before parsing, a file is refused when it is larger than `MAX_FILE_BYTES`, not UTF-8 text,
+nested deeper than `MAX_DEPTH`, or uses anchors and aliases; every key must be a string. A
+nonzero figure must lie in the physical range of its unit (`UNIT_RANGES`, found by the end of
+the field's name), so a wrong unit or a typo such as 1e-300 is refused with the limit it broke.
 """
 
 from __future__ import annotations
@@ -65,6 +70,24 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "sources": ((dict,), False, ("sources", None)),
 }
 _LARGEST = 1e12   # no figure in these units comes near it (the largest are about 1e5)
+#: A profile file holds a few kB; this is 50 times the largest bundled one.
+MAX_FILE_BYTES = 256 * 1024
+#: Mappings and lists nest at most this deep (a profile needs 4: file, devices, device, table).
+MAX_DEPTH = 8
+#: (smallest, largest) nonzero value of a figure, by the unit its field name ends in.
+UNIT_RANGES: dict[str, tuple[float, float]] = {
+    "_gb": (1e-6, 1e6),              # memory capacity: 1 kB .. 1 PB
+    "_mb": (1e-6, 1e9),              # cache capacity: 1 B .. 1 PB
+    "_gb_per_s": (1e-6, 1e6),        # bandwidth: 1 kB/s .. 1 PB/s
+    "tflops": (1e-9, 1e6),           # peaks: 1 kFLOP/s .. 1 EFLOP/s
+    "_pj_per_bit": (1e-4, 1e4),
+    "pj_per_flop": (1e-4, 1e4),
+    "_us": (1e-6, 1e6),              # 1 ps .. 1 s
+    "_w": (1e-6, 1e6),               # 1 uW .. 1 MW
+    "efficiency": (1e-6, 1.0),
+    "cost_weights": (1e-6, 1e6),     # relative cost of a DIV, SQRT, ... against an ADD
+    "ns_per_element": (1e-9, 1e9),
+}
 _TABLE_KEYS = {"dtype": DTYPE_KEYS, "weight": WEIGHT_CATEGORIES, "override": OVERRIDE_OPS}
 _FILE_KEYS = ("family", "source", "defaults", "devices")
 
@@ -77,6 +100,10 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
+        if not isinstance(key, str):
+            raise DeviceProfileError(f"{loader.name}: the key at line {key_node.start_mark.line + 1} is of type "
+                                     f"{type(key).__name__}; every key of a device profile is a string "
+                                     f"(a field or device name, quoted if it looks like a number)")
         if key in seen:
             raise DeviceProfileError(f"{loader.name}: duplicated key {key!r} at line {key_node.start_mark.line + 1} "
                                      f"(first at line {seen[key]})")
@@ -88,36 +115,62 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 
 
 def read_profile_file(path: str | os.PathLike) -> list[Device]:
-    """Every device of one profile file, validated."""
+    """Every device of one profile file, validated (size and encoding checked before parsing)."""
     path = str(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise DeviceProfileError(f"{path}: cannot read the device profile ({e.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise DeviceProfileError(f"{path}: a device profile is at most {MAX_FILE_BYTES // 1024} KiB; "
+                                 f"this file is larger")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DeviceProfileError(f"{path}: a device profile is UTF-8 text; byte 0x{data[e.start]:02x} at "
+                                 f"offset {e.start} is not UTF-8") from None
     return parse_profile(text, path)
 
 
 def parse_profile(text: str, where: str) -> list[Device]:
     """Every device of a profile document (YAML text), validated; ``where`` names it in errors.
     Anchors and aliases are refused (they allow exponential "billion laughs" documents)."""
+    if len(text) > MAX_FILE_BYTES:
+        raise DeviceProfileError(f"{where}: a device profile is at most {MAX_FILE_BYTES // 1024} KiB; "
+                                 f"this one holds {len(text):,} characters")
+    depth = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                line = event.start_mark.line + 1
                 raise DeviceProfileError(f"{where}: YAML anchors and aliases are not allowed in device profiles "
                                          f"(line {line}); use the file's 'defaults' mapping to share fields")
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise DeviceProfileError(f"{where}: nested deeper than {MAX_DEPTH} levels at line {line}; "
+                                             f"a device profile needs 4 (file, devices, device, table)")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
     except yaml.YAMLError as e:
-        raise DeviceProfileError(f"{where}: not valid YAML: {e}") from None
+        raise DeviceProfileError(f"{where}: not valid YAML{_yaml_problem(e)}") from None
     loader = _StrictLoader(text)
     loader.name = where
     try:
         data = loader.get_single_data()
     except yaml.YAMLError as e:
-        raise DeviceProfileError(f"{where}: not valid YAML: {e}") from None
+        raise DeviceProfileError(f"{where}: not valid YAML{_yaml_problem(e)}") from None
     finally:
         loader.dispose()
     return _devices_of(where, data)
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """': what the parser expected (line L column C)' from a YAML error, on one line."""
+    mark = getattr(e, "problem_mark", None)
+    where = f" (line {mark.line + 1} column {mark.column + 1})" if mark is not None else ""
+    return f": {getattr(e, 'problem', None) or e}{where}"
 
 
 def _devices_of(path: str, data: Any) -> list[Device]:
@@ -180,6 +233,8 @@ def _check_field(where: str, key: str, value: Any) -> None:
         problem = check(value)
         if problem:
             raise DeviceProfileError(f"{where}: field {key!r} {problem}, got {value!r}")
+    if isinstance(value, (int, float)):
+        _check_range(where, key, value)
 
 
 def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> None:
@@ -202,3 +257,16 @@ def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> N
         problem = value_check(v)
         if problem:
             raise DeviceProfileError(f"{where}: field '{key}.{k}' {problem}, got {v!r}")
+        _check_range(where, f"{key}.{k}", v, key)
+
+
+def _check_range(where: str, label: str, value: float, key: str | None = None) -> None:
+    """A nonzero figure must lie in the physical range of its unit (`UNIT_RANGES`)."""
+    name = key or label
+    unit = max((u for u in UNIT_RANGES if name.endswith(u)), key=len, default=None)
+    if unit is None or value == 0:
+        return
+    low, high = UNIT_RANGES[unit]
+    if not low <= abs(value) <= high:
+        raise DeviceProfileError(f"{where}: field {label!r} = {value!r} is outside the physical range "
+                                 f"{low:g} .. {high:g} of its unit (check the unit in the field's name)")

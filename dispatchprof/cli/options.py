@@ -1,0 +1,129 @@
+"""Options and checks every subcommand shares, run before any work starts.
+
+Sizes have limits far above any real run but low enough to refuse a typo such as
+``--batch 1000000000000`` at once (`SIZE_LIMITS`). Output paths are checked for a folder that
+exists and can be written, so a mistake fails before counting and names the path the user gave.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+import torch
+
+from dispatchprof.cli.parser import Parser, UsageError
+from dispatchprof.results.files import write_atomic
+from dispatchprof.sim.device import WEIGHT_BITS
+
+#: The largest value each size option takes (a whole number >= 1 up to this).
+SIZE_LIMITS = {"batch": 1 << 20, "prompt_len": 1 << 24, "new_tokens": 1 << 20}
+#: The dtypes a model's tensors can take: canonical short name -> torch dtype.
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+#: Other spellings (torch's and transformers' names) -> the canonical short name.
+DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
+                 "float8": "fp8", "float8_e4m3fn": "fp8"}
+
+
+def canonical_dtype(text: str, allowed: Sequence[str]) -> str:
+    """A dtype's canonical short name ('bfloat16', 'torch.bfloat16' and 'bf16' give 'bf16')."""
+    key = text.strip().lower().removeprefix("torch.")
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in allowed:
+        names = ", ".join(f"{k} ({n})" if (n := next((a for a, c in DTYPE_ALIASES.items() if c == k), None))
+                          else k for k in allowed)
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; allowed: {names}")
+    return key
+
+
+def model_dtype(text: str) -> str:
+    """argparse type of --dtype: a canonical key of `DTYPES`."""
+    return canonical_dtype(text, tuple(DTYPES))
+
+
+def weight_dtype(text: str) -> str:
+    """argparse type of --weight-dtype: a canonical key of WEIGHT_BITS."""
+    return canonical_dtype(text, tuple(WEIGHT_BITS))
+
+
+def size(name: str | None = None):
+    """argparse type: a whole number from 1 up to ``SIZE_LIMITS[name]`` (no upper limit without a name)."""
+    limit = SIZE_LIMITS[name] if name is not None else None
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
+        if limit is not None and value > limit:
+            raise argparse.ArgumentTypeError(f"expected at most {limit:,}, got {value:,}")
+        return value
+    return parse
+
+
+def size_list(name: str):
+    """argparse type: comma-separated sizes ('1,8,64'), each checked like `size`."""
+    one = size(name)
+
+    def parse(text: str) -> list[int]:
+        items = [t for t in text.split(",") if t.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers such as 1,8,64, got {text!r}")
+        return [one(t.strip()) for t in items]
+    return parse
+
+
+def add_format(p: Parser, formats: Sequence[str] = ("table", "markdown", "json")) -> None:
+    """--format (table, markdown, json, ...) and --json, the short form of --format json."""
+    p.add_argument("--format", choices=tuple(formats), default=formats[0])
+    p.add_argument("--json", action="store_const", dest="format", const="json",
+                   help="JSON on stdout (schema: docs/cli.md); the same as --format json")
+
+
+def table_fmt(fmt: str) -> str:
+    """tabulate's style for a --format choice."""
+    return "github" if fmt == "markdown" else "simple"
+
+
+def check_output(path: str | None, flag: str) -> None:
+    """Refuse, before any work, an output path whose folder is missing or not writable."""
+    if not path:
+        return
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path}: is a folder; give a file name")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path}: the folder {os.path.dirname(path) or '.'} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path}: the folder {os.path.dirname(path) or '.'} is not writable")
+
+
+def need_matplotlib(flag: str) -> None:
+    """Refuse a plot option, before any work, where matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{flag} needs matplotlib: pip install 'dispatchprof[plot]'") from None
+
+
+def emit(text: str, output: str | None = None) -> None:
+    """Write the report to ``output`` (atomically) or to stdout."""
+    if output:
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+def as_json(data: Any) -> str:
+    """The JSON text every --json output uses."""
+    return json.dumps(data, indent=1) + "\n"
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr (the run goes on)."""
+    print(f"dispatchprof: warning: {' '.join(message.split())}", file=sys.stderr)

@@ -1,0 +1,126 @@
+"""Sweeps: every combination of models, devices, batch sizes, prompt lengths and new-token
+counts, in parallel.
+
+A model shape (model, batch, prompt_len, new_tokens) is counted once, in one task, and
+simulated there on every device; so a sweep runs ``models x batches x prompt_lens x new_tokens``
+tasks and returns ``that x devices`` rows. Tasks go to any ``concurrent.futures.Executor``:
+a local process pool by default, or, for a cluster, a Dask client's ``get_executor()``; the
+task function and its arguments are plain picklable values (device names or YAML paths).
+A combination that does not fit in a device's memory is kept, with ``fits=False``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import itertools
+import multiprocessing
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from dispatchprof.llm.catalog import load_config
+from dispatchprof.llm.forward import generates, profile_forward
+from dispatchprof.llm.generation import profile_generation
+from dispatchprof.llm.models import build_model
+from dispatchprof.report.sweep import mark_pareto
+from dispatchprof.results.sweep import SweepRow
+from dispatchprof.sim.placement import scenarios_of
+
+DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One task of a sweep: what is counted once."""
+
+    model: str
+    batch: int
+    prompt_len: int
+    new_tokens: int
+
+
+def shapes(models: Sequence[str], batches: Sequence[int], prompt_lens: Sequence[int],
+           new_tokens: Sequence[int]) -> list[Shape]:
+    """Every combination, in the order of the arguments (models outermost)."""
+    return [Shape(*c) for c in itertools.product(models, batches, prompt_lens, new_tokens)]
+
+
+def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_dtype: str | None = None,
+              bound: bool = False) -> list[SweepRow]:
+    """Count one shape and simulate it on every device: one row per device (a task)."""
+    import torch
+
+    torch.set_num_threads(1)            # tasks run side by side: one thread each
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = build_model(shape.model, dtype=getattr(torch, DTYPE_NAMES[dtype]))
+        if not generates(model):
+            return _forward_rows(model, shape, devices, dtype, weight_dtype, bound)
+        g = profile_generation(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
+                               weight_dtype=weight_dtype, bound=bound)
+    rows = []
+    for d in g.devices.values():
+        caps = [c for c in d.capacity if c.capacity_bytes is not None]
+        fits = None if not caps else all(c.fits for c in caps)
+        rows.append(SweepRow(shape.model, d.name, "decoder", dtype, shape.batch, shape.prompt_len, shape.new_tokens,
+                             d.total_time_s, d.prefill.energy_j + d.decode.energy_j, d.tokens_per_s,
+                             d.energy_per_token_j, d.ttft_s, d.tpot_mean_s if shape.new_tokens > 1 else None,
+                             max(c.required_bytes for c in d.capacity),
+                             sum(c.capacity_bytes for c in caps) if caps else None, fits))
+    return rows
+
+
+def _forward_rows(model, shape: Shape, devices, dtype, weight_dtype, bound) -> list[SweepRow]:
+    f = profile_forward(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
+                        weight_dtype=weight_dtype, bound=bound)
+    rows = []
+    for name, sim in f.simulations.items():
+        t = sim.total
+        rows.append(SweepRow(shape.model, name, f.kind, dtype, shape.batch, shape.prompt_len, shape.new_tokens,
+                             t.time_s, t.energy_j, f.tokens / t.time_s if t.time_s else 0.0,
+                             t.energy_j / f.tokens, None, None, None, None, sim.fits()))
+    return rows
+
+
+def default_executor(tasks: int) -> cf.Executor:
+    """A process pool of min(tasks, CPUs) workers, started with 'spawn' (safe with torch's threads)."""
+    workers = max(1, min(tasks, os.cpu_count() or 1))
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] = (1,),
+          prompt_lens: Sequence[int] = (128,), new_tokens: Sequence[int] = (32,), *, dtype: str = "bf16",
+          weight_dtype: str | None = None, bound: bool = False, executor: cf.Executor | None = None,
+          progress: Callable[[int, int], None] | None = None) -> list[SweepRow]:
+    """Every combination (see the module docstring); rows ordered as `shapes` then devices,
+    with each device's Pareto front marked. ``executor``: any concurrent.futures.Executor (a
+    process pool of this machine by default, shut down at the end; one given is left open).
+    ``progress(done, total)`` is called as tasks finish."""
+    if not models or not devices:
+        raise ValueError("sweep() needs at least one model and one device")
+    if dtype not in DTYPE_NAMES:
+        raise ValueError(f"sweep(dtype=...) must be one of {tuple(DTYPE_NAMES)}, got {dtype!r}")
+    scenarios_of(list(devices))                          # unknown devices and bad YAML fail here, at once
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for m in dict.fromkeys(models):
+            load_config(m)                               # so do bad model names and configs
+    todo = shapes(models, batches, prompt_lens, new_tokens)
+    own = executor is None
+    pool = default_executor(len(todo)) if own else executor
+    results: dict[int, list[SweepRow]] = {}
+    try:
+        futures = {pool.submit(run_shape, s, list(devices), dtype, weight_dtype, bound): k for k, s in enumerate(todo)}
+        for done, fut in enumerate(cf.as_completed(futures), 1):
+            results[futures[fut]] = fut.result()
+            if progress is not None:
+                progress(done, len(todo))
+    finally:
+        if own:
+            pool.shutdown(cancel_futures=True)
+    rows = [r for k in range(len(todo)) for r in results[k]]
+    return mark_pareto(rows)
+
+
+__all__ = ["Shape", "SweepRow", "run_shape", "shapes", "sweep"]
