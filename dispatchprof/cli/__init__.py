@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
         module = importlib.import_module(f"dispatchprof.cli.{name}_command")
         return module.run(rest)
-    except (UsageError, ValueError, OSError, RecursionError) as e:
+    except (UsageError, ValueError, OSError, RecursionError, ImportError) as e:
         print(f"dispatchprof: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

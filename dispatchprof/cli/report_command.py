@@ -6,10 +6,12 @@ import dataclasses
 from typing import Sequence
 
 from dispatchprof import report
-from dispatchprof.cli.options import add_format, as_json, emit, table_fmt
+from dispatchprof.cli.options import add_format, as_json, check_output, emit, table_fmt
 from dispatchprof.cli.parser import Parser
+from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
 from dispatchprof.results.files import read_json
+from dispatchprof.results.frame import ROWS
 from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
 from dispatchprof.results.generation import generation_from_dict, generation_to_dict
 from dispatchprof.results.profile import SCHEMA as PROFILE_SCHEMA
@@ -28,8 +30,12 @@ def run(argv: Sequence[str]) -> int:
     p.add_argument("--device", action="append", default=[], help="simulate a saved Profile on this device")
     p.add_argument("--depth", type=int, default=3)
     p.add_argument("--top", type=int, default=10)
-    add_format(p)
+    add_format(p, ("table", "markdown", "json", "csv", "parquet"))
+    p.add_argument("--by", choices=tuple(ROWS), default="operator",
+                   help="rows of --format csv|parquet: one per operator, module or op record (raw units)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write csv|parquet rows to FILE (default FILE.csv|.parquet)")
     args = p.parse_args(argv)
+    check_output(args.output, "-o")
     scenarios = scenarios_of(args.device)              # bad devices fail before the file is read
     data = read_json(args.file, "file")
     schema = data.get("schema") if isinstance(data, dict) else None
@@ -45,6 +51,9 @@ def run(argv: Sequence[str]) -> int:
         raise ValueError(f"{args.file}: not a dispatchprof profile (schema {schema!r}; expected "
                          f"{PROFILE_SCHEMA!r}, {GENERATION_SCHEMA!r} or {FORWARD_SCHEMA!r})")
     sims = [simulate(profile, scenarios[n], name=n) for n in scenarios]
+    if args.format in ("csv", "parquet"):
+        emit(table_file(profile, sims, args.output or f"{args.file}.{args.format}", args.format, by=args.by) + "\n")
+        return 0
     if args.format == "json":
         emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,
                       "totals": dataclasses.asdict(profile.total()),
