@@ -3,7 +3,9 @@
 `CountingMode`, a TorchDispatchMode, sees every aten op (forward and backward) and hands it to
 the recorder; `FusedAttentionMode`, a TorchFunctionMode, records
 ``F.scaled_dot_product_attention`` as one fused op before torch picks a backend, so attention
-counts the same on real, meta and fake tensors. Only `OpCounter` uses them.
+counts the same on real, meta and fake tensors. The autograd nodes that call creates (one fused
+kernel's, or the math decomposition's on meta) are remembered by sequence number; in the backward
+their ops are recorded once, as ``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dispatchprof.errors import DataDependentOpError
 from op_formulas.registry import lookup
 
 aten = torch.ops.aten
+_next_sequence_nr = torch._C._autograd._get_sequence_nr
 #: Ops whose output depends on tensor values: impossible on meta tensors.
 DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
                             aten._unique2, aten.unique_consecutive, aten.unique_dim,
@@ -38,7 +41,8 @@ class CountingMode(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         state = self.state
-        if state.inside_fused:
+        if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
+                                  and state.in_fused_backward()):
             return func(*args, **kwargs)
         if func.overloadpacket in DATA_DEPENDENT and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(str(func.overloadpacket), state.scope_and_phase()[0])
@@ -77,9 +81,12 @@ class FusedAttentionMode(TorchFunctionMode):
                 or torch._C._current_graph_task_id() != -1:
             return func(*args, **kwargs)
         self.state.inside_fused += 1
+        start = _next_sequence_nr()
         try:
             out = func(*args, **kwargs)
         finally:
             self.state.inside_fused -= 1
         self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)
         return out
