@@ -5,7 +5,8 @@ and ``cost`` for the `Cost` they return.
 """
 
 from op_formulas import (  # noqa: F401  (imported for their registrations)
-    attention, collectives, conv, loss, matmul, movement, norm, optim, pointwise, pool, random, reduction, rnn,
+    activation, attention, collectives, conv, loss, matmul, movement, norm, optim, pointwise, pool, random,
+    reduction, resample, rnn,
 )
 from op_formulas.cost import CATEGORIES, Cost, T, TensorMeta
 from op_formulas.registry import (

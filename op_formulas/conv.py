@@ -36,7 +36,7 @@ def conv_products(x: TensorMeta, w: TensorMeta, out: TensorMeta, transposed: boo
 
 
 @lru_cache(maxsize=1024)
-def _reached_1d(length: int, sources: int, k: int, stride: int, pad: int, dil: int) -> int:
+def reached_1d(length: int, sources: int, k: int, stride: int, pad: int, dil: int) -> int:
     """Positions of [0, length) hit by o*stride - pad + j*dil for o < sources, j < k."""
     hit = {o * stride - pad + j * dil for o in range(sources) for j in range(k)}
     return sum(1 for p in hit if 0 <= p < length)
@@ -49,7 +49,7 @@ def reached(target: TensorMeta, source: TensorMeta, w: TensorMeta, stride: Any, 
     dims = len(w.shape) - 2
     n = numel(target.shape[:2])
     for d in range(dims):
-        n *= _reached_1d(target.shape[2 + d], source.shape[2 + d], w.shape[2 + d],
+        n *= reached_1d(target.shape[2 + d], source.shape[2 + d], w.shape[2 + d],
                          _at(stride, d, 1), _at(padding, d, 0), _at(dilation, d, 1))
     return n
 

@@ -31,7 +31,7 @@ zero_cost(
     aten.sym_storage_offset, aten.is_same_size, aten.is_nonzero, aten.size, aten.stride,
     aten.dim, aten.numel, aten.set_, aten.resize_, aten.requires_grad_, aten.retain_grad,
     aten._version, aten.record_stream, aten._has_compatible_shallow_copy_type,
-    aten.is_coalesced, aten._nested_tensor_size, aten.tensor_split,
+    aten.is_coalesced, aten._nested_tensor_size, aten.tensor_split, aten._linalg_check_errors,
 )
 
 _MOVEMENT = (
@@ -52,6 +52,9 @@ _MOVEMENT = (
     aten.scalar_tensor, aten.eye, aten._unsafe_index_put, aten.masked_select, aten.nonzero,
     aten.upsample_nearest1d, aten.upsample_nearest2d, aten.upsample_nearest3d,
     aten._pin_memory, aten.unique_consecutive, aten._unique2, aten.lift,
+    aten.pixel_shuffle, aten.pixel_unshuffle, aten.reflection_pad3d, aten.replication_pad3d, aten.im2col,
+    aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d, aten._upsample_nearest_exact3d,
+    aten._efficientzerotensor, aten.channel_shuffle, aten.native_channel_shuffle,
 )
 
 

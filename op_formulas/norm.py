@@ -157,3 +157,24 @@ def group_norm(x: TensorMeta, weight: Any, bias: Any, n_batch: int, channels: in
     stats = layer_norm_row(n, False, False) * (n_batch * group)
     affine = Cost(mult=x.numel * int(weight is not None), add=x.numel * int(bias is not None))
     return stats + affine
+
+
+@formula(aten.native_group_norm_backward)
+def group_norm_backward(grad: TensorMeta, x: TensorMeta, mean: TensorMeta, rstd: TensorMeta,
+                        weight: Any, n_batch: int, channels: int, hw: int, group: int,
+                        output_mask: Sequence[bool], *, result: Any, **kwargs: Any) -> Cost:
+    """As layer_norm_backward with rows = N*G of n = (C/G)*HxW elements: grad_input per row
+    `normalise_backward_row`; grad_weight per channel sum over N*HxW of grad*x_hat
+    (numel MULT + (N*HxW-1)*C ADD, x_hat recomputed when grad_input is not asked);
+    grad_bias (N*HxW-1)*C ADD."""
+    rows, n = n_batch * group, (channels // group) * hw if group else 0
+    m = n_batch * hw                                   # elements per channel
+    cost = Cost()
+    if output_mask[0]:
+        cost += normalise_backward_row(n, weight is not None) * rows
+    if output_mask[1] and weight is not None:
+        x_hat = Cost() if output_mask[0] else Cost(add=x.numel, mult=x.numel)
+        cost += x_hat + Cost(mult=x.numel, add=(m - 1) * channels)
+    if output_mask[2]:
+        cost += Cost(add=(m - 1) * channels)
+    return cost
