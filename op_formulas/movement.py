@@ -105,3 +105,51 @@ def scatter_reduce(self: TensorMeta, dim: int, index: TensorMeta, src: TensorMet
 def triangle(self: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
     """Selection by position: 1 CMP per element."""
     return Cost(cmp=first_meta(result).numel)
+
+
+EMBEDDING_BAG_SUM, EMBEDDING_BAG_MEAN = 0, 1   # mode 2 is max
+
+
+@formula(aten._embedding_bag, aten._embedding_bag_forward_only)
+def embedding_bag(weight: TensorMeta, indices: TensorMeta, offsets: TensorMeta, scale_grad: bool = False,
+                  mode: int = EMBEDDING_BAG_SUM, sparse: bool = False, per_sample_weights: Any = None,
+                  *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """I gathered rows of D elements reduced into B bags: sum (I-B)*D ADD, mean also B*D DIV,
+    max (I-B)*D CMP; per_sample_weights I*D MULT. Reads the indices, offsets and gathered rows;
+    writes the four outputs."""
+    out = first_meta(result)
+    rows, d = indices.numel, weight.shape[-1]
+    bags = out.numel // d if d else 0
+    merged = max(rows - bags, 0) * d
+    cost = Cost(cmp=merged) if mode == 2 else Cost(add=merged, div=bags * d * int(mode == EMBEDDING_BAG_MEAN))
+    if per_sample_weights is not None:
+        cost += Cost(mult=rows * d)
+    read = indices.nbytes + offsets.nbytes + rows * d * weight.itemsize
+    return cost.with_bytes(read=read, written=sum(t.nbytes for t in result if isinstance(t, TensorMeta)))
+
+
+def bag_backward_cost(grad: TensorMeta, indices: TensorMeta, mode: int, weighted: bool) -> Cost:
+    """Each of the I indices adds its bag's gradient row into the table: I*D ADD (mean: +I*D DIV,
+    per-sample weights: +I*D MULT); max adds only each bag's argmax row: numel(grad) ADD."""
+    if mode == 2:
+        return Cost(add=grad.numel)
+    n = indices.numel * grad.shape[-1]
+    return Cost(add=n, div=n * int(mode == EMBEDDING_BAG_MEAN), mult=n * int(weighted))
+
+
+@formula(aten._embedding_bag_backward)
+def embedding_bag_backward(grad: TensorMeta, indices: TensorMeta, offsets: Any, offset2bag: Any,
+                           bag_size: Any, max_indices: Any, num_weights: int, scale_grad: bool,
+                           mode: int, sparse: bool, per_sample_weights: Any = None, *args: Any,
+                           result: Any, **kwargs: Any) -> Cost:
+    """See `bag_backward_cost`."""
+    return bag_backward_cost(grad, indices, mode, per_sample_weights is not None)
+
+
+@formula(aten._embedding_bag_dense_backward)
+def embedding_bag_dense_backward(grad: TensorMeta, indices: TensorMeta, offset2bag: Any, bag_size: Any,
+                                 max_indices: Any, num_weights: int, scale_grad: bool, mode: int,
+                                 per_sample_weights: Any = None, *args: Any, result: Any,
+                                 **kwargs: Any) -> Cost:
+    """See `bag_backward_cost`."""
+    return bag_backward_cost(grad, indices, mode, per_sample_weights is not None)
