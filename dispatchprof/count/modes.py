@@ -51,9 +51,32 @@ class CountingMode(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        out = func(*args, **kwargs)
+        out = run_once(func, args, kwargs)
         state.count(func, args, kwargs, out)
         return out
+
+
+_BELOW_PYTHON = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+_BACKEND_SELECT = torch._C.DispatchKeySet(torch._C.DispatchKey.BackendSelect)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Run an op the mode has intercepted. ``func(*args)`` dispatches it again from the top, and
+    the profiler (torch.profiler, accelerate's profile) records every op a second time; while a
+    profiler is on, an op on plain tensors is redispatched below the Python key instead, a step
+    the dispatcher does not record, so it is seen once. Tensor subclasses (fake tensors) and
+    runs without a profiler take the ordinary path."""
+    if not torch.autograd.profiler._is_profiler_enabled:
+        return func(*args, **kwargs)
+    keys = None
+    for t in iter_tensors((args, kwargs)):
+        if type(t) not in _PLAIN:
+            return func(*args, **kwargs)
+        k = torch._C._dispatch_keys(t)
+        keys = k if keys is None else keys | k
+    keys = _BACKEND_SELECT if keys is None else keys & _BELOW_PYTHON
+    return func.redispatch(keys, *args, **kwargs)
 
 
 _DECOMPOSABLE: dict[Any, bool] = {}
