@@ -8,6 +8,7 @@ normal or not. The devices it simulates on are resolved once, when it is made.
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Iterator, Literal, get_args
 
 from torch import nn
@@ -15,7 +16,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
-from dispatchprof.count.modes import CountingMode, FusedAttentionMode
+from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.results import query
 from dispatchprof.results.profile import Profile
@@ -67,18 +68,21 @@ class OpCounter:
         self._profile: Profile | None = None
         self._modes: list[Any] = []
         self._optimizer_hooks: list[Any] = []
-        self._saved_label: tuple[str, int] | None = None
+        self._flex_eager: bool | None = None
+        self._thread = 0
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
         if self._state is not None:
             raise RuntimeError("this OpCounter is already counting; use a new OpCounter to nest")
         self._profile = None
+        self._thread = threading.get_ident()
         self._state = Recorder(self._model, self._causal)
         self._state.tracker.start()
         self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
                                  register_optimizer_step_post_hook(self._optimizer_finished)]
         self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
+        self._flex_eager = eager_flex_attention(True)
         try:
             for m in self._modes:
                 m.__enter__()
@@ -97,6 +101,9 @@ class OpCounter:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
+            if self._flex_eager is not None:
+                eager_flex_attention(self._flex_eager)
+                self._flex_eager = None
             for h in self._optimizer_hooks:
                 h.remove()
             self._optimizer_hooks = []
@@ -107,15 +114,15 @@ class OpCounter:
                 self._state = None
 
     def _optimizer_started(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """Global optimizer pre-hook: the step's ops are phase "optimizer"."""
-        if self._state is not None:
-            self._saved_label = (self._state.label, self._state.label_baseline)
-            self._state.label, self._state.label_baseline = "optimizer", self._state.ledger.live_bytes
+        """Global optimizer pre-hook: the step's ops are phase "optimizer" (this thread's steps
+        only). A step that raises never reaches the post-hook: the recorder restores the label
+        at the next top-level module call."""
+        if self._state is not None and threading.get_ident() == self._thread:
+            self._state.enter_optimizer()
 
     def _optimizer_finished(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self._state is not None and self._saved_label is not None:
-            self._state.label, self._state.label_baseline = self._saved_label
-            self._saved_label = None
+        if self._state is not None and threading.get_ident() == self._thread:
+            self._state.leave_optimizer()
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

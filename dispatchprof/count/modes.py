@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -29,10 +30,23 @@ DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_
                             aten.repeat_interleave, aten.bincount, aten.histc})
 
 
+class NestedTensorNotSupported(TypeError):
+    """Raised when a counted op receives a nested (jagged or strided nested) tensor."""
+
+    def __init__(self, op: str) -> None:
+        super().__init__(f"dispatchprof: nested tensors are not supported (op {op} got a nested tensor); "
+                         f"count the padded dense tensor instead (nt.to_padded_tensor(0.0))")
+
+
 class CountingMode(TorchDispatchMode):
     """Sees every aten op; counts it unless a fused op above already did. An op with no formula
     that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
-    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere."""
+    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere.
+    A higher-order op (cond, while_loop, map, flex_attention, ...) runs its dense reference
+    kernel with this mode active, so the ops of its bodies are counted one by one; one with no
+    such kernel runs as is and is reported unknown with the reason."""
+
+    supports_higher_order_operators = True
 
     def __init__(self, state: Recorder) -> None:
         super().__init__()
@@ -41,6 +55,10 @@ class CountingMode(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         state = self.state
+        if isinstance(func, HigherOrderOperator):
+            return self._higher_order(func, args, kwargs)
+        if any(t.is_nested for t in iter_tensors(args)):
+            raise NestedTensorNotSupported(str(func.overloadpacket))
         if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
                                   and state.in_fused_backward()):
             return func(*args, **kwargs)
@@ -54,6 +72,58 @@ class CountingMode(TorchDispatchMode):
         out = run_once(func, args, kwargs)
         state.count(func, args, kwargs, out)
         return out
+
+
+    def _higher_order(self, func: HigherOrderOperator, args: tuple, kwargs: dict) -> Any:
+        body = _BODIES.get(func.name())
+        if body is not None:
+            with self:
+                return body(*args, **kwargs)
+        dense = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
+        if func.name() in _DENSE_UNDER_MODE and dense is not None:
+            with self:
+                return dense(*args, **kwargs)
+        self.state.unknown_call(f"higher_order.{func.name()}", "higher-order op: its body is run but "
+                                "not counted (no rule to run it under the counter)")
+        return func(*args, **kwargs)
+
+
+def eager_flex_attention(value: bool) -> bool:
+    """Set torch's switch that runs flex_attention eagerly (its HOP directly, no torch.compile:
+    Dynamo refuses to compile while a dispatch mode is active); returns the previous value."""
+    import torch.nn.attention.flex_attention as flex
+
+    old = flex._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG
+    flex._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG = value
+    return old
+
+
+def _cond(pred: Any, true_fn: Any, false_fn: Any, operands: Any) -> Any:
+    """cond: the branch the predicate picks (a data-dependent choice: real tensors only)."""
+    return (true_fn if bool(pred) else false_fn)(*operands)
+
+
+def _while_loop(cond_fn: Any, body_fn: Any, carried: Any, additional: Any = ()) -> Any:
+    """while_loop: the body as many times as the condition holds."""
+    carried = tuple(carried)
+    while bool(cond_fn(*carried, *additional)):
+        carried = tuple(body_fn(*carried, *additional))
+    return carried
+
+
+def _map(f: Any, xs: Any, pos_args: Any = ()) -> Any:
+    """map: f over the leading dim of xs, results stacked."""
+    xs = list(xs)
+    outs = [f(*[x[i] for x in xs], *pos_args) for i in range(xs[0].shape[0])]
+    if isinstance(outs[0], torch.Tensor):
+        return torch.stack(outs)
+    return type(outs[0])(torch.stack(parts) for parts in zip(*outs))
+
+
+#: Higher-order ops run through their bodies with the counter active (ops counted one by one).
+_BODIES = {"cond": _cond, "while_loop": _while_loop, "map_impl": _map}
+#: Higher-order ops whose dense reference kernel runs under a mode (its ops are counted).
+_DENSE_UNDER_MODE = frozenset({"flex_attention", "flex_attention_backward"})
 
 
 _BELOW_PYTHON = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)

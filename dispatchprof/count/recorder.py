@@ -47,6 +47,7 @@ class Recorder:
         self.inside_fused = 0
         self.label = "forward"        # phase of ops outside backward (OpCounter.phase)
         self.label_baseline = 0       # live bytes when the current label began
+        self.optimizer_saved: tuple[str, int] | None = None   # label before an optimizer step
         self.phase_peaks: dict[str, int] = {}   # label -> peak live bytes above its baseline
         self.phase_wall: dict[str, float] = {}  # phase -> measured wall time of its ops (s)
         self.last_op_time = time.perf_counter()
@@ -59,8 +60,20 @@ class Recorder:
         self.fused_done: set[tuple[int, int]] = set()
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
 
+    # --- optimizer steps ------------------------------------------------------------------
+    def enter_optimizer(self) -> None:
+        self.optimizer_saved = (self.label, self.label_baseline)
+        self.label, self.label_baseline = "optimizer", self.ledger.live_bytes
+
+    def leave_optimizer(self) -> None:
+        if self.optimizer_saved is not None:
+            self.label, self.label_baseline = self.optimizer_saved
+            self.optimizer_saved = None
+
     # --- frames: entry snapshot, exit bookkeeping of ACT / CACHE / PEAK ---------------------
     def _on_push(self, frame: Frame) -> None:
+        if len(self.tracker.stack) == 1:     # a top-level call: no optimizer step is running
+            self.leave_optimizer()
         frame.started = time.perf_counter()
         frame.first_op = self.op_index
         frame.produced_at_entry = self.ledger.produced_elements
@@ -148,6 +161,10 @@ class Recorder:
             frame.peak_bytes = live
         if live - self.label_baseline > self.phase_peaks.get(self.label, 0):
             self.phase_peaks[self.label] = live - self.label_baseline
+
+    def unknown_call(self, name: str, reason: str) -> None:
+        """Keep one call of ``name`` that is not counted, with the reason."""
+        self._unknown(name, reason)
 
     def _unknown(self, name: str, reason: str) -> None:
         scope, _ = self.scope_and_phase()

@@ -45,14 +45,20 @@ def iter_tensors(value: Any) -> Iterator[Tensor]:
 
 
 def output_tensors(value: Any) -> list[Tensor]:
-    """Tensors in a module's output: also looks inside dataclasses and ModelOutput mappings."""
+    """Tensors in a module's output: also looks inside dataclasses and ModelOutput mappings.
+    Each container is visited once, so self-referencing or shared outputs terminate."""
     out: list[Tensor] = []
     stack = [value]
+    seen: set[int] = set()
     while stack:
         v = stack.pop()
         if isinstance(v, Tensor):
             out.append(v)
-        elif isinstance(v, (list, tuple)):
+            continue
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, (list, tuple)):
             stack.extend(v)
         elif isinstance(v, dict):
             stack.extend(v.values())

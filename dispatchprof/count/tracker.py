@@ -16,6 +16,7 @@ then is found by bisection.
 from __future__ import annotations
 
 import bisect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -78,12 +79,14 @@ class ModuleTracker:
         self._seq: list[int] = []
         self._seq_scope: list[str] = []
         self._handles: list[Any] = []
+        self._thread = 0        # the counting thread: module hooks are process-wide
         self._on_push, self._on_pop = on_push, on_pop
         if model is not None:
             self._adopt_root(model)
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        self._thread = threading.get_ident()
         self._handles = [register_module_forward_pre_hook(self._pre_hook),
                          register_module_forward_hook(self._post_hook, always_call=True)]
 
@@ -114,6 +117,8 @@ class ModuleTracker:
 
     # --- hooks -----------------------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         parent = self.stack[-1]
         name = self._name_of(module, parent)
         info = self.scopes.get(name)
@@ -130,6 +135,8 @@ class ModuleTracker:
         self._mark(name)
 
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         # Pop down to this module's frame (a frame left by a forward that raised is dropped too).
         for depth in range(len(self.stack) - 1, 0, -1):
             if self.stack[depth].module is module:
@@ -140,9 +147,14 @@ class ModuleTracker:
                 return
 
     def _mark(self, name: str) -> None:
-        if torch._C._current_graph_task_id() == -1:
-            self._seq.append(_next_sequence_nr())
-            self._seq_scope.append(name)
+        """From the next autograd sequence number on, nodes belong to scope ``name`` (also while
+        a reentrant checkpoint recomputes its forward inside the backward)."""
+        nr = _next_sequence_nr()
+        if self._seq and nr <= self._seq[-1]:
+            self._seq_scope[-1] = name
+            return
+        self._seq.append(nr)
+        self._seq_scope.append(name)
 
     # --- naming ----------------------------------------------------------------------------
     def _adopt_root(self, model: nn.Module) -> None:
