@@ -8,6 +8,7 @@ normal or not. The devices it simulates on are resolved once, when it is made.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from typing import Any, Iterator, Literal, get_args
 
@@ -69,6 +70,7 @@ class OpCounter:
         self._modes: list[Any] = []
         self._optimizer_hooks: list[Any] = []
         self._flex_eager: bool | None = None
+        self._recursion = 0
         self._thread = 0
 
     # --- context ---------------------------------------------------------------------------
@@ -83,6 +85,8 @@ class OpCounter:
                                  register_optimizer_step_post_hook(self._optimizer_finished)]
         self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
         self._flex_eager = eager_flex_attention(True)
+        self._recursion = sys.getrecursionlimit()
+        sys.setrecursionlimit(self._recursion + self._recursion // 3)   # torch's hook path: +1 frame per level
         try:
             for m in self._modes:
                 m.__enter__()
@@ -101,9 +105,11 @@ class OpCounter:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
-            if self._flex_eager is not None:
-                eager_flex_attention(self._flex_eager)
-                self._flex_eager = None
+            eager_flex_attention(self._flex_eager)
+            self._flex_eager = None
+            if self._recursion:
+                sys.setrecursionlimit(self._recursion)
+                self._recursion = 0
             for h in self._optimizer_hooks:
                 h.remove()
             self._optimizer_hooks = []

@@ -10,6 +10,7 @@ their ops are recorded once, as ``aten.scaled_dot_product_attention_backward``. 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -88,11 +89,13 @@ class CountingMode(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def eager_flex_attention(value: bool) -> bool:
+def eager_flex_attention(value: bool | None) -> bool | None:
     """Set torch's switch that runs flex_attention eagerly (its HOP directly, no torch.compile:
-    Dynamo refuses to compile while a dispatch mode is active); returns the previous value."""
-    import torch.nn.attention.flex_attention as flex
-
+    Dynamo refuses to compile while a dispatch mode is active); returns the previous value.
+    Only when the user has imported flex_attention (the import is slow); None if not."""
+    flex = sys.modules.get("torch.nn.attention.flex_attention")
+    if flex is None or value is None:
+        return None
     old = flex._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG
     flex._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG = value
     return old

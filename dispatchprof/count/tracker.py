@@ -25,6 +25,7 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
 from dispatchprof.count.ledger import storage_key
+from dispatchprof.count.moduletree import ModuleTree, relative_name, size_of
 
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
@@ -74,8 +75,8 @@ class ModuleTracker:
         self.root_model = model
         self.stack: list[Frame] = [Frame("", None, 0)]
         self.scopes: dict[str, ScopeInfo] = {"": ScopeInfo("", type(model).__name__ if model else "", None)}
-        self._canonical: dict[int, str] = {}
-        self._relative: dict[int, dict[int, str]] = {}
+        self._tree: ModuleTree | None = None
+        self._direct: dict[int, dict[int, str]] = {}
         self._seq: list[int] = []
         self._seq_scope: list[str] = []
         self._handles: list[Any] = []
@@ -160,8 +161,11 @@ class ModuleTracker:
     def _adopt_root(self, model: nn.Module) -> None:
         self.root_model = model
         self.scopes[""].module_type = type(model).__name__
-        for name, sub in model.named_modules():
-            self._canonical.setdefault(id(sub), name)
+        self._tree = ModuleTree(model)
+        for t in self._tree.tensors:
+            key = storage_key(t)
+            if key is not None:
+                self.resident.add(key)
         self._own_tensors(self.scopes[""], model)
 
     def _name_of(self, module: nn.Module, parent: Frame) -> str:
@@ -170,45 +174,42 @@ class ModuleTracker:
                 self._adopt_root(module)
             if module is self.root_model:
                 return ""
-            return self._canonical.get(id(module), type(module).__name__)
+            return self._canonical(module) or type(module).__name__
         if module is parent.module:
             return parent.name
-        rel = self._relative_names(parent.module).get(id(module))
+        rel = relative_name(parent.module, module, self._tree, self._direct_children(parent.module))
         if rel is not None:
             return f"{parent.name}.{rel}" if parent.name else rel
-        canonical = self._canonical.get(id(module))
+        canonical = self._canonical(module)
         if canonical is not None:
             return canonical
         own = type(module).__name__
         return f"{parent.name}.{own}" if parent.name else own
 
-    def _relative_names(self, parent: nn.Module) -> dict[int, str]:
-        rel = self._relative.get(id(parent))
-        if rel is None:
-            rel = {}
-            for name, sub in parent.named_modules():
-                if name:
-                    rel.setdefault(id(sub), name)
-            self._relative[id(parent)] = rel
-        return rel
+    def _canonical(self, module: nn.Module) -> str | None:
+        return self._tree.names.get(id(module)) if self._tree is not None else None
+
+    def _direct_children(self, parent: nn.Module) -> dict[int, str]:
+        direct = self._direct.get(id(parent))
+        if direct is None:
+            direct = {}
+            for name, sub in parent._modules.items():
+                if sub is not None:
+                    direct.setdefault(id(sub), name)
+            self._direct[id(parent)] = direct
+        return direct
 
     def _own_tensors(self, info: ScopeInfo, module: nn.Module) -> None:
-        """PARAMS and BUFFERS; torch's iterators yield a tied tensor once."""
-        for t in (*module.parameters(), *module.buffers()):
-            key = storage_key(t)
-            if key is not None:
-                self.resident.add(key)
-        info.params = _size_of(module.parameters())
+        """PARAMS and BUFFERS (inclusive from the tree when the module is in it)."""
+        if self._tree is None or id(module) not in self._tree.names:
+            for t in (*module.parameters(), *module.buffers()):
+                key = storage_key(t)
+                if key is not None:
+                    self.resident.add(key)
+        tree = self._tree
+        info.params = tree.params(module) if tree is not None else size_of(module.parameters())
         own = [p for p in module.parameters(recurse=False) if id(p) not in self._owned]
         self._owned.update(id(p) for p in own)     # a tied parameter is owned by the first scope
-        info.params_self = _size_of(own)
-        info.buffers = _size_of(module.buffers())
-        info.buffers_self = _size_of(module.buffers(recurse=False))
-
-
-def _size_of(tensors: Any) -> tuple[int, int]:
-    elements = nbytes = 0
-    for t in tensors:
-        elements += t.numel()
-        nbytes += t.numel() * t.element_size()
-    return elements, nbytes
+        info.params_self = size_of(own)
+        info.buffers = tree.buffers(module) if tree is not None else size_of(module.buffers())
+        info.buffers_self = size_of(module.buffers(recurse=False))
