@@ -176,3 +176,51 @@ def test_flex_attention_is_counted_and_outputs_are_unchanged():
     assert torch.equal(out, ref) and list(c.unknown_ops()) == []
     # the dense reference: two [128,16]x[16,128]-class products per head, 2 heads: 2*2*128*128*16
     assert c.total().macs == 2 * 2 * 128 * 128 * 16
+
+
+def _chain(n):
+    import bench_overhead
+    return bench_overhead.chain(n)
+
+
+def test_deep_models_count_wherever_the_model_alone_runs():
+    # 220 nested modules: the plain forward needs ~3 frames per level (660 < 1000); torch's hook
+    # path needs a 4th, and the counter used to recurse over the tree too (RecursionError at ~195)
+    import sys
+    assert sys.getrecursionlimit() == 1000
+    model, x = _chain(220), torch.randn(4)
+    with OpCounter():                      # one-time lazy imports happen here, not 220 levels deep
+        _chain(2)(x)
+    model(x)
+    with OpCounter(model) as c:
+        model(x)
+    assert sys.getrecursionlimit() == 1000                       # restored
+    assert len(c.profile.records) == 220                          # 219 adds + 1 mul
+    root = c.by_module()[""].scope
+    assert (root.params, root.params_bytes) == (220 * 4, 220 * 16)    # summed bottom-up, no recursion
+    deepest = c.by_module()[".".join(["inner"] * 219)].scope
+    assert (deepest.params, deepest.params_bytes) == (4, 16)
+
+
+def test_cost_per_module_does_not_grow_with_depth():
+    import time
+
+    def best(n):
+        model, x = _chain(n), torch.randn(4)
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            with OpCounter(model):
+                model(x)
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    import sys
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(10000)
+    try:
+        best(10)
+        ratio = best(800) / best(200)
+    finally:
+        sys.setrecursionlimit(old)
+    assert ratio < 8          # linear: ~4 (a quadratic walk gave ~16)

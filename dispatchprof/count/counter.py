@@ -29,6 +29,34 @@ from dispatchprof.sim.simulate import Simulation, simulate
 CausalRule = Literal["full", "computed"]
 
 
+class _RecursionHeadroom:
+    """While any counter is active, the recursion limit is a third higher: with global module
+    hooks torch runs each module call through one more Python frame, so a model that runs at
+    depth N alone needs 4/3 of the frames when counted. Restored when the last counter exits
+    (counters on several threads share one process-wide limit)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._saved = 0
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._active == 0:
+                self._saved = sys.getrecursionlimit()
+                sys.setrecursionlimit(self._saved + self._saved // 3)
+            self._active += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                sys.setrecursionlimit(self._saved)
+
+
+_HEADROOM = _RecursionHeadroom()
+
+
 class OpCounter:
     """Count ADD, MULT, DIV, SQRT, EXP, CMP, OTHER, MACs and bytes of every aten op.
 
@@ -70,7 +98,7 @@ class OpCounter:
         self._modes: list[Any] = []
         self._optimizer_hooks: list[Any] = []
         self._flex_eager: bool | None = None
-        self._recursion = 0
+        self._headroom = False
         self._thread = 0
 
     # --- context ---------------------------------------------------------------------------
@@ -85,8 +113,8 @@ class OpCounter:
                                  register_optimizer_step_post_hook(self._optimizer_finished)]
         self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
         self._flex_eager = eager_flex_attention(True)
-        self._recursion = sys.getrecursionlimit()
-        sys.setrecursionlimit(self._recursion + self._recursion // 3)   # torch's hook path: +1 frame per level
+        _HEADROOM.acquire()
+        self._headroom = True
         try:
             for m in self._modes:
                 m.__enter__()
@@ -107,9 +135,9 @@ class OpCounter:
             self._modes = []
             eager_flex_attention(self._flex_eager)
             self._flex_eager = None
-            if self._recursion:
-                sys.setrecursionlimit(self._recursion)
-                self._recursion = 0
+            if self._headroom:
+                _HEADROOM.release()
+                self._headroom = False
             for h in self._optimizer_hooks:
                 h.remove()
             self._optimizer_hooks = []
