@@ -24,21 +24,14 @@ class Block(torch.nn.Module):
 
 
 def test_two_threads_each_see_only_their_own_scopes():
-    class A(torch.nn.Module):
-        def __init__(self):
+    class Holder(torch.nn.Module):
+        def __init__(self, child):
             super().__init__()
-            self.alpha = Block()
+            self.child = child
+            self.add_module(child, Block())
 
         def forward(self, x):
-            return self.alpha(x)
-
-    class B(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.beta = Block()
-
-        def forward(self, x):
-            return self.beta(x)
+            return getattr(self, self.child)(x)
 
     results, barrier = {}, threading.Barrier(2)
 
@@ -49,7 +42,8 @@ def test_two_threads_each_see_only_their_own_scopes():
                 model(torch.randn(2, 4))
         results[name] = c
 
-    threads = [threading.Thread(target=work, args=("a", A())), threading.Thread(target=work, args=("b", B()))]
+    threads = [threading.Thread(target=work, args=("a", Holder("alpha"))),
+               threading.Thread(target=work, args=("b", Holder("beta")))]
     for t in threads:
         t.start()
     for t in threads:
