@@ -58,7 +58,7 @@ class CountingMode(TorchDispatchMode):
         state = self.state
         if isinstance(func, HigherOrderOperator):
             return self._higher_order(func, args, kwargs)
-        if any(t.is_nested for t in iter_tensors(args)):
+        if any(isinstance(a, torch.Tensor) and a.is_nested for a in args):
             raise NestedTensorNotSupported(str(func.overloadpacket))
         if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
                                   and state.in_fused_backward()):
