@@ -57,7 +57,7 @@ def householder_qr_cost(m: int, n: int, form_q: bool) -> Cost:
     cost = Cost()
     for k in range(min(m, n)):
         lk, cols = m - k, n - k - 1
-        cost += Cost(mult=lk, add=lk - 1 + 1, sqrt=1, cmp=1, div=1)
+        cost += Cost(mult=lk, add=lk, sqrt=1, cmp=1, div=1)      # norm (l-1 ADD), v0 += sign*norm (1 ADD)
         cost += Cost(mult=2 * lk + 1, add=2 * lk - 1) * cols
         if form_q:
             cost += Cost(mult=2 * lk + 1, add=2 * lk - 1) * (min(m, n) - k)

@@ -220,3 +220,15 @@ def test_is_all_true_and_cdist():
     # 3 x 5 pairs of 4 features, p=2: 4 ADD + 4 MULT + 3 ADD + 1 SQRT per pair
     c = count(torch.cdist, torch.randn(3, 4), torch.randn(5, 4))
     assert _one(c, "aten._cdist_forward") == {"add": 105, "mult": 60, "sqrt": 15}
+
+
+def test_inv_and_qr_by_hand():
+    # inv of 2x2: LU (1 CMP, 1 DIV, 1 MULT, 1 ADD) + unit-lower solves of 2 rhs (2 MULT, 2 ADD)
+    # + upper solves of 2 rhs (2 MULT, 2 ADD, 4 DIV)
+    a = torch.tensor([[4.0, 1.0], [2.0, 3.0]])
+    assert _one(count(torch.linalg.inv, a), "aten.linalg_inv_ex") == {"cmp": 1, "div": 5, "mult": 5, "add": 5}
+    # Householder QR of 3x2, reduced Q. Column 0 (l=3): reflector 3 MULT + 3 ADD + SQRT + CMP + DIV,
+    # applied to 1 column (7 MULT, 5 ADD), Q formed over 2 columns (14 MULT, 10 ADD).
+    # Column 1 (l=2): reflector 2 MULT + 2 ADD + SQRT + CMP + DIV, Q over 1 column (5 MULT, 3 ADD).
+    c = count(torch.linalg.qr, torch.randn(3, 2))
+    assert _one(c, "aten.linalg_qr") == {"mult": 31, "add": 23, "sqrt": 2, "cmp": 2, "div": 2}
