@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch._subclasses import FakeTensorMode
 
-from conftest import count, counts, only_record
+from conftest import counts, only_record
 from dispatchprof import OpCounter
 from op_formulas.attention import attention_backward_cost, scores
 

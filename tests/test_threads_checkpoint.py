@@ -6,7 +6,6 @@ import threading
 
 import pytest
 import torch
-import torch.nn.functional as F
 import torch.utils.checkpoint as cp
 
 from conftest import count
