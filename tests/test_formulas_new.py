@@ -232,3 +232,20 @@ def test_inv_and_qr_by_hand():
     # Column 1 (l=2): reflector 2 MULT + 2 ADD + SQRT + CMP + DIV, Q over 1 column (5 MULT, 3 ADD).
     c = count(torch.linalg.qr, torch.randn(3, 2))
     assert _one(c, "aten.linalg_qr") == {"mult": 31, "add": 23, "sqrt": 2, "cmp": 2, "div": 2}
+
+
+def test_lstm_bytes_written_are_the_same_on_real_and_fake_tensors():
+    from dispatchprof import fake_mode, fake_model
+
+    torch.manual_seed(0)
+    real = torch.nn.LSTM(16, 32, batch_first=True)
+    c_real = count(real, torch.randn(2, 5, 16))
+    fake = fake_model(lambda: torch.nn.LSTM(16, 32, batch_first=True))
+    with fake_mode(fake):
+        x = torch.randn(2, 5, 16)
+    c_fake = count(fake, x)
+    (r,), (f,) = _records(c_real, "aten.mkldnn_rnn_layer"), _records(c_fake, "aten.mkldnn_rnn_layer")
+    # output [2,5,32] + hy [1,2,32] + cy [1,2,32] in float32: (320 + 64 + 64) * 4 = 1792 bytes
+    # (the real kernel's 32 KiB oneDNN workspace used to be counted: 34,560 vs 1,792)
+    assert r.cost.bytes_written == f.cost.bytes_written == 1792
+    assert r.cost == f.cost
