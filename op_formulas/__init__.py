@@ -5,8 +5,10 @@ and ``cost`` for the `Cost` they return.
 """
 
 from op_formulas import (  # noqa: F401  (imported for their registrations)
-    attention, collectives, conv, loss, matmul, movement, norm, optim, pointwise, pool, random, reduction, rnn,
+    activation, attention, collectives, conv, linalg, loss, matmul, movement, norm, optim, pointwise, pool,
+    quantized, random, reduction, resample, rnn, spectral,
 )
+from op_formulas import complex_arith  # noqa: F401,E402  (refines formulas registered above)
 from op_formulas.cost import CATEGORIES, Cost, T, TensorMeta
 from op_formulas.registry import (
     OVERWRITES_SELF, ZERO_COST, UnsupportedCall, formula, lookup, registered, state_of, zero_cost,

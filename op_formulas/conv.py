@@ -4,11 +4,17 @@ Rule (COUNTING.md): with weight ``[Cout, Cin/g, k...]`` each output element cost
 MULT = (Cin/g)*prod(k), ADD = (Cin/g)*prod(k) - 1, +1 ADD with bias; MACs = MULT.
 Transposed convolutions scatter every input element into the output:
 MULT = numel(input) * (Cout/g) * prod(k) and the products are summed into the
-outputs, ADD = MULT - numel(output).
+outputs, ADD = MULT - (outputs that receive at least one product).
+
+Scatters (a transposed forward, a direct convolution's grad_input) add their products into
+the elements they reach: ADD = products - elements reached. With stride > dilated kernel some
+elements are reached by no product (they stay 0 and cost nothing); `reached` counts the others
+exactly, one spatial dim at a time (the reached set is a product of per-dim sets).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import torch
@@ -29,6 +35,33 @@ def conv_products(x: TensorMeta, w: TensorMeta, out: TensorMeta, transposed: boo
     return out.numel * w.shape[1] * kernel
 
 
+@lru_cache(maxsize=1024)
+def reached_1d(length: int, sources: int, k: int, stride: int, pad: int, dil: int) -> int:
+    """Positions of [0, length) hit by o*stride - pad + j*dil for o < sources, j < k."""
+    hit = {o * stride - pad + j * dil for o in range(sources) for j in range(k)}
+    return sum(1 for p in hit if 0 <= p < length)
+
+
+def reached(target: TensorMeta, source: TensorMeta, w: TensorMeta, stride: Any, padding: Any,
+            dilation: Any) -> int:
+    """Elements of ``target`` (an input for a direct conv's grad_input, an output for a
+    transposed conv) that receive at least one product from the spatial positions of ``source``."""
+    dims = len(w.shape) - 2
+    n = numel(target.shape[:2])
+    for d in range(dims):
+        n *= reached_1d(target.shape[2 + d], source.shape[2 + d], w.shape[2 + d],
+                         _at(stride, d, 1), _at(padding, d, 0), _at(dilation, d, 1))
+    return n
+
+
+def _at(values: Any, d: int, default: int) -> int:
+    if values is None or isinstance(values, str):
+        return default
+    if isinstance(values, int):
+        return values
+    return int(values[d] if len(values) > d else values[0]) if len(values) else default
+
+
 @formula(aten.convolution, aten._convolution)
 def convolution(x: TensorMeta, w: TensorMeta, bias: Any = None, stride: Any = None,
                 padding: Any = None, dilation: Any = None, transposed: Any = False,
@@ -36,7 +69,7 @@ def convolution(x: TensorMeta, w: TensorMeta, bias: Any = None, stride: Any = No
     """Direct convolution (see module docstring); bias adds 1 ADD per output."""
     out = first_meta(result)
     mult = conv_products(x, w, out, transposed)
-    add = mult - out.numel
+    add = mult - (reached(out, x, w, stride, padding, dilation) if transposed else out.numel)
     if bias is not None:
         add += out.numel
     return Cost(mult=mult, add=add, macs=mult)
@@ -53,11 +86,13 @@ def convolution_backward(grad: TensorMeta, x: TensorMeta, w: TensorMeta, bias_si
     grad_weight: one product per (output, weight-in-group) pair summed per weight:
         MULT = MACs = forward MULT, ADD = MULT - numel(weight);
     grad_bias: sum of grad over batch and space: numel(grad) - Cout ADD.
-    NB: the scatter ADD counts assume every element receives at least one product."""
+    A direct convolution's grad_input is a scatter: ADD = MULT - inputs reached (module
+    docstring); a transposed one's is a direct convolution of grad: ADD = MULT - numel(input)."""
     mult = conv_products(x, w, grad, transposed)
     cost = Cost()
     if output_mask[0]:
-        cost += Cost(mult=mult, add=mult - x.numel, macs=mult)
+        landed = x.numel if transposed else reached(x, grad, w, stride, padding, dilation)
+        cost += Cost(mult=mult, add=mult - landed, macs=mult)
     if output_mask[1]:
         cost += Cost(mult=mult, add=mult - w.numel, macs=mult)
     if output_mask[2]:

@@ -115,3 +115,34 @@ def int_mm(a: TensorMeta, b: TensorMeta, *, result: Any, **kwargs: Any) -> Cost:
 
 def batch_of(shape: tuple[int, ...]) -> int:
     return numel(shape[:-2])
+
+
+@formula(aten._cdist_forward)
+def cdist(x1: TensorMeta, x2: TensorMeta, p: float, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """Distances between P rows of x1 and R rows of x2 of M features, per pair: M ADD (the
+    differences), then p=2: M MULT + (M-1) ADD + 1 SQRT; p=1: M CMP (abs) + (M-1) ADD;
+    p=inf: M CMP (abs) + (M-1) CMP; p=0: M CMP (!= 0) + (M-1) ADD; other p: M CMP (abs) +
+    M OTHER (pow) + (M-1) ADD + 1 OTHER (the root)."""
+    pairs = numel(result.shape)
+    m = x1.shape[-1]
+    diff = Cost(add=m)
+    if p == 2:
+        unit = Cost(mult=m, add=m - 1, sqrt=1)
+    elif p == 1 or p == 0:
+        unit = Cost(cmp=m, add=m - 1)
+    elif p == float("inf"):
+        unit = Cost(cmp=2 * m - 1)
+    else:
+        unit = Cost(cmp=m, other=m + 1, add=m - 1)
+    return (diff + unit) * pairs
+
+
+@formula(aten._cdist_backward)
+def cdist_backward(grad: TensorMeta, x1: TensorMeta, x2: TensorMeta, p: float, dist: TensorMeta, *,
+                   result: Any, **kwargs: Any) -> Cost:
+    """p=2 reference: per pair g / d (1 DIV, 1 CMP for d == 0); per pair and feature
+    (x1 - x2) (1 ADD), times it (1 MULT), summed over x2's rows (1 ADD). Other p count the same
+    plus 1 OTHER per pair and feature (|diff|^(p-1))."""
+    pairs, m = numel(grad.shape), x1.shape[-1]
+    per_feature = Cost(add=2, mult=1, other=int(p != 2))
+    return Cost(div=1, cmp=1) * pairs + per_feature * (pairs * m)

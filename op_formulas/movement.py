@@ -31,7 +31,7 @@ zero_cost(
     aten.sym_storage_offset, aten.is_same_size, aten.is_nonzero, aten.size, aten.stride,
     aten.dim, aten.numel, aten.set_, aten.resize_, aten.requires_grad_, aten.retain_grad,
     aten._version, aten.record_stream, aten._has_compatible_shallow_copy_type,
-    aten.is_coalesced, aten._nested_tensor_size, aten.tensor_split,
+    aten.is_coalesced, aten._nested_tensor_size, aten.tensor_split, aten._linalg_check_errors,
 )
 
 _MOVEMENT = (
@@ -52,6 +52,9 @@ _MOVEMENT = (
     aten.scalar_tensor, aten.eye, aten._unsafe_index_put, aten.masked_select, aten.nonzero,
     aten.upsample_nearest1d, aten.upsample_nearest2d, aten.upsample_nearest3d,
     aten._pin_memory, aten.unique_consecutive, aten._unique2, aten.lift,
+    aten.pixel_shuffle, aten.pixel_unshuffle, aten.reflection_pad3d, aten.replication_pad3d, aten.im2col,
+    aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d, aten._upsample_nearest_exact3d,
+    aten._efficientzerotensor, aten.channel_shuffle, aten.native_channel_shuffle,
 )
 
 
@@ -102,3 +105,51 @@ def scatter_reduce(self: TensorMeta, dim: int, index: TensorMeta, src: TensorMet
 def triangle(self: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
     """Selection by position: 1 CMP per element."""
     return Cost(cmp=first_meta(result).numel)
+
+
+EMBEDDING_BAG_SUM, EMBEDDING_BAG_MEAN = 0, 1   # mode 2 is max
+
+
+@formula(aten._embedding_bag, aten._embedding_bag_forward_only)
+def embedding_bag(weight: TensorMeta, indices: TensorMeta, offsets: TensorMeta, scale_grad: bool = False,
+                  mode: int = EMBEDDING_BAG_SUM, sparse: bool = False, per_sample_weights: Any = None,
+                  *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """I gathered rows of D elements reduced into B bags: sum (I-B)*D ADD, mean also B*D DIV,
+    max (I-B)*D CMP; per_sample_weights I*D MULT. Reads the indices, offsets and gathered rows;
+    writes the four outputs."""
+    out = first_meta(result)
+    rows, d = indices.numel, weight.shape[-1]
+    bags = out.numel // d if d else 0
+    merged = max(rows - bags, 0) * d
+    cost = Cost(cmp=merged) if mode == 2 else Cost(add=merged, div=bags * d * int(mode == EMBEDDING_BAG_MEAN))
+    if per_sample_weights is not None:
+        cost += Cost(mult=rows * d)
+    read = indices.nbytes + offsets.nbytes + rows * d * weight.itemsize
+    return cost.with_bytes(read=read, written=sum(t.nbytes for t in result if isinstance(t, TensorMeta)))
+
+
+def bag_backward_cost(grad: TensorMeta, indices: TensorMeta, mode: int, weighted: bool) -> Cost:
+    """Each of the I indices adds its bag's gradient row into the table: I*D ADD (mean: +I*D DIV,
+    per-sample weights: +I*D MULT); max adds only each bag's argmax row: numel(grad) ADD."""
+    if mode == 2:
+        return Cost(add=grad.numel)
+    n = indices.numel * grad.shape[-1]
+    return Cost(add=n, div=n * int(mode == EMBEDDING_BAG_MEAN), mult=n * int(weighted))
+
+
+@formula(aten._embedding_bag_backward)
+def embedding_bag_backward(grad: TensorMeta, indices: TensorMeta, offsets: Any, offset2bag: Any,
+                           bag_size: Any, max_indices: Any, num_weights: int, scale_grad: bool,
+                           mode: int, sparse: bool, per_sample_weights: Any = None, *args: Any,
+                           result: Any, **kwargs: Any) -> Cost:
+    """See `bag_backward_cost`."""
+    return bag_backward_cost(grad, indices, mode, per_sample_weights is not None)
+
+
+@formula(aten._embedding_bag_dense_backward)
+def embedding_bag_dense_backward(grad: TensorMeta, indices: TensorMeta, offset2bag: Any, bag_size: Any,
+                                 max_indices: Any, num_weights: int, scale_grad: bool, mode: int,
+                                 per_sample_weights: Any = None, *args: Any, result: Any,
+                                 **kwargs: Any) -> Cost:
+    """See `bag_backward_cost`."""
+    return bag_backward_cost(grad, indices, mode, per_sample_weights is not None)

@@ -157,3 +157,49 @@ def group_norm(x: TensorMeta, weight: Any, bias: Any, n_batch: int, channels: in
     stats = layer_norm_row(n, False, False) * (n_batch * group)
     affine = Cost(mult=x.numel * int(weight is not None), add=x.numel * int(bias is not None))
     return stats + affine
+
+
+@formula(aten.native_group_norm_backward)
+def group_norm_backward(grad: TensorMeta, x: TensorMeta, mean: TensorMeta, rstd: TensorMeta,
+                        weight: Any, n_batch: int, channels: int, hw: int, group: int,
+                        output_mask: Sequence[bool], *, result: Any, **kwargs: Any) -> Cost:
+    """As layer_norm_backward with rows = N*G of n = (C/G)*HxW elements: grad_input per row
+    `normalise_backward_row`; grad_weight per channel sum over N*HxW of grad*x_hat
+    (numel MULT + (N*HxW-1)*C ADD, x_hat recomputed when grad_input is not asked);
+    grad_bias (N*HxW-1)*C ADD."""
+    rows, n = n_batch * group, (channels // group) * hw if group else 0
+    m = n_batch * hw                                   # elements per channel
+    cost = Cost()
+    if output_mask[0]:
+        cost += normalise_backward_row(n, weight is not None) * rows
+    if output_mask[1] and weight is not None:
+        x_hat = Cost() if output_mask[0] else Cost(add=x.numel, mult=x.numel)
+        cost += x_hat + Cost(mult=x.numel, add=(m - 1) * channels)
+    if output_mask[2]:
+        cost += Cost(add=(m - 1) * channels)
+    return cost
+
+
+def _weight_norm_rows(v: TensorMeta, dim: int) -> tuple[int, int]:
+    """(rows, n): one norm per index of ``dim`` over the other n elements (dim -1: one norm)."""
+    if dim == -1 or not v.shape:
+        return 1, v.numel
+    rows = v.shape[dim % len(v.shape)]
+    return rows, (v.numel // rows if rows else 0)
+
+
+@formula(aten._weight_norm_interface)
+def weight_norm(v: TensorMeta, g: TensorMeta, dim: int = 0, *, result: Any, **kwargs: Any) -> Cost:
+    """w = g * v / ||v||: per row the norm (n MULT + n-1 ADD + 1 SQRT) and g / norm (1 DIV);
+    per element 1 MULT."""
+    rows, n = _weight_norm_rows(v, dim)
+    return Cost(mult=n, add=n - 1, sqrt=1, div=1) * rows + Cost(mult=v.numel)
+
+
+@formula(aten._weight_norm_interface_backward)
+def weight_norm_backward(grad_w: TensorMeta, v: TensorMeta, g: TensorMeta, norms: TensorMeta, dim: int,
+                         *, result: Any, **kwargs: Any) -> Cost:
+    """grad_g = sum(grad_w * v) / norm per row (n MULT + n-1 ADD + 1 DIV); grad_v =
+    (g / norm) * (grad_w - v * grad_g / norm): per row 2 DIV, per element 2 MULT + 1 ADD."""
+    rows, n = _weight_norm_rows(v, dim)
+    return Cost(mult=n, add=n - 1, div=3) * rows + Cost(mult=2 * v.numel, add=v.numel)

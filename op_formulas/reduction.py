@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from op_formulas.args import arg, reduction_size
+from op_formulas.args import arg, first_meta, reduction_size
 from op_formulas.cost import Cost, TensorMeta
 from op_formulas.registry import Formula, formula
 
@@ -198,3 +198,21 @@ def topk(x: TensorMeta, k: int, dim: int = -1, *args: Any, result: Any, **kwargs
     """n * ceil(log2 max(k, 2)) CMP per row (a heap of size k)."""
     rows, n = reduction_size(x.shape, kwargs.get("dim", dim)) if x.shape else (1, 1)
     return Cost(cmp=n * log2_ceil(max(k, 2))) * rows
+
+
+def binary_search(boundaries: TensorMeta, result: Any) -> Cost:
+    """Binary search of each value among n sorted boundaries: ceil(log2(n + 1)) CMP per value."""
+    n = boundaries.shape[-1] if boundaries.shape else 0
+    return Cost(cmp=n.bit_length()) * first_meta(result).numel
+
+
+@formula(aten.bucketize)
+def bucketize(values: Any, boundaries: TensorMeta, *, result: Any, **kwargs: Any) -> Cost:
+    """See `binary_search`."""
+    return binary_search(boundaries, result)
+
+
+@formula(aten.searchsorted)
+def searchsorted(sorted_sequence: TensorMeta, values: Any, *, result: Any, **kwargs: Any) -> Cost:
+    """See `binary_search`."""
+    return binary_search(sorted_sequence, result)

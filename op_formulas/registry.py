@@ -95,3 +95,9 @@ def overwrites_self(*packets: Packet) -> None:
 class UnsupportedCall(Exception):
     """Raised by a formula for a call it cannot count (an unsupported mode or layout).
     The counter records the call as unknown, with this message as the reason."""
+
+
+def wrap(packet: Packet, wrapper: Callable[[Formula], Formula]) -> None:
+    """Replace the formula of ``packet`` by ``wrapper(formula)`` (a refinement such as complex
+    arithmetic that applies to a family of already registered formulas)."""
+    _FORMULAS[packet] = wrapper(_FORMULAS[packet])

@@ -55,11 +55,14 @@ def mkldnn_rnn_layer(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta, b_ih: An
                      hx: Any, cx: Any, reverse: bool, batch_sizes: Any, mode: int, hidden_size: int,
                      num_layers: int, has_biases: bool, bidirectional: bool, batch_first: bool,
                      train: bool, *, result: Any, **kwargs: Any) -> Cost:
-    """One direction of one layer: steps * batch LSTM steps (module docstring)."""
+    """One direction of one layer: steps * batch LSTM steps (module docstring). Writes the output,
+    hy and cy; the oneDNN workspace (4th result, sized by the backend: empty on fake and meta
+    tensors) is the kernel's scratch, not counted, so real and fake tensors give the same bytes."""
     if mode != LSTM_MODE:
         raise UnsupportedCall(f"mkldnn_rnn_layer mode {mode} (only LSTM, mode 2, has a formula)")
     t, b, i = _sizes(x, batch_first)
-    return lstm_step(i, hidden_size, has_biases) * (t * b)
+    written = sum(r.nbytes for r in result[:3] if isinstance(r, TensorMeta))
+    return (lstm_step(i, hidden_size, has_biases) * (t * b)).with_bytes(written=written)
 
 
 @formula(aten.mkldnn_rnn_layer_backward)

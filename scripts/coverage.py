@@ -39,7 +39,7 @@ def _optimizers(name: str, kind: str) -> tuple[str, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--models", nargs="+", default=list(zoo.ZOO_NAMES), choices=zoo.ZOO_NAMES)
+    p.add_argument("--models", nargs="+", default=list(zoo.ALL_NAMES), choices=zoo.ALL_NAMES)
     p.add_argument("--kinds", nargs="+", default=list(zoo.KINDS), choices=zoo.KINDS)
     args = p.parse_args(argv)
     rows, bad = [], 0

@@ -10,6 +10,7 @@ Used by tests/test_formula_properties.py (few examples) and scripts/fuzz_formula
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -366,6 +367,75 @@ def cases() -> list[Case]:
             backward_of("aten._softmax_backward_data", lambda x: x.softmax(-1)),
             backward_of("aten._log_softmax_backward_data", lambda x: x.log_softmax(-1)),
             backward_of("aten.native_layer_norm_backward", lambda x: F.layer_norm(x, x.shape[-1:]))]
+    return out + new_cases()
+
+
+def _image_backward(op: str, forward: Callable) -> Case:
+    """``op`` in the backward of ``forward`` on a [batch, 2, n, n] image."""
+    def make(draw, batch):
+        n = draw(st.integers(3, 6))
+
+        def run(t):
+            forward(t).sum().backward()
+        return run, [torch.randn(batch, 2, n, n).requires_grad_()]
+    return Case(op, make, backward=True, generic_bytes=False)
+
+
+def _sdpa_backward_make(draw, batch):
+    fn, tensors = _sdpa_make(draw, batch)
+    return (lambda q, k, v: fn(q, k, v).sum().backward()), [t.requires_grad_() for t in tensors]
+
+
+def _group_norm_backward_make(draw, batch):
+    groups = draw(st.sampled_from([1, 2]))
+    w, b = torch.randn(4).requires_grad_(), torch.randn(4).requires_grad_()
+    return (lambda x, w, b: F.group_norm(x, groups, w, b).sum().backward()), \
+        [torch.randn(batch, 4, 3).requires_grad_(), w, b]
+
+
+def _loss_make(loss: Callable):
+    def make(draw, batch):
+        dims = _dims(draw)
+        return (lambda x, y: loss(x, y).backward()), [torch.randn([batch] + dims).requires_grad_(),
+                                                      torch.rand([batch] + dims)]
+    return make
+
+
+def new_cases() -> list[Case]:
+    """Issue #15's formulas: activations, losses, resampling, attention backward, FFT, linalg."""
+    a = torch.ops.aten
+    out = [unary("mish", F.mish), unary("hardswish", F.hardswish), unary("hardsigmoid", F.hardsigmoid),
+           unary("celu", F.celu), unary("sgn", torch.sgn), unary("erfc", torch.special.erfc),
+           unary("log_sigmoid_forward", F.logsigmoid), unary("glu", lambda x: F.glu(torch.cat([x, x], -1)))]
+    out += [backward_of("aten.leaky_relu_backward", F.leaky_relu), backward_of("aten.softplus_backward", F.softplus),
+            backward_of("aten.elu_backward", F.elu), backward_of("aten.hardswish_backward", F.hardswish),
+            backward_of("aten.hardsigmoid_backward", F.hardsigmoid),
+            backward_of("aten.log_sigmoid_backward", F.logsigmoid)]
+    # meta tensors run mish's backward as its decomposition (pointwise ops), not as one op
+    out += [dataclasses.replace(backward_of("aten.mish_backward", F.mish), kinds=("real", "fake"))]
+    out += [_image_backward("aten.upsample_bilinear2d_backward",
+                            lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")),
+            _image_backward("aten.upsample_nearest2d_backward", lambda x: F.interpolate(x, scale_factor=2)),
+            _image_backward("aten.reflection_pad2d_backward", lambda x: F.pad(x, (1, 1, 1, 1), mode="reflect")),
+            _image_backward("aten.replication_pad2d_backward", lambda x: F.pad(x, (1, 1, 1, 1), mode="replicate")),
+            direct("aten.upsample_bilinear2d", lambda b, n, x: a.upsample_bilinear2d(x, [2 * n, 2 * n], False),
+                   inputs=_image),
+            direct("aten.upsample_bicubic2d", lambda b, n, x: a.upsample_bicubic2d(x, [2 * n, 2 * n], False),
+                   inputs=_image),
+            direct("aten.pixel_shuffle", lambda b, n, x: a.pixel_shuffle(torch.cat([x, x], 1), 2), inputs=_image),
+            direct("aten._fft_r2c", lambda b, n, x: torch.fft.rfft(x)),
+            direct("aten._fft_c2c", lambda b, n, x: torch.fft.fft(x.to(torch.complex64))),
+            direct("aten.mm", lambda b, n, x: torch.mm(x.to(torch.complex64), x.t().to(torch.complex64)),
+                   scales=False),
+            Case("aten.scaled_dot_product_attention_backward", _sdpa_backward_make, backward=True,
+                 generic_bytes=False),
+            Case("aten.native_group_norm_backward", _group_norm_backward_make, backward=True, generic_bytes=False,
+                 scales=False),        # the per-channel sums have N*HxW - 1 adds: not linear in N
+            Case("aten.binary_cross_entropy_with_logits", _loss_make(F.binary_cross_entropy_with_logits),
+                 scales=False),
+            Case("aten.smooth_l1_loss", _loss_make(F.smooth_l1_loss), scales=False),
+            Case("aten.huber_loss_backward", _loss_make(F.huber_loss), scales=False, backward=True,
+                 generic_bytes=False)]
     return out
 
 

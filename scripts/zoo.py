@@ -67,6 +67,62 @@ class LSTMClassifier(nn.Module):
         return self.head(self.lstm(x)[0][:, -1])
 
 
+class GRUTagger(nn.Module):
+    """A bidirectional GRU tagging every step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(16, 24, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(48, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.gru(x)[0])
+
+
+class UNetish(nn.Module):
+    """A small UNet: conv + group norm + SiLU down, max pool and strided conv, then bilinear
+    and nearest upsampling, a transposed conv, skip concatenations, reflection padding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def block(cin: int, cout: int) -> nn.Sequential:
+            return nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(cin, cout, 3), nn.GroupNorm(2, cout), nn.SiLU())
+
+        self.down1, self.down2 = block(3, 8), block(8, 16)
+        self.pool = nn.MaxPool2d(2)
+        self.strided = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+        self.mid = nn.Sequential(block(16, 16), nn.Hardswish(), nn.Mish())
+        self.up_t = nn.ConvTranspose2d(16, 16, 2, stride=2)
+        self.up1 = block(32, 8)
+        self.up2 = block(16, 8)
+        self.out = nn.Conv2d(8, 2, 1)
+        self.shuffle = nn.Sequential(nn.Conv2d(2, 8, 1), nn.PixelShuffle(2), nn.PixelUnshuffle(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self.down1(x)                                   # (B, 8, H, W)
+        b = self.down2(self.pool(a))                        # (B, 16, H/2, W/2)
+        m = self.mid(self.strided(b))                       # (B, 16, H/4, W/4)
+        u = self.up_t(m)                                    # (B, 16, H/2, W/2)
+        u = self.up1(torch.cat([u, b], 1))                  # (B, 8, H/2, W/2)
+        u = nn.functional.interpolate(u, scale_factor=2, mode="bilinear")
+        u = self.up2(torch.cat([u, a], 1)) + nn.functional.interpolate(u, size=a.shape[-2:], mode="nearest")
+        return self.shuffle(self.out(u))
+
+
+class AudioConv(nn.Module):
+    """A 1-d conv net over a waveform: strided conv, batch norm, GELU, avg pool, an LSTM-free head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv1d(1, 8, 10, stride=5), nn.BatchNorm1d(8), nn.GELU(),
+                                 nn.Conv1d(8, 16, 3, stride=4, dilation=2), nn.LeakyReLU(), nn.AvgPool1d(2),
+                                 nn.ELU(), nn.AdaptiveMaxPool1d(4), nn.Flatten(), nn.Linear(64, 3), nn.Softplus())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
 @dataclass
 class Entry:
     """How to build one zoo model and run one training step of it."""
@@ -108,16 +164,83 @@ def _entries() -> dict[str, Entry]:
                         lambda out: out.logsumexp(-1).mean())
     e["lstm"] = Entry("lstm", LSTMClassifier, lambda: {"x": torch.randn(BATCH, 5, 16)},
                       lambda out: out.square().mean())
+    e.update(_extended_entries())
+    return e
+
+
+def _image(labels: bool = True) -> Callable[[], dict]:
+    def make() -> dict:
+        out = {"pixel_values": torch.randn(BATCH, 3, 32, 32)}
+        if labels:
+            out["labels"] = torch.randint(0, 10, (BATCH,))
+        return out
+    return make
+
+
+def _seq2seq(**extra: object) -> dict:
+    return dict(d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, vocab_size=VOCAB,
+                pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, **extra)
+
+
+def _extended_entries() -> dict[str, Entry]:
+    """Vision, audio, multimodal and encoder-decoder families transformers builds from a config
+    offline, and plain torch nets (GRU, UNet-style, 1-d audio conv)."""
+    import transformers as tf
+
+    loss = lambda out: out.loss                                   # noqa: E731
+    logits2 = lambda out: out.logits.float().square().mean()      # noqa: E731
+    e = {
+        "convnext": Entry("convnext", lambda: tf.ConvNextForImageClassification(tf.ConvNextConfig(
+            num_stages=2, hidden_sizes=[16, 32], depths=[1, 1], num_labels=10)), _image(), loss),
+        "resnet-hf": Entry("resnet-hf", lambda: tf.ResNetForImageClassification(tf.ResNetConfig(
+            embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic", num_labels=10)),
+            _image(), loss),
+        "swin": Entry("swin", lambda: tf.SwinForImageClassification(tf.SwinConfig(
+            image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 2], window_size=4,
+            num_labels=10)), _image(), loss),
+        "segformer": Entry("segformer", lambda: tf.SegformerForSemanticSegmentation(tf.SegformerConfig(
+            num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
+            num_attention_heads=[1, 2], decoder_hidden_size=32, num_labels=3)),
+            lambda: {"pixel_values": torch.randn(BATCH, 3, 32, 32),
+                     "labels": torch.randint(0, 3, (BATCH, 32, 32))}, loss),
+        "whisper": Entry("whisper", lambda: tf.WhisperForConditionalGeneration(tf.WhisperConfig(
+            **_seq2seq(num_mel_bins=16, max_source_positions=16, max_target_positions=32))),
+            lambda: {"input_features": torch.randn(BATCH, 16, 32), "labels": torch.randint(3, VOCAB, (BATCH, SEQ))},
+            loss),
+        "wav2vec2": Entry("wav2vec2", lambda: tf.Wav2Vec2ForCTC(tf.Wav2Vec2Config(
+            hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
+            conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+            num_conv_pos_embedding_groups=2, vocab_size=32, mask_time_prob=0.0)),
+            lambda: {"input_values": torch.randn(BATCH, 400)}, logits2),
+        "clip": Entry("clip", lambda: tf.CLIPModel(tf.CLIPConfig(
+            text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                             vocab_size=VOCAB, max_position_embeddings=16),
+            vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                               image_size=32, patch_size=8), projection_dim=16)),
+            lambda: {"input_ids": torch.randint(3, VOCAB, (BATCH, SEQ)), "pixel_values": torch.randn(BATCH, 3, 32, 32),
+                     "return_loss": torch.tensor(True)}, loss),
+        "bart": Entry("bart", lambda: tf.BartForConditionalGeneration(tf.BartConfig(
+            **_seq2seq(max_position_embeddings=64))), _lm_inputs, loss),
+        "gru": Entry("gru", GRUTagger, lambda: {"x": torch.randn(BATCH, 5, 16)}, lambda out: out.square().mean()),
+        "unet": Entry("unet", UNetish, lambda: {"x": torch.randn(BATCH, 3, 16, 16)}, lambda out: out.abs().mean()),
+        "audio-conv": Entry("audio-conv", AudioConv, lambda: {"x": torch.randn(BATCH, 1, 400)},
+                            lambda out: nn.functional.smooth_l1_loss(out, torch.zeros_like(out))),
+    }
     return e
 
 
 ZOO_NAMES = ("llama", "mistral", "qwen2", "gemma2", "phi3", "gpt2", "bert", "t5", "vit", "resnet", "lstm")
+#: More families (scripts/coverage.py runs them; the tests run a few, to keep CI short).
+EXTENDED_NAMES = ("convnext", "resnet-hf", "swin", "segformer", "whisper", "wav2vec2", "clip", "bart",
+                  "gru", "unet", "audio-conv")
+ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES
 
 
 def entry(name: str) -> Entry:
     entries = _entries()
     if name not in entries:
-        raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(ZOO_NAMES)}")
+        raise KeyError(f"unknown zoo model {name!r}; known: {', '.join(ALL_NAMES)}")
     return entries[name]
 
 

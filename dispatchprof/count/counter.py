@@ -8,6 +8,8 @@ normal or not. The devices it simulates on are resolved once, when it is made.
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
 from typing import Any, Iterator, Literal, get_args
 
 from torch import nn
@@ -15,7 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
-from dispatchprof.count.modes import CountingMode, FusedAttentionMode
+from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.report.dataframe import counter_frame
 from dispatchprof.report.html import counter_html
@@ -27,6 +29,34 @@ from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import Simulation, simulate
 
 CausalRule = Literal["full", "computed"]
+
+
+class _RecursionHeadroom:
+    """While any counter is active, the recursion limit is a third higher: with global module
+    hooks torch runs each module call through one more Python frame, so a model that runs at
+    depth N alone needs 4/3 of the frames when counted. Restored when the last counter exits
+    (counters on several threads share one process-wide limit)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = 0
+        self._saved = 0
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._active == 0:
+                self._saved = sys.getrecursionlimit()
+                sys.setrecursionlimit(self._saved + self._saved // 3)
+            self._active += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._active -= 1
+            if self._active == 0:
+                sys.setrecursionlimit(self._saved)
+
+
+_HEADROOM = _RecursionHeadroom()
 
 
 class OpCounter:
@@ -69,18 +99,24 @@ class OpCounter:
         self._profile: Profile | None = None
         self._modes: list[Any] = []
         self._optimizer_hooks: list[Any] = []
-        self._saved_label: tuple[str, int] | None = None
+        self._flex_eager: bool | None = None
+        self._headroom = False
+        self._thread = 0
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
         if self._state is not None:
             raise RuntimeError("this OpCounter is already counting; use a new OpCounter to nest")
         self._profile = None
+        self._thread = threading.get_ident()
         self._state = Recorder(self._model, self._causal)
         self._state.tracker.start()
         self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
                                  register_optimizer_step_post_hook(self._optimizer_finished)]
         self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
+        self._flex_eager = eager_flex_attention(True)
+        _HEADROOM.acquire()
+        self._headroom = True
         try:
             for m in self._modes:
                 m.__enter__()
@@ -99,6 +135,11 @@ class OpCounter:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
+            eager_flex_attention(self._flex_eager)
+            self._flex_eager = None
+            if self._headroom:
+                _HEADROOM.release()
+                self._headroom = False
             for h in self._optimizer_hooks:
                 h.remove()
             self._optimizer_hooks = []
@@ -109,15 +150,15 @@ class OpCounter:
                 self._state = None
 
     def _optimizer_started(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        """Global optimizer pre-hook: the step's ops are phase "optimizer"."""
-        if self._state is not None:
-            self._saved_label = (self._state.label, self._state.label_baseline)
-            self._state.label, self._state.label_baseline = "optimizer", self._state.ledger.live_bytes
+        """Global optimizer pre-hook: the step's ops are phase "optimizer" (this thread's steps
+        only). A step that raises never reaches the post-hook: the recorder restores the label
+        at the next top-level module call."""
+        if self._state is not None and threading.get_ident() == self._thread:
+            self._state.enter_optimizer()
 
     def _optimizer_finished(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if self._state is not None and self._saved_label is not None:
-            self._state.label, self._state.label_baseline = self._saved_label
-            self._saved_label = None
+        if self._state is not None and threading.get_ident() == self._thread:
+            self._state.leave_optimizer()
 
     @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:

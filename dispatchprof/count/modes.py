@@ -3,14 +3,18 @@
 `CountingMode`, a TorchDispatchMode, sees every aten op (forward and backward) and hands it to
 the recorder; `FusedAttentionMode`, a TorchFunctionMode, records
 ``F.scaled_dot_product_attention`` as one fused op before torch picks a backend, so attention
-counts the same on real, meta and fake tensors. Only `OpCounter` uses them.
+counts the same on real, meta and fake tensors. The autograd nodes that call creates (one fused
+kernel's, or the math decomposition's on meta) are remembered by sequence number; in the backward
+their ops are recorded once, as ``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
+from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -20,16 +24,30 @@ from dispatchprof.errors import DataDependentOpError
 from op_formulas.registry import lookup
 
 aten = torch.ops.aten
+_next_sequence_nr = torch._C._autograd._get_sequence_nr
 #: Ops whose output depends on tensor values: impossible on meta tensors.
 DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
                             aten._unique2, aten.unique_consecutive, aten.unique_dim,
                             aten.repeat_interleave, aten.bincount, aten.histc})
 
 
+class NestedTensorNotSupported(TypeError):
+    """Raised when a counted op receives a nested (jagged or strided nested) tensor."""
+
+    def __init__(self, op: str) -> None:
+        super().__init__(f"dispatchprof: nested tensors are not supported (op {op} got a nested tensor); "
+                         f"count the padded dense tensor instead (nt.to_padded_tensor(0.0))")
+
+
 class CountingMode(TorchDispatchMode):
     """Sees every aten op; counts it unless a fused op above already did. An op with no formula
     that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
-    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere."""
+    ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere.
+    A higher-order op (cond, while_loop, map, flex_attention, ...) runs its dense reference
+    kernel with this mode active, so the ops of its bodies are counted one by one; one with no
+    such kernel runs as is and is reported unknown with the reason."""
+
+    supports_higher_order_operators = True
 
     def __init__(self, state: Recorder) -> None:
         super().__init__()
@@ -38,7 +56,12 @@ class CountingMode(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         state = self.state
-        if state.inside_fused:
+        if isinstance(func, HigherOrderOperator):
+            return self._higher_order(func, args, kwargs)
+        if any(isinstance(a, torch.Tensor) and a.is_nested for a in args):
+            raise NestedTensorNotSupported(str(func.overloadpacket))
+        if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
+                                  and state.in_fused_backward()):
             return func(*args, **kwargs)
         if func.overloadpacket in DATA_DEPENDENT and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(str(func.overloadpacket), state.scope_and_phase()[0])
@@ -47,9 +70,86 @@ class CountingMode(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        out = func(*args, **kwargs)
+        out = run_once(func, args, kwargs)
         state.count(func, args, kwargs, out)
         return out
+
+
+    def _higher_order(self, func: HigherOrderOperator, args: tuple, kwargs: dict) -> Any:
+        body = _BODIES.get(func.name())
+        if body is not None:
+            with self:
+                return body(*args, **kwargs)
+        dense = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
+        if func.name() in _DENSE_UNDER_MODE and dense is not None:
+            with self:
+                return dense(*args, **kwargs)
+        self.state.unknown_call(f"higher_order.{func.name()}", "higher-order op: its body is run but "
+                                "not counted (no rule to run it under the counter)")
+        return func(*args, **kwargs)
+
+
+def eager_flex_attention(value: bool | None) -> bool | None:
+    """Set torch's switch that runs flex_attention eagerly (its HOP directly, no torch.compile:
+    Dynamo refuses to compile while a dispatch mode is active); returns the previous value.
+    Only when the user has imported flex_attention (the import is slow); None if not."""
+    flex = sys.modules.get("torch.nn.attention.flex_attention")
+    if flex is None or value is None:
+        return None
+    old = flex._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG
+    flex._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG = value
+    return old
+
+
+def _cond(pred: Any, true_fn: Any, false_fn: Any, operands: Any) -> Any:
+    """cond: the branch the predicate picks (a data-dependent choice: real tensors only)."""
+    return (true_fn if bool(pred) else false_fn)(*operands)
+
+
+def _while_loop(cond_fn: Any, body_fn: Any, carried: Any, additional: Any = ()) -> Any:
+    """while_loop: the body as many times as the condition holds."""
+    carried = tuple(carried)
+    while bool(cond_fn(*carried, *additional)):
+        carried = tuple(body_fn(*carried, *additional))
+    return carried
+
+
+def _map(f: Any, xs: Any, pos_args: Any = ()) -> Any:
+    """map: f over the leading dim of xs, results stacked."""
+    xs = list(xs)
+    outs = [f(*[x[i] for x in xs], *pos_args) for i in range(xs[0].shape[0])]
+    if isinstance(outs[0], torch.Tensor):
+        return torch.stack(outs)
+    return type(outs[0])(torch.stack(parts) for parts in zip(*outs))
+
+
+#: Higher-order ops run through their bodies with the counter active (ops counted one by one).
+_BODIES = {"cond": _cond, "while_loop": _while_loop, "map_impl": _map}
+#: Higher-order ops whose dense reference kernel runs under a mode (its ops are counted).
+_DENSE_UNDER_MODE = frozenset({"flex_attention", "flex_attention_backward"})
+
+
+_BELOW_PYTHON = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)
+_BACKEND_SELECT = torch._C.DispatchKeySet(torch._C.DispatchKey.BackendSelect)
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+
+
+def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Run an op the mode has intercepted. ``func(*args)`` dispatches it again from the top, and
+    the profiler (torch.profiler, accelerate's profile) records every op a second time; while a
+    profiler is on, an op on plain tensors is redispatched below the Python key instead, a step
+    the dispatcher does not record, so it is seen once. Tensor subclasses (fake tensors) and
+    runs without a profiler take the ordinary path."""
+    if not torch.autograd.profiler._is_profiler_enabled:
+        return func(*args, **kwargs)
+    keys = None
+    for t in iter_tensors((args, kwargs)):
+        if type(t) not in _PLAIN:
+            return func(*args, **kwargs)
+        k = torch._C._dispatch_keys(t)
+        keys = k if keys is None else keys | k
+    keys = _BACKEND_SELECT if keys is None else keys & _BELOW_PYTHON
+    return func.redispatch(keys, *args, **kwargs)
 
 
 _DECOMPOSABLE: dict[Any, bool] = {}
@@ -77,9 +177,12 @@ class FusedAttentionMode(TorchFunctionMode):
                 or torch._C._current_graph_task_id() != -1:
             return func(*args, **kwargs)
         self.state.inside_fused += 1
+        start = _next_sequence_nr()
         try:
             out = func(*args, **kwargs)
         finally:
             self.state.inside_fused -= 1
         self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)
         return out

@@ -3,6 +3,7 @@ where its inputs came from; and the per-scope bookkeeping of ACT, CACHE and PEAK
 
 from __future__ import annotations
 
+import bisect
 import time
 import warnings
 from collections import Counter
@@ -17,6 +18,7 @@ from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors,
 from dispatchprof.count.tracker import Frame, ModuleTracker
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
+from op_formulas.attention import fused_backward
 from op_formulas.collectives import COLLECTIVES
 from op_formulas.cost import TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
@@ -45,15 +47,33 @@ class Recorder:
         self.inside_fused = 0
         self.label = "forward"        # phase of ops outside backward (OpCounter.phase)
         self.label_baseline = 0       # live bytes when the current label began
+        self.optimizer_saved: tuple[str, int] | None = None   # label before an optimizer step
         self.phase_peaks: dict[str, int] = {}   # label -> peak live bytes above its baseline
         self.phase_wall: dict[str, float] = {}  # phase -> measured wall time of its ops (s)
         self.last_op_time = time.perf_counter()
         self.tensor_kind: str | None = None   # "real", "fake" or "meta", from the first counted op
         self.op_index = 0
+        # autograd sequence numbers [start, end) of each fused attention call's nodes, and what
+        # its backward counts: (q, k, v metas, causal, computed rule, dtype, scope)
+        self.fused_starts: list[int] = []
+        self.fused_spans: list[tuple[int, int, tuple]] = []
+        self.fused_done: set[tuple[int, int]] = set()
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
+
+    # --- optimizer steps ------------------------------------------------------------------
+    def enter_optimizer(self) -> None:
+        self.optimizer_saved = (self.label, self.label_baseline)
+        self.label, self.label_baseline = "optimizer", self.ledger.live_bytes
+
+    def leave_optimizer(self) -> None:
+        if self.optimizer_saved is not None:
+            self.label, self.label_baseline = self.optimizer_saved
+            self.optimizer_saved = None
 
     # --- frames: entry snapshot, exit bookkeeping of ACT / CACHE / PEAK ---------------------
     def _on_push(self, frame: Frame) -> None:
+        if len(self.tracker.stack) == 1:     # a top-level call: no optimizer step is running
+            self.leave_optimizer()
         frame.started = time.perf_counter()
         frame.first_op = self.op_index
         frame.produced_at_entry = self.ledger.produced_elements
@@ -107,8 +127,7 @@ class Recorder:
         extra: dict[str, Any] = {}
         causal = None
         if packet in ATTENTION_OPS:
-            causal = self._is_causal(args, kwargs, scope)
-            extra["causal_computed"] = causal and self.causal == "computed"
+            causal, extra["causal_computed"] = self._attention_rule(args, kwargs, scope)
         elif packet in COLLECTIVES:
             extra.update(_world())
         try:
@@ -143,6 +162,10 @@ class Recorder:
         if live - self.label_baseline > self.phase_peaks.get(self.label, 0):
             self.phase_peaks[self.label] = live - self.label_baseline
 
+    def unknown_call(self, name: str, reason: str) -> None:
+        """Keep one call of ``name`` that is not counted, with the reason."""
+        self._unknown(name, reason)
+
     def _unknown(self, name: str, reason: str) -> None:
         scope, _ = self.scope_and_phase()
         calls, scopes, why = self.unknown.get(name, (0, set(), reason))
@@ -152,14 +175,50 @@ class Recorder:
         scopes.add(scope)
         self.unknown[name] = (calls + 1, scopes, why)
 
-    def _is_causal(self, args: tuple, kwargs: dict, scope: str) -> bool:
+    def _attention_rule(self, args: tuple, kwargs: dict, scope: str) -> tuple[bool, bool | str]:
+        """(causal, causal_computed): torch's is_causal=True masks top-left aligned; a causal
+        hint (the module's is_causal under an explicit mask) means the end-aligned KV mask."""
         flag = kwargs.get("is_causal")
         if flag is None:
             flag = next((a for a in args[3:] if isinstance(a, bool)), False)
-        if flag:
-            return True
         hint = self.tracker.scopes.get(scope)
-        return bool(hint is not None and hint.causal_hint)
+        causal = bool(flag) or bool(hint is not None and hint.causal_hint)
+        if not causal or self.causal != "computed":
+            return causal, False
+        return True, "top_left" if flag else "end"
+
+    # --- fused attention backward: one record, whatever ops the backend's backward runs ----
+    def remember_fused(self, start: int, end: int, args: tuple, kwargs: dict) -> None:
+        """The autograd nodes numbered [start, end) belong to one fused attention call."""
+        if end <= start:
+            return
+        scope, _ = self.scope_and_phase()
+        causal, computed = self._attention_rule(args, kwargs, scope)
+        info = (to_meta(tuple(args[:3])), causal, computed, _first_dtype(args, None))
+        i = bisect.bisect_right(self.fused_starts, start)
+        self.fused_starts.insert(i, start)
+        self.fused_spans.insert(i, (start, end, info))
+
+    def in_fused_backward(self) -> bool:
+        """Whether the autograd node now running belongs to a fused attention call; the first
+        op of each such call in each backward pass records the call's backward."""
+        node = torch._C._current_autograd_node()
+        if node is None:
+            return False
+        nr = node._sequence_nr()
+        i = bisect.bisect_right(self.fused_starts, nr) - 1
+        if i < 0 or nr >= self.fused_spans[i][1]:
+            return False
+        key = (self.fused_spans[i][0], torch._C._current_graph_task_id())
+        if key not in self.fused_done:
+            self.fused_done.add(key)
+            (q, k, v), causal, computed, dtype = self.fused_spans[i][2]
+            cost = fused_backward(q, k, v, causal_computed=computed)
+            self.op_index += 1
+            self.records.append(OpRecord("aten.scaled_dot_product_attention_backward",
+                                         self.tracker.backward_scope(), "backward", dtype, cost,
+                                         causal, shapes=(q.shape, k.shape, v.shape)))
+        return True
 
     def freeze(self) -> Profile:
         scopes = tuple(

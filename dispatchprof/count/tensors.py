@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -32,27 +32,42 @@ def to_meta(value: Any) -> Any:
     return value
 
 
-def iter_tensors(value: Any) -> Iterator[Tensor]:
-    """Tensors in an op argument or result (a tensor, or lists/tuples of them)."""
+def iter_tensors(value: Any) -> list[Tensor]:
+    """Tensors in an op argument or result (a tensor, or lists/tuples/dicts of them), in order.
+    A list, not a generator: this runs several times per op, and flat arguments are the rule."""
     if isinstance(value, Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
+        return [value]
+    out: list[Tensor] = []
+    if isinstance(value, (list, tuple)):
         for v in value:
-            yield from iter_tensors(v)
+            if isinstance(v, Tensor):
+                out.append(v)
+            elif isinstance(v, (list, tuple, dict)):
+                out.extend(iter_tensors(v))
     elif isinstance(value, dict):
         for v in value.values():
-            yield from iter_tensors(v)
+            if isinstance(v, Tensor):
+                out.append(v)
+            elif isinstance(v, (list, tuple, dict)):
+                out.extend(iter_tensors(v))
+    return out
 
 
 def output_tensors(value: Any) -> list[Tensor]:
-    """Tensors in a module's output: also looks inside dataclasses and ModelOutput mappings."""
+    """Tensors in a module's output: also looks inside dataclasses and ModelOutput mappings.
+    Each container is visited once, so self-referencing or shared outputs terminate."""
     out: list[Tensor] = []
     stack = [value]
+    seen: set[int] = set()
     while stack:
         v = stack.pop()
         if isinstance(v, Tensor):
             out.append(v)
-        elif isinstance(v, (list, tuple)):
+            continue
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, (list, tuple)):
             stack.extend(v)
         elif isinstance(v, dict):
             stack.extend(v.values())

@@ -16,6 +16,7 @@ then is found by bisection.
 from __future__ import annotations
 
 import bisect
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -24,6 +25,7 @@ from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
 from dispatchprof.count.ledger import storage_key
+from dispatchprof.count.moduletree import ModuleTree, relative_name, size_of
 
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
@@ -73,17 +75,19 @@ class ModuleTracker:
         self.root_model = model
         self.stack: list[Frame] = [Frame("", None, 0)]
         self.scopes: dict[str, ScopeInfo] = {"": ScopeInfo("", type(model).__name__ if model else "", None)}
-        self._canonical: dict[int, str] = {}
-        self._relative: dict[int, dict[int, str]] = {}
+        self._tree: ModuleTree | None = None
+        self._direct: dict[int, dict[int, str]] = {}
         self._seq: list[int] = []
         self._seq_scope: list[str] = []
         self._handles: list[Any] = []
+        self._thread = 0        # the counting thread: module hooks are process-wide
         self._on_push, self._on_pop = on_push, on_pop
         if model is not None:
             self._adopt_root(model)
 
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
+        self._thread = threading.get_ident()
         self._handles = [register_module_forward_pre_hook(self._pre_hook),
                          register_module_forward_hook(self._post_hook, always_call=True)]
 
@@ -114,6 +118,8 @@ class ModuleTracker:
 
     # --- hooks -----------------------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         parent = self.stack[-1]
         name = self._name_of(module, parent)
         info = self.scopes.get(name)
@@ -130,6 +136,8 @@ class ModuleTracker:
         self._mark(name)
 
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         # Pop down to this module's frame (a frame left by a forward that raised is dropped too).
         for depth in range(len(self.stack) - 1, 0, -1):
             if self.stack[depth].module is module:
@@ -140,16 +148,24 @@ class ModuleTracker:
                 return
 
     def _mark(self, name: str) -> None:
-        if torch._C._current_graph_task_id() == -1:
-            self._seq.append(_next_sequence_nr())
-            self._seq_scope.append(name)
+        """From the next autograd sequence number on, nodes belong to scope ``name`` (also while
+        a reentrant checkpoint recomputes its forward inside the backward)."""
+        nr = _next_sequence_nr()
+        if self._seq and nr <= self._seq[-1]:
+            self._seq_scope[-1] = name
+            return
+        self._seq.append(nr)
+        self._seq_scope.append(name)
 
     # --- naming ----------------------------------------------------------------------------
     def _adopt_root(self, model: nn.Module) -> None:
         self.root_model = model
         self.scopes[""].module_type = type(model).__name__
-        for name, sub in model.named_modules():
-            self._canonical.setdefault(id(sub), name)
+        self._tree = ModuleTree(model)
+        for t in self._tree.tensors:
+            key = storage_key(t)
+            if key is not None:
+                self.resident.add(key)
         self._own_tensors(self.scopes[""], model)
 
     def _name_of(self, module: nn.Module, parent: Frame) -> str:
@@ -158,45 +174,42 @@ class ModuleTracker:
                 self._adopt_root(module)
             if module is self.root_model:
                 return ""
-            return self._canonical.get(id(module), type(module).__name__)
+            return self._canonical(module) or type(module).__name__
         if module is parent.module:
             return parent.name
-        rel = self._relative_names(parent.module).get(id(module))
+        rel = relative_name(parent.module, module, self._tree, self._direct_children(parent.module))
         if rel is not None:
             return f"{parent.name}.{rel}" if parent.name else rel
-        canonical = self._canonical.get(id(module))
+        canonical = self._canonical(module)
         if canonical is not None:
             return canonical
         own = type(module).__name__
         return f"{parent.name}.{own}" if parent.name else own
 
-    def _relative_names(self, parent: nn.Module) -> dict[int, str]:
-        rel = self._relative.get(id(parent))
-        if rel is None:
-            rel = {}
-            for name, sub in parent.named_modules():
-                if name:
-                    rel.setdefault(id(sub), name)
-            self._relative[id(parent)] = rel
-        return rel
+    def _canonical(self, module: nn.Module) -> str | None:
+        return self._tree.names.get(id(module)) if self._tree is not None else None
+
+    def _direct_children(self, parent: nn.Module) -> dict[int, str]:
+        direct = self._direct.get(id(parent))
+        if direct is None:
+            direct = {}
+            for name, sub in parent._modules.items():
+                if sub is not None:
+                    direct.setdefault(id(sub), name)
+            self._direct[id(parent)] = direct
+        return direct
 
     def _own_tensors(self, info: ScopeInfo, module: nn.Module) -> None:
-        """PARAMS and BUFFERS; torch's iterators yield a tied tensor once."""
-        for t in (*module.parameters(), *module.buffers()):
-            key = storage_key(t)
-            if key is not None:
-                self.resident.add(key)
-        info.params = _size_of(module.parameters())
+        """PARAMS and BUFFERS (inclusive from the tree when the module is in it)."""
+        if self._tree is None or id(module) not in self._tree.names:
+            for t in (*module.parameters(), *module.buffers()):
+                key = storage_key(t)
+                if key is not None:
+                    self.resident.add(key)
+        tree = self._tree
+        info.params = tree.params(module) if tree is not None else size_of(module.parameters())
         own = [p for p in module.parameters(recurse=False) if id(p) not in self._owned]
         self._owned.update(id(p) for p in own)     # a tied parameter is owned by the first scope
-        info.params_self = _size_of(own)
-        info.buffers = _size_of(module.buffers())
-        info.buffers_self = _size_of(module.buffers(recurse=False))
-
-
-def _size_of(tensors: Any) -> tuple[int, int]:
-    elements = nbytes = 0
-    for t in tensors:
-        elements += t.numel()
-        nbytes += t.numel() * t.element_size()
-    return elements, nbytes
+        info.params_self = size_of(own)
+        info.buffers = tree.buffers(module) if tree is not None else size_of(module.buffers())
+        info.buffers_self = size_of(module.buffers(recurse=False))
