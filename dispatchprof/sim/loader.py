@@ -36,6 +36,11 @@ def _fraction(v: float) -> str | None:
     return None if 0 < v <= 1 else "must be in (0, 1]"
 
 
+def _tile(v: list) -> str | None:
+    ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
+    return None if ok else "must be two whole numbers > 0 (rows, cols), such as [128, 128]"
+
+
 _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "source": ((str,), False, None),
     "kind": ((str,), False, None),
@@ -60,6 +65,13 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "cache_bandwidth_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_pj_per_bit": (_NUMBER, False, _non_negative),
+    "interconnect_latency_us": (_NUMBER, False, _non_negative),
+    "host_overhead_us": (_NUMBER, False, _non_negative),
+    "graph_launch_us": (_NUMBER, False, _non_negative),
+    "compute_units": ((int,), False, _positive),
+    "gemm_tile": ((list,), False, _tile),
+    "matrix_memory_efficiency": (_NUMBER, False, _fraction),
+    "matrix_pj_per_flop": ((dict,), False, ("dtype", _non_negative)),
     "tdp_w": (_NUMBER, False, _positive),
     "sources": ((dict,), False, ("sources", None)),
 }
@@ -160,6 +172,8 @@ def _device(path: str, name: str, spec: Any, family: str, file_source: str | Non
         raise DeviceProfileError(f"{where}: field 'kind' must be one of {get_args(Kind)}, got {kind!r}")
     weights = {**dict.fromkeys(WEIGHT_CATEGORIES, 1.0), **spec.get("cost_weights", {})}
     values = {k: v for k, v in spec.items() if k not in ("source", "cost_weights")}
+    if "gemm_tile" in values:
+        values["gemm_tile"] = tuple(values["gemm_tile"])
     return Device(name=name, source=source, family=family, cost_weights=weights, file=path, **values)
 
 
