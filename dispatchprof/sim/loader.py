@@ -145,8 +145,18 @@ def _devices_of(path: str, data: Any) -> list[Device]:
     for key in ("family", "source"):
         if key in data and not isinstance(data[key], str):
             raise DeviceProfileError(f"{path}: '{key}' must be a string")
-    return [_device(path, str(name), {**defaults, **(spec or {})}, data.get("family", ""), data.get("source"))
+    return [_device(path, str(name), _merged(defaults, spec), data.get("family", ""), data.get("source"))
             for name, spec in devices.items()]
+
+
+def _merged(defaults: dict, spec: Any) -> Any:
+    """A device's fields over the file's defaults; their ``sources`` mappings merge too."""
+    if not isinstance(spec, dict):
+        return spec if spec is not None else dict(defaults)
+    merged = {**defaults, **spec}
+    if isinstance(defaults.get("sources"), dict) and isinstance(spec.get("sources"), dict):
+        merged["sources"] = {**defaults["sources"], **spec["sources"]}
+    return merged
 
 
 def _device(path: str, name: str, spec: Any, family: str, file_source: str | None) -> Device:

@@ -123,9 +123,10 @@ class OpTiming:
 
 
 def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float, float]:
-    """(time, energy, compute-bound time, memory-bound time) summed over ``n`` steps k = 0..n-1
-    whose every part moves on a line: part(k) = part(t0) + (part(t1) - part(t0)) * k. The busy
-    time max(compute, memory) is split exactly where its two sides cross (the decode fast path)."""
+    """(device time, dynamic energy, compute-bound time, memory-bound time) summed over ``n``
+    steps k = 0..n-1 whose every part moves on a line: part(k) = part(t0) + (part(t1) - part(t0)) * k.
+    The busy time max(compute, memory) is split exactly where its two sides cross (the decode fast
+    path; the steps' times on the host/device timeline come from dispatchprof.sim.timeline)."""
     offsets = n * (n - 1) // 2                      # sum of k over the steps
 
     def line(a: float, b: float) -> float:
@@ -134,8 +135,7 @@ def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float,
     busy, compute_side, memory_side = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute,
                                                t0.t_memory, t1.t_memory - t0.t_memory, n)
     time = busy + line(t0.t_overhead, t1.t_overhead) + line(t0.t_transfer + t0.t_comm, t1.t_transfer + t1.t_comm)
-    energy = line(t0.dynamic_j, t1.dynamic_j) + t0.static_power_w * time
-    return time, energy, compute_side, memory_side
+    return time, line(t0.dynamic_j, t1.dynamic_j), compute_side, memory_side
 
 
 def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float, float, float]:
