@@ -20,6 +20,7 @@ from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
 from dispatchprof.results.generation import generation_to_dict
 from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.runtime import RUNTIMES
 from dispatchprof.sim.simulate import simulate
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -55,6 +56,10 @@ def parser() -> Parser:
                    help="place modules matching GLOB on DEVICE (repeat; the last rule should be '*=DEVICE')")
     p.add_argument("--bound", action="store_true",
                    help="simulate the pure roofline bound (ignore the profiles' achieved fractions and overheads)")
+    p.add_argument("--runtime", choices=RUNTIMES, default="eager",
+                   help="software stack simulated: eager (every op launched from the host), compiled "
+                        "(torch.compile + CUDA graphs), serving (an inference engine)")
+    p.add_argument("--tp", type=positive, default=1, help="tensor parallelism over this many devices")
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
     p.add_argument("--format", choices=FORMATS, default="table")
@@ -88,12 +93,13 @@ def run(argv: Sequence[str]) -> int:
         bar = ProgressBar()
         try:
             g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=devices or None,
-                                   weight_dtype=args.weight_dtype, bound=args.bound, progress=bar)
+                                   weight_dtype=args.weight_dtype, bound=args.bound, progress=bar,
+                                   runtime=args.runtime, tp=args.tp)
         finally:
             bar.close()
     first = next(iter(scenarios.values()), None)
     prefill_sim = simulate(g.prefill, first, weight_dtype=args.weight_dtype, name=next(iter(scenarios)),
-                           bound=args.bound) if first else None
+                           bound=args.bound, runtime=args.runtime, tp=args.tp) if first else None
     if args.trace or args.roofline:
         if prefill_sim is None:
             raise UsageError("--trace and --roofline need a --device to simulate on")

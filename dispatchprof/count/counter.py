@@ -72,7 +72,7 @@ class OpCounter:
         self._weight_dtype = weight_dtype
         self._bound = bool(bound)
         self._runtime = check_runtime(runtime, "OpCounter(runtime=...)")
-        self._tp = check_tp(tp, (), [d for p in self._scenarios.values() for d in p.devices], "OpCounter(tp=...)")
+        self._tp = check_tp(tp, (), [d for p in self._scenarios.values() for d in p.devices])
         self._step_starts: list[int] = []
         self._state: Recorder | None = None
         self._profile: Profile | None = None
