@@ -200,3 +200,21 @@ def test_bad_runtime_and_tp():
         OpCounter(devices="RTX-4090", tp=2)
     with pytest.raises(ValueError, match="tp must be a whole number >= 1, got 0"):
         OpCounter(devices="H100-SXM", tp=0)
+
+
+def test_trace_has_a_host_track_and_a_track_per_device_of_the_group():
+    from dispatchprof.report.trace import trace_events
+
+    model = tiny_llama()
+    with torch.no_grad(), OpCounter(devices="H100-SXM", tp=2) as c:
+        model(torch.zeros(1, 4, dtype=torch.long))
+    sim = c.simulated()
+    events = trace_events(sim)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert names == {"H100-SXM #0", "H100-SXM #1", "host"}
+    launches = [e for e in events if e["ph"] == "X" and e["cat"] == "host"]
+    assert len(launches) == len(sim.ops) and launches[1]["ts"] == pytest.approx(7.0)   # eager: 7 us each
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
+    assert len(ops) == 2 * len(sim.ops)
+    end = max(e["ts"] + e["dur"] for e in ops)
+    assert end * 1e-6 == pytest.approx(sim.total.time_s, abs=1e-9)
