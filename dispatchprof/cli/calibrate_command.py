@@ -6,7 +6,7 @@ import sys
 from typing import Sequence
 
 from dispatchprof.sim.calibrate import measure, write_profile
-from dispatchprof.cli.parser import Parser
+from dispatchprof.cli.parser import Parser, UsageError
 
 
 def run(argv: Sequence[str]) -> int:
@@ -14,7 +14,18 @@ def run(argv: Sequence[str]) -> int:
                "copy bandwidth and memory of this CPU; write a device YAML.")
     p.add_argument("-o", "--output", default="host-cpu.yaml")
     p.add_argument("--name", default="host-cpu")
+    p.add_argument("--gpu", action="store_true", help="measure the CUDA GPU instead (GEMM sweep, copy and GEMV "
+                                                     "bandwidth, launch and host cost per op)")
     args = p.parse_args(argv)
+    if args.gpu:
+        from dispatchprof.sim.calibrate_gpu import measure_gpu, write_gpu_profile
+        try:
+            gpu = measure_gpu()
+        except RuntimeError as e:
+            raise UsageError(str(e)) from None
+        path = write_gpu_profile(args.output, gpu, args.name)
+        print(f"wrote {path}: use it as --device {path}")
+        return 0
     cal = measure()
     path = write_profile(args.output, cal, args.name)
     print(f"wrote {path}: use it as --device {path}")
