@@ -218,3 +218,16 @@ def test_trace_has_a_host_track_and_a_track_per_device_of_the_group():
     assert len(ops) == 2 * len(sim.ops)
     end = max(e["ts"] + e["dur"] for e in ops)
     assert end * 1e-6 == pytest.approx(sim.total.time_s, abs=1e-9)
+
+
+def test_weight_dtype_changes_simulated_time_not_the_counted_bytes():
+    from dispatchprof.report.generation import generation_summary
+
+    model = tiny_llama()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = profile_generation(model, 1, 4, 4, devices="H100-SXM", bound=True)
+        int4 = profile_generation(model, 1, 4, 4, devices="H100-SXM", bound=True, weight_dtype="int4")
+    assert int4.decode_totals == full.decode_totals                 # the bytes column: as counted (fp32 here)
+    assert int4.devices["H100-SXM"].tpot_mean_s < full.devices["H100-SXM"].tpot_mean_s
+    assert "bytes moved (as counted)" in generation_summary(int4)
