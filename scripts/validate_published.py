@@ -8,8 +8,9 @@ length, one measured metric, its source) is one `profile_generation` on weightle
 simulated side by side on variants of the row's device profile: every combination of a per-device
 parameter (matrix_memory_efficiency, the achieved fraction of bandwidth of GEMM/GEMV streams) and a
 per-runtime parameter (host_overhead_us for eager, graph_launch_us for compiled and serving). The fit
-picks, on the fit rows only, the per-device and per-runtime values with the least median absolute
-error of the time rows, then each device's static power from its energy fit rows (energy per token
+picks, on the fit rows only, the per-device and per-runtime values with the least mean absolute
+error of the time rows (each capped at 100%: a median would be flat in a parameter that moves only
+a few rows, such as the eager host cost, and one wild row should not decide a device), then each device's static power from its energy fit rows (energy per token
 is linear in it: the median of (measured * tokens / tp - dynamic energy) / time). Nothing is fitted
 per model or per row; the held-out rows never enter the fit.
 
@@ -112,9 +113,10 @@ def fit(rows: list[dict], preds: dict) -> tuple[dict, dict, dict]:
         per_dev = dict(zip(devices, mmes))
         for hosts in itertools.product(*(HOST[rt][1] for rt in runtimes)):
             per_rt = dict(zip(runtimes, hosts))
-            errs = [abs(error(float(r["value"]), preds[r["id"]][f"{per_dev[r['hardware']]}|{per_rt[r['runtime']]}"][0]))
+            errs = [min(1.0, abs(error(float(r["value"]),
+                                       preds[r["id"]][f"{per_dev[r['hardware']]}|{per_rt[r['runtime']]}"][0])))
                     for r in fit_rows]
-            e = statistics.median(errs) if errs else 0.0
+            e = statistics.fmean(errs) if errs else 0.0
             if e < best_err - 1e-12:
                 best, best_err = (per_dev, per_rt), e
     per_dev, per_rt = best
