@@ -33,15 +33,16 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
     text += (f"\n\nKV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
              f"{units.nbytes(g.weights_bytes)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
     if g.devices:
-        rows = [[d.name, f"{d.runtime}, tp {d.tp}", units.seconds(d.ttft_s),
+        rows = [[d.name, units.seconds(d.ttft_s),
                  f"{units.seconds(d.tpot_first_s)} / {units.seconds(d.tpot_mean_s)} / {units.seconds(d.tpot_last_s)}",
                  f"{d.tokens_per_s:,.1f}", f"{d.decode_tokens_per_s:,.1f}", units.joules(d.energy_per_token_j),
-                 units.percent(d.prefill.static_j + d.decode.static_j, d.prefill.energy_j + d.decode.energy_j),
                  units.percent(d.prefill.memory_bound_s + d.decode.memory_bound_s, d.total_time_s),
-                 _fits(d.capacity)] for d in g.devices.values()]
-        text += "\n\n" + render(rows, ["device", "runtime", "TTFT", "TPOT first / mean / last", "tokens/s",
-                                       "decode tokens/s", "energy/token (group)", "static energy",
-                                       "memory-bound", "memory footprint (one device)"], fmt)
+                 _fits(d.capacity),
+                 units.percent(d.prefill.static_j + d.decode.static_j, d.prefill.energy_j + d.decode.energy_j),
+                 f"{d.runtime}, tp {d.tp}"] for d in g.devices.values()]
+        text += "\n\n" + render(rows, ["device", "TTFT", "TPOT first / mean / last", "tokens/s", "decode tokens/s",
+                                       "energy/token (group)", "memory-bound", "memory footprint (one device)",
+                                       "static energy", "runtime"], fmt)
         text += "\n" + "\n".join(c.message for d in g.devices.values() for c in d.capacity)
         text += "\n" + "\n".join(_runtime_note(d) for d in g.devices.values())
     return text
