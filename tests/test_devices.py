@@ -11,7 +11,8 @@ DEVICES_MD = [  # every device of DEVICES.md
     "PIM-AI-1chip", "PIM-AI-4chip", "PIM-AI-1dimm", "PIM-AI-2dimm", "PIM-AI-4dimm", "PIM-AI-6dimm",
     "PIM-AI-8dimm", "PIM-AI-10dimm", "PIM-AI-12dimm", "PIM-AI-16dimm", "PIM-AI-24dimm", "CXL-PIM-BC",
     "CXL-PIM-nBC", "SAM-LPDDR5PIM", "A17Pro", "Dimensity9300", "Snapdragon8gen3", "V100", "A100-40GB",
-    "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A6000", "RTX-4090", "MI300X"]
+    "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A6000", "RTX-4090", "MI300X",
+    "MI250X-GCD"]  # issue #14 adds one GCD of an MI250X
 
 
 def test_every_device_of_the_reference_is_bundled_with_a_source():

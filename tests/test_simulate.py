@@ -59,15 +59,19 @@ def test_placement_moves_tensors_over_the_host_links():
 
 
 def test_gpu_profiles_carry_achieved_fractions_and_bound_removes_them():
+    # simulator v2 (issue #14): the H100 SXM measurements replace v1's assumed 0.8 / 0.7 / 4 us
     h100 = load_device("H100-SXM")
-    assert (h100.memory_efficiency, h100.compute_efficiency, h100.launch_overhead_us) == (0.8, 0.7, 4)
-    assert "assumption" in h100.source and "--bound" in h100.source
+    assert (h100.memory_efficiency, h100.matrix_memory_efficiency, h100.compute_efficiency) == (0.9, 0.7, 0.8)
+    assert (h100.launch_overhead_us, h100.host_overhead_us, h100.static_power_w) == (2, 7, 350)
+    assert "issue #14" in h100.source_of("compute_efficiency") and "--bound" in h100.source
     model, x = two_linear(), torch.randn(4, 64)
     with OpCounter(devices="H100-SXM") as real, OpCounter(devices="H100-SXM", bound=True) as peak:
         model(x)
     first_real, first_peak = real.simulated().ops[0], peak.simulated().ops[0]
-    assert first_real.t_memory == pytest.approx(first_peak.t_memory / 0.8)
-    assert first_real.t_overhead == pytest.approx(4e-6) and first_peak.t_overhead == 0
+    assert first_real.t_memory == pytest.approx(first_peak.t_memory / 0.7)      # a matmul: matrix stream
+    assert first_real.t_overhead == pytest.approx(2e-6) and first_peak.t_overhead == 0
+    assert first_real.t_host == pytest.approx(7e-6) and first_peak.t_host == 0
+    assert peak.simulated().total.static_j == 0 and real.simulated().total.static_j > 0
 
 
 def test_side_by_side_devices_and_bad_names():

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Sequence
 
 from dispatchprof.cli.options import add_format, as_json, check_output, emit
-from dispatchprof.cli.parser import Parser
+from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.sim.calibrate import measure, write_profile
 
 SCHEMA = "dispatchprof.calibration"
@@ -17,9 +17,23 @@ def run(argv: Sequence[str]) -> int:
                "copy bandwidth and memory of this CPU; write a device YAML.")
     p.add_argument("-o", "--output", default="host-cpu.yaml")
     p.add_argument("--name", default="host-cpu")
+    p.add_argument("--gpu", action="store_true", help="measure the CUDA GPU instead (GEMM sweep, copy and GEMV "
+                                                     "bandwidth, launch and host cost per op)")
     add_format(p, ("table", "json"))
     args = p.parse_args(argv)
     check_output(args.output, "-o")
+    if args.gpu:
+        from dispatchprof.sim.calibrate_gpu import measure_gpu, write_gpu_profile
+        try:
+            gpu = measure_gpu()
+        except RuntimeError as e:
+            raise UsageError(str(e)) from None
+        path = write_gpu_profile(args.output, gpu, args.name)
+        if args.format == "json":
+            emit(as_json({"schema": SCHEMA, "version": 1, "path": path, "name": args.name, "gpu": True}))
+        else:
+            emit(f"wrote {path}: use it as --device {path}\n")
+        return 0
     cal = measure()
     path = write_profile(args.output, cal, args.name)
     if args.format == "json":

@@ -24,6 +24,7 @@ from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
 from dispatchprof.results.generation import generation_to_dict
 from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.runtime import RUNTIMES
 from dispatchprof.sim.simulate import simulate
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -50,6 +51,10 @@ def parser() -> Parser:
                    help="place modules matching GLOB on DEVICE (repeat; the last rule should be '*=DEVICE')")
     p.add_argument("--bound", action="store_true",
                    help="simulate the pure roofline bound (ignore the profiles' achieved fractions and overheads)")
+    p.add_argument("--runtime", choices=RUNTIMES, default="eager",
+                   help="software stack simulated: eager (every op launched from the host), compiled "
+                        "(torch.compile + CUDA graphs), serving (an inference engine)")
+    p.add_argument("--tp", type=size(), default=1, help="tensor parallelism over this many devices")
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
     add_format(p, FORMATS)
@@ -101,14 +106,15 @@ def run(argv: Sequence[str]) -> int:
         try:
             g = profile_generation(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios,
                                    weight_dtype=args.weight_dtype, bound=args.bound, progress=bar,
-                                   kv_dtype=args.kv_dtype)
+                                   kv_dtype=args.kv_dtype, runtime=args.runtime, tp=args.tp)
         finally:
             bar.close()
     for d in g.devices.values():
         for c in d.capacity:
             if c.fits is False:
                 warn(c.message)
-    sims = [simulate(g.prefill, scenarios[n], weight_dtype=args.weight_dtype, name=n, bound=args.bound)
+    sims = [simulate(g.prefill, scenarios[n], weight_dtype=args.weight_dtype, name=n, bound=args.bound,
+                     runtime=args.runtime, tp=args.tp)
             for n in scenarios] if (args.trace or args.roofline or args.format in ("table", "markdown")) else []
     _write_plots(args, sims)
     emit(_render(g, args, sims[0] if sims else None), args.output)

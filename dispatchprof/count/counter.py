@@ -25,7 +25,9 @@ from dispatchprof.results import query
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import check_phase
 from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.runtime import check_runtime
 from dispatchprof.sim.simulate import Simulation, simulate
 
 CausalRule = Literal["full", "computed"]
@@ -79,10 +81,16 @@ class OpCounter:
             instead of the dtype the tensors carry.
         bound: simulate the pure roofline bound, ignoring the profiles' efficiencies and launch
             overheads (the GPU profiles carry achieved fractions by default).
+        runtime: the software stack simulated: "eager" (default; every op launched from the host),
+            "compiled" (torch.compile + CUDA graphs) or "serving" (an inference engine); see
+            dispatchprof.sim.runtime. Each ``phase()`` block is one step.
+        tp: tensor parallelism over this many devices (attention and MLP split, two all-reduces
+            per layer; dispatchprof.sim.parallel).
     """
 
     def __init__(self, model: nn.Module | None = None, *, causal: CausalRule = "full",
-                 devices: Any = None, weight_dtype: str | None = None, bound: bool = False) -> None:
+                 devices: Any = None, weight_dtype: str | None = None, bound: bool = False,
+                 runtime: str = "eager", tp: int = 1) -> None:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"OpCounter(model=...) takes a torch.nn.Module, got {type(model).__name__}; "
                             f"call it as OpCounter(model) or OpCounter()")
@@ -95,6 +103,9 @@ class OpCounter:
             raise ValueError(f"OpCounter(weight_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
         self._weight_dtype = weight_dtype
         self._bound = bool(bound)
+        self._runtime = check_runtime(runtime, "OpCounter(runtime=...)")
+        self._tp = check_tp(tp, (), [d for p in self._scenarios.values() for d in p.devices])
+        self._step_starts: list[int] = []
         self._state: Recorder | None = None
         self._profile: Profile | None = None
         self._modes: list[Any] = []
@@ -109,6 +120,7 @@ class OpCounter:
             raise RuntimeError("this OpCounter is already counting; use a new OpCounter to nest")
         self._profile = None
         self._thread = threading.get_ident()
+        self._step_starts = []
         self._state = Recorder(self._model, self._causal)
         self._state.tracker.start()
         self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
@@ -168,6 +180,7 @@ class OpCounter:
         if self._state is None:
             raise RuntimeError("OpCounter.phase() works only inside `with OpCounter() as c:`")
         state, saved = self._state, (self._state.label, self._state.label_baseline)
+        self._step_starts.append(len(state.records))
         state.label, state.label_baseline = name, state.ledger.live_bytes
         try:
             yield
@@ -258,4 +271,4 @@ class OpCounter:
         if key is None:
             raise ValueError(f"{device!r} was not simulated; simulated: {', '.join(self._scenarios)}")
         return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key,
-                        bound=self._bound)
+                        bound=self._bound, runtime=self._runtime, tp=self._tp, step_starts=tuple(self._step_starts))

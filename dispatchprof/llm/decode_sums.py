@@ -3,8 +3,9 @@ and the exact sums over such a range.
 
 A `StepSample` is one decode step counted at cache length ``past``: per op record its key
 (op, scope, dtype), its counts (COUNT_FIELDS) and, per scenario, its `OpTiming`. Counts sum as
-exact integers; times and energies are summed by `dispatchprof.sim.timing.affine_sum`, next to
-the formula that composes them.
+exact integers; dynamic energies and bound shares are summed by `dispatchprof.sim.timing.affine_sum`,
+next to the formula that composes them, and step times (the host/device timeline) by
+`dispatchprof.sim.timeline.sum_step_times`; energy = dynamic + static power x time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Mapping, Sequence
 from dispatchprof.results.generation import PhaseTiming
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import COUNT_FIELDS, Totals, totals_of
+from dispatchprof.sim.timeline import step_time, sum_step_times
 from dispatchprof.sim.timing import OpTiming, affine_sum
 
 Segments = list[tuple[int, int]]
@@ -34,8 +36,8 @@ class StepSample:
     profile: Profile
 
     def step_time(self, scenario: str) -> float:
-        """Simulated time of this step on ``scenario``."""
-        return sum(t.time_s for t in self.timing[scenario])
+        """Simulated time of this step on ``scenario`` (its host/device timeline)."""
+        return step_time(self.timing[scenario])
 
 
 @dataclass(frozen=True)
@@ -68,12 +70,15 @@ def affine(samples: Sequence[StepSample]) -> bool:
     return True
 
 
-def sum_decode(samples: Mapping[int, StepSample], segments: Segments, names: list[str]) -> DecodeSums:
-    """Sums over the decode steps of every segment (closed forms of affine values)."""
+def sum_decode(samples: Mapping[int, StepSample], segments: Segments, names: list[str],
+               static_w: Mapping[str, float] | None = None) -> DecodeSums:
+    """Sums over the decode steps of every segment (closed forms of affine values);
+    ``static_w`` is each scenario's static power (W), drawn for the whole time."""
+    static_w = static_w or {}
     calls = sum((b - a + 1) * len(samples[a].keys) for a, b in segments)
     totals = [0] * len(COUNT_FIELDS)
     by_scope: dict[str, list[int]] = {}
-    timing = {n: [0.0, 0.0, 0.0, 0.0] for n in names}     # time, energy, compute-bound, memory-bound
+    timing = {n: [0.0, 0.0, 0.0, 0.0] for n in names}     # time, dynamic energy, compute-bound, memory-bound
     for a, b in segments:
         s0 = samples[a]
         s1 = samples[a + 1] if b > a else s0
@@ -88,6 +93,12 @@ def sum_decode(samples: Mapping[int, StepSample], segments: Segments, names: lis
         for name in names:
             for t0, t1 in zip(s0.timing[name], s1.timing[name]):
                 for i, v in enumerate(affine_sum(t0, t1, n)):
-                    timing[name][i] += v
-    return DecodeSums(totals_of(totals, calls), {k: totals_of(v, 0) for k, v in by_scope.items()},
-                      {n: PhaseTiming(*timing[n]) for n in names})
+                    if i:
+                        timing[name][i] += v
+            timing[name][0] += sum_step_times(s0.timing[name], s1.timing[name], n)
+    phases = {}
+    for name in names:
+        time, dynamic, compute, memory = timing[name]
+        static = static_w.get(name, 0.0) * time
+        phases[name] = PhaseTiming(time, dynamic + static, compute, memory, static)
+    return DecodeSums(totals_of(totals, calls), {k: totals_of(v, 0) for k, v in by_scope.items()}, phases)

@@ -13,6 +13,10 @@ closed forms (dispatchprof.llm.decode_sums). When they do not, the range is spli
 to single steps. A test compares this with counting every step, category by category.
 
 The devices are resolved once (`scenarios_of`) and shared by every count of the generation.
+``runtime`` (eager, compiled, serving) and ``tp`` (tensor parallelism) reach the simulator through
+OpCounter; every step is one phase block, so each step is one host/device timeline. With tp > 1
+the times are one device's (all run the same ops), the energy per token is the whole group's and
+the capacity check holds one device's share of the split weights and KV cache.
 """
 
 from __future__ import annotations
@@ -30,27 +34,32 @@ from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import COUNT_FIELDS, Totals
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import Scenarios, scenarios_of
+from dispatchprof.sim.runtime import check_runtime
 
 Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, what)
 
 
 def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_tokens: int, *,
                        devices: Any = None, weight_dtype: str | None = None, exact: bool = False,
-                       bound: bool = False, progress: Progress | None = None,
-                       kv_dtype: str | None = None) -> GenerationProfile:
+                       bound: bool = False, progress: Progress | None = None, runtime: str = "eager",
+                       tp: int = 1, kv_dtype: str | None = None) -> GenerationProfile:
     """Count and simulate a generation of ``new_tokens`` tokens after a ``prompt_len`` prompt for
     ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference);
-    ``bound=True`` simulates the pure roofline (no efficiencies or overheads). ``kv_dtype``
-    ("fp8", "int8", "int4", ...) stores the KV cache in that dtype: its bytes and the capacity
-    check follow (`kv_bytes_as`); the simulated times do not (``dispatchprof.serving`` scales
-    them)."""
+    ``bound=True`` simulates the pure roofline (no efficiencies or overheads); ``runtime`` and
+    ``tp`` as in OpCounter. ``kv_dtype`` ("fp8", "int8", "int4", ...) stores the KV cache in that
+    dtype: its bytes and the capacity check follow (`kv_bytes_as`); the simulated times do not
+    (``dispatchprof.serving`` scales them)."""
     for name, value, low in (("batch", batch, 1), ("prompt_len", prompt_len, 1), ("new_tokens", new_tokens, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_runtime(runtime)
     kv_bits = kv_element_bits(model, kv_dtype)
     scenarios = scenarios_of(devices)             # every device resolved (a YAML parsed) once
-    run = _Runner(model, batch, scenarios, weight_dtype, bound)
+    heads = getattr(getattr(model, "config", None), "num_attention_heads", None)
+    check_tp(tp, [heads] if isinstance(heads, int) else [], [d for p in scenarios.values() for d in p.devices])
+    run = _Runner(model, batch, scenarios, weight_dtype, bound, runtime, tp)
     steps = new_tokens - 1
     report = progress or (lambda done, total, what: None)
     c, _, prefill_kv = run.count(prompt_len, 0)
@@ -58,33 +67,36 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     report(1, 1, "prefill")
     samples, segments = ({}, []) if not steps else (
         run.every_step if exact else run.sampled)(prompt_len, steps, report)
-    sums = sum_decode(samples, segments, list(scenarios)) if steps else None
+    static = {name: prefill_sims[name].static_power_w for name in scenarios}
+    sums = sum_decode(samples, segments, list(scenarios), static) if steps else None
     first = samples.get(prompt_len)
     last = samples.get(prompt_len + steps - 1)
     kv_layers = kv_bytes_as(last.kv_bytes if last else prefill_kv, kv_bits, model)
-    kv = sum(kv_layers)
+    kv = sum(kv_layers) // tp
     prefill_peak = dict(prefill.phase_peaks).get("prefill", 0)
     activations = max(prefill_peak - sum(prefill_kv), last.peak_extra if last else 0, 0)
     weights = check_capacity(prefill, scenarios.values()[0], weight_dtype)[0].weights_bytes \
         if scenarios else sum(s.params_self_bytes for s in prefill.scopes)
     per_device = {}
     for name in scenarios:
-        total = prefill_sims[name].total
-        pre = PhaseTiming(total.time_s, total.energy_j, total.compute_bound_s, total.memory_bound_s)
+        sim = prefill_sims[name]
+        total = sim.total
+        pre = PhaseTiming(total.time_s, total.energy_j, total.compute_bound_s, total.memory_bound_s, total.static_j)
         dec = sums.timing[name] if sums else PhaseTiming()
         total_time = pre.time_s + dec.time_s
         capacity = tuple(CapacityCheck(c.device, c.capacity_bytes, c.weights_bytes, kv, activations)
-                         for c in check_capacity(prefill, scenarios[name], weight_dtype))
+                         for c in check_capacity(prefill, scenarios[name], weight_dtype, tp=tp))
         per_device[name] = DeviceGeneration(
             name, pre.time_s,
             first.step_time(name) if first else 0.0, dec.time_s / steps if steps else 0.0,
             last.step_time(name) if last else 0.0, pre, dec,
             batch * new_tokens / total_time if total_time else 0.0,
             batch * steps / dec.time_s if steps and dec.time_s else 0.0,
-            (pre.energy_j + dec.energy_j) / (batch * new_tokens), capacity)
+            (pre.energy_j + dec.energy_j) * tp / (batch * new_tokens), capacity, runtime, tp,
+            sim.runtime.describe())
     return GenerationProfile(batch, prompt_len, new_tokens, prefill, prefill.total(),
                              sums.totals if sums else Totals(), sums.by_scope if sums else {},
-                             kv, weights, activations, per_device, len(samples),
+                             sum(kv_layers), weights, activations, per_device, len(samples),
                              last.profile if last else None, kv_layers)
 
 
@@ -130,18 +142,18 @@ def cache_bytes(cache: Any) -> int:
 
 
 def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None,
-                bound: bool = False) -> StepSample:
+                bound: bool = False, runtime: str = "eager", tp: int = 1) -> StepSample:
     """Count one decode step at cache length ``past`` (see `_Runner.sample`)."""
-    return _Runner(model, batch, scenarios_of(devices), weight_dtype, bound).sample(past)
+    return _Runner(model, batch, scenarios_of(devices), weight_dtype, bound, runtime, tp).sample(past)
 
 
 class _Runner:
     """Counts of one model, batch and set of scenarios: a prefill and decode steps after it."""
 
     def __init__(self, model: torch.nn.Module, batch: int, scenarios: Scenarios, weight_dtype: str | None,
-                 bound: bool) -> None:
+                 bound: bool, runtime: str = "eager", tp: int = 1) -> None:
         self.model, self.batch, self.scenarios = model, batch, scenarios
-        self.weight_dtype, self.bound = weight_dtype, bound
+        self.weight_dtype, self.bound, self.runtime, self.tp = weight_dtype, bound, runtime, tp
 
     def count(self, prompt_len: int, decode_steps: int, report: Progress | None = None
               ) -> tuple[OpCounter, list[tuple[int, int, tuple[int, ...]]], tuple[int, ...]]:
@@ -156,7 +168,7 @@ class _Runner:
         cache = DynamicCache(config=self.model.config)
         bounds = []
         with torch.no_grad(), OpCounter(devices=self.scenarios, weight_dtype=self.weight_dtype,
-                                        bound=self.bound) as c:
+                                        bound=self.bound, runtime=self.runtime, tp=self.tp) as c:
             with c.phase("prefill"):
                 self.model(ids[0], past_key_values=cache, use_cache=True)
             prefill_kv = cache_layer_bytes(cache)

@@ -1,8 +1,11 @@
 """Tables and CSV of a generation (prefill + decode): rows first, then tabulate.
 
-`generation_summary` renders the per-phase counts and, per simulated device, time to first
-token, time per output token, tokens/s, energy per token and the memory footprint against the
-device's capacity. Its lossless JSON form lives with the result (dispatchprof.results.generation).
+`generation_summary` renders the per-phase counts (as counted: bytes in the tensors' own dtypes,
+whatever ``weight_dtype`` the time was simulated with) and, per simulated device, the runtime and
+tensor-parallel degree it was simulated under, time to first token, time per output token, tokens/s,
+energy per token (the whole group's, split into static and dynamic energy) and the memory footprint
+against the device's capacity, then what each runtime fused or removed. Its lossless JSON form
+lives with the result (dispatchprof.results.generation).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import io
 from dispatchprof import units
 from dispatchprof.report.render import render
 from dispatchprof.results.capacity import CapacityCheck
-from dispatchprof.results.generation import GenerationProfile
+from dispatchprof.results.generation import DeviceGeneration, GenerationProfile
 
 
 def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "simple") -> str:
@@ -27,7 +30,8 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
                units.nbytes(g.prefill_totals.bytes), str(g.tokens["prefill"])],
               ["decode (all steps)", units.si(g.decode_totals.flops), units.si(g.decode_totals.macs),
                units.nbytes(g.decode_totals.bytes), str(g.tokens["decode"])]]
-    text = title + "\n\n" + render(phases, ["phase", "FLOPs (ADD+MULT)", "MACs", "bytes moved", "tokens"], fmt)
+    text = title + "\n\n" + render(phases, ["phase", "FLOPs (ADD+MULT)", "MACs", "bytes moved (as counted)",
+                                             "tokens"], fmt)
     text += (f"\n\nKV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
              f"{units.nbytes(g.weights_bytes)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
     if g.devices:
@@ -38,11 +42,24 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
                  f"{d.tokens_per_s:,.1f}", f"{d.decode_tokens_per_s:,.1f}" if decodes else "-",
                  units.joules(d.energy_per_token_j),
                  units.percent(d.prefill.memory_bound_s + d.decode.memory_bound_s, d.total_time_s),
-                 _fits(d.capacity)] for d in g.devices.values()]
+                 _fits(d.capacity),
+                 units.percent(d.prefill.static_j + d.decode.static_j, d.prefill.energy_j + d.decode.energy_j),
+                 f"{d.runtime}, tp {d.tp}"] for d in g.devices.values()]
         text += "\n\n" + render(rows, ["device", "TTFT", "TPOT first / mean / last", "tokens/s", "decode tokens/s",
-                                       "energy/token", "memory-bound", "memory footprint"], fmt)
+                                       "energy/token (group)", "memory-bound", "memory footprint (one device)",
+                                       "static energy", "runtime"], fmt)
         text += "\n" + "\n".join(c.message for d in g.devices.values() for c in d.capacity)
+        text += "\n" + "\n".join(_runtime_note(d) for d in g.devices.values())
     return text
+
+
+def _runtime_note(d: DeviceGeneration) -> str:
+    """What the runtime changed, and how a tensor-parallel group's figures read."""
+    note = f"{d.name}: {d.runtime_changes or 'runtime ' + d.runtime} (prefill)"
+    if d.tp > 1:
+        note += (f"; tp {d.tp}: times are one device's (all {d.tp} run the same split ops), energy/token is the "
+                 f"group's ({units.joules(d.energy_per_token_j / d.tp)} per device), the footprint one device's share")
+    return note
 
 
 def _fits(checks: tuple[CapacityCheck, ...]) -> str:
@@ -58,11 +75,14 @@ def generation_csv(g: GenerationProfile) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["device", "batch", "prompt_len", "new_tokens", "prefill_flops", "prefill_macs", "decode_flops",
                 "decode_macs", "kv_cache_bytes", "ttft_s", "tpot_first_s", "tpot_mean_s", "tpot_last_s",
-                "tokens_per_s", "decode_tokens_per_s", "energy_per_token_j", "required_bytes", "capacity_bytes"])
+                "tokens_per_s", "decode_tokens_per_s", "energy_per_token_j", "required_bytes", "capacity_bytes",
+                "runtime", "tp", "static_j", "dynamic_j"])
     for d in g.devices.values() or [None]:
         w.writerow([d.name if d else "", g.batch, g.prompt_len, g.new_tokens, g.prefill_totals.flops,
                     g.prefill_totals.macs, g.decode_totals.flops, g.decode_totals.macs, g.kv_cache_bytes,
                     *([d.ttft_s, d.tpot_first_s, d.tpot_mean_s, d.tpot_last_s, d.tokens_per_s, d.decode_tokens_per_s,
                        d.energy_per_token_j, max(c.required_bytes for c in d.capacity),
-                       d.capacity[0].capacity_bytes] if d else [""] * 9)])
+                       d.capacity[0].capacity_bytes, d.runtime, d.tp, d.prefill.static_j + d.decode.static_j,
+                       d.prefill.energy_j + d.decode.energy_j - d.prefill.static_j - d.decode.static_j]
+                      if d else [""] * 13)])
     return out.getvalue()

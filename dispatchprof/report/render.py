@@ -8,8 +8,9 @@ import tabulate as _tabulate
 
 LEGEND = ("Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; "
           "MACs count contractions only (2 x MACs = torch FlopCounterMode).\n"
-          "Bytes: every tensor input read and output written once, views free; time: per-op roofline "
-          "max(compute, memory) + overheads and transfers, summed over ops.")
+          "Bytes: every tensor input read and output written once, views free (as counted); time: per-op roofline "
+          "max(compute, memory) + overheads and transfers under the runtime, on a host/device timeline; "
+          "energy: dynamic + static power x time.")
 _ALIASES = {"markdown": "github", "md": "github"}
 
 

@@ -1,10 +1,12 @@
 """A Chrome / Perfetto trace of a simulated timeline (JSON Trace Event Format).
 
-One process per device, one track in it. On each track: phase slices (prefill, decode, ...)
-hold module slices, which hold op slices; each op slice lasts its simulated time (compute or
-memory, plus overhead and transfers, in its args). A counter per device plots the cumulative
-energy. Ops run one after another: the clock is the running sum of op times, kept in integer
-nanoseconds so that every slice nests exactly (trace timestamps are microseconds: ns / 1000).
+One process per device (per device of a tensor-parallel group: "H100-SXM #0", "#1", ...), one
+track in it, and a "host" process when the runtime gives the host work (its launch slices). On
+each device track: phase slices (prefill, decode, ...) hold module slices, which hold op slices;
+each op slice starts when the host/device timeline (dispatchprof.sim.timeline) starts it and lasts
+its simulated time (compute or memory, plus overhead, transfers and collectives, in its args). A
+counter per device plots the cumulative energy (dynamic + static power x time). Times are kept in
+integer nanoseconds so that every slice nests exactly (trace timestamps are microseconds: ns / 1000).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from dispatchprof.results.files import write_atomic
 from dispatchprof.sim.simulate import Simulation
+from dispatchprof.sim.timeline import schedule
 
 
 def _ancestors(scope: str, parents: dict[str, str | None]) -> list[str]:
@@ -29,45 +32,77 @@ def _ancestors(scope: str, parents: dict[str, str | None]) -> list[str]:
 
 def trace_events(sim: Simulation) -> list[dict[str, Any]]:
     """The trace events of ``sim`` (see the module docstring)."""
-    pids = {name: i + 1 for i, name in enumerate(sim.devices)}
+    tracks = _device_tracks(sim)
+    pids = {track: i + 1 for i, track in enumerate(t for group in tracks.values() for t in group)}
     events: list[dict[str, Any]] = []
-    for name, pid in pids.items():
-        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "args": {"name": name}})
+    for track, pid in pids.items():
+        events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 1, "args": {"name": track}})
         events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": 1, "args": {"name": "ops"}})
+    host_pid = len(pids) + 1
+    with_host = any(t.t_host for t in sim.ops)
+    if with_host:
+        events.append({"ph": "M", "name": "process_name", "pid": host_pid, "tid": 1, "args": {"name": "host"}})
+        events.append({"ph": "M", "name": "thread_name", "pid": host_pid, "tid": 1, "args": {"name": "launches"}})
     open_slices: dict[str, list[tuple[str, int, str]]] = {n: [] for n in pids}   # (name, start, cat)
     last_end: dict[str, int] = dict.fromkeys(pids, 0)
-    energy: dict[str, float] = dict.fromkeys(pids, 0.0)
-    clock_s, start_ns = 0.0, 0
+    dynamic: dict[str, float] = dict.fromkeys(pids, 0.0)
+    static = {d.name: d.static_power_w for d in sim.placement.devices}
     records, parents = sim.records, dict(sim.parents)
-    for timing in sim.ops:
+    for timing, (issued_s, start_s, end_s) in zip(sim.ops, timeline_of(sim.ops, sim.step_starts)):
         r = records[timing.record]
-        dev = timing.device
-        clock_s += timing.time_s
-        end_ns = round(clock_s * 1e9)
+        start_ns, end_ns = round(start_s * 1e9), round(end_s * 1e9)
+        if with_host and timing.t_host:
+            events.append(_slice(f"launch {r.op}", "host", host_pid, round((issued_s - timing.t_host) * 1e9),
+                                 round(issued_s * 1e9)))
         wanted = [(f"phase: {r.phase}", "phase")] + [(s, "module") for s in _ancestors(r.scope, parents)]
-        stack = open_slices[dev]
-        keep = 0
-        while keep < len(stack) and keep < len(wanted) and stack[keep][0] == wanted[keep][0]:
-            keep += 1
-        while len(stack) > keep:
-            name, began, cat = stack.pop()
-            events.append(_slice(name, cat, pids[dev], began, last_end[dev]))
-        for name, cat in wanted[keep:]:
-            stack.append((name, start_ns, cat))
-        events.append(_slice(r.op, "op", pids[dev], start_ns, end_ns, {
-            "scope": r.scope or "(root)", "bound": timing.bound, "compute_ns": timing.t_compute * 1e9,
-            "memory_ns": timing.t_memory * 1e9, "transfer_ns": timing.t_transfer * 1e9,
-            "flops": r.cost.flops, "bytes": timing.traffic_bytes}))
-        energy[dev] += timing.energy_j
-        events.append({"ph": "C", "name": "energy (J)", "pid": pids[dev], "tid": 1, "ts": end_ns / 1000,
-                       "args": {"J": energy[dev]}})
-        last_end[dev] = end_ns
-        start_ns = end_ns
-    for dev, stack in open_slices.items():
+        for track in tracks[timing.device]:
+            stack = open_slices[track]
+            keep = 0
+            while keep < len(stack) and keep < len(wanted) and stack[keep][0] == wanted[keep][0]:
+                keep += 1
+            while len(stack) > keep:
+                name, began, cat = stack.pop()
+                events.append(_slice(name, cat, pids[track], began, last_end[track]))
+            for name, cat in wanted[keep:]:
+                stack.append((name, start_ns, cat))
+            events.append(_slice(r.op, "op", pids[track], start_ns, end_ns, {
+                "scope": r.scope or "(root)", "bound": timing.bound, "compute_ns": timing.t_compute * 1e9,
+                "memory_ns": timing.t_memory * 1e9, "transfer_ns": timing.t_transfer * 1e9,
+                "comm_ns": timing.t_comm * 1e9, "flops": r.cost.flops, "bytes": timing.traffic_bytes}))
+            dynamic[track] += timing.dynamic_j
+            last_end[track] = end_ns
+            joules = dynamic[track] + static[_device_of(track)] * end_s     # static power drawn all along
+            events.append({"ph": "C", "name": "energy (J)", "pid": pids[track], "tid": 1, "ts": end_ns / 1000,
+                           "args": {"J": joules}})
+    for track, stack in open_slices.items():
         while stack:
             name, began, cat = stack.pop()
-            events.append(_slice(name, cat, pids[dev], began, last_end[dev]))
+            events.append(_slice(name, cat, pids[track], began, last_end[track]))
     return events
+
+
+def _device_tracks(sim: Simulation) -> dict[str, list[str]]:
+    """device -> its tracks: one, or one per device of a tensor-parallel group ("H100-SXM #1")."""
+    if sim.tp == 1:
+        return {name: [name] for name in sim.devices}
+    return {name: [f"{name} #{k}" for k in range(sim.tp)] for name in sim.devices}
+
+
+def _device_of(track: str) -> str:
+    return track.split(" #", 1)[0]
+
+
+def timeline_of(ops, step_starts) -> list[tuple[float, float, float]]:
+    """(issued, start, end) of every op in seconds from the run's start: each step's schedule
+    (dispatchprof.sim.timeline) after the previous step's end."""
+    cuts = sorted(set(step_starts) | {0, len(ops)})
+    out, offset = [], 0.0
+    for a, b in zip(cuts, cuts[1:]):
+        steps = schedule(ops[a:b])
+        out.extend((i + offset, s + offset, e + offset) for i, s, e in steps)
+        if steps:
+            offset += steps[-1][2]
+    return out
 
 
 def _slice(name: str, cat: str, pid: int, start_ns: int, end_ns: int, args: dict | None = None) -> dict:

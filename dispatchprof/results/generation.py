@@ -27,6 +27,7 @@ class PhaseTiming:
     energy_j: float = 0.0
     compute_bound_s: float = 0.0
     memory_bound_s: float = 0.0
+    static_j: float = 0.0           # of energy_j: static power x time (the rest is dynamic)
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,11 @@ class DeviceGeneration:
     decode: PhaseTiming
     tokens_per_s: float           # batch * new_tokens / (prefill + decode time)
     decode_tokens_per_s: float    # batch * (new_tokens - 1) / decode time
-    energy_per_token_j: float
+    energy_per_token_j: float     # the whole tensor-parallel group's energy / tokens
     capacity: tuple[CapacityCheck, ...]
+    runtime: str = "eager"
+    tp: int = 1                   # devices in the tensor-parallel group (figures above: one device)
+    runtime_changes: str = ""     # what the runtime fused or removed (RuntimeChanges.describe)
 
     @property
     def total_time_s(self) -> float:
@@ -101,7 +105,8 @@ def generation_from_dict(data: dict[str, Any], where: str = "generation") -> tup
         devices = {n: DeviceGeneration(
             d["name"], d["ttft_s"], d["tpot_first_s"], d["tpot_mean_s"], d["tpot_last_s"],
             PhaseTiming(**d["prefill"]), PhaseTiming(**d["decode"]), d["tokens_per_s"], d["decode_tokens_per_s"],
-            d["energy_per_token_j"], tuple(CapacityCheck(**c) for c in d["capacity"]))
+            d["energy_per_token_j"], tuple(CapacityCheck(**c) for c in d["capacity"]),
+            d.get("runtime", "eager"), d.get("tp", 1), d.get("runtime_changes", ""))
             for n, d in data["devices"].items()}
         g = GenerationProfile(
             data["batch"], data["prompt_len"], data["new_tokens"], Profile.from_dict(data["prefill_profile"], where),

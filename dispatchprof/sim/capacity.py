@@ -4,7 +4,9 @@ Weights on a device are the parameters (and buffers) of the module scopes placed
 simulated weight dtype; parameters of modules that never ran count on the root's device. The
 peak activations are the whole count's peak of live op outputs (the KV cache it produced is
 inside it); with several devices each is assumed to hold that peak, an upper bound. ``kv_bytes``
-adds a cache that existed before the count (the tokens of earlier steps).
+adds a cache that existed before the count (the tokens of earlier steps). With tensor parallelism
+over ``tp`` devices the weights of the split blocks (dispatchprof.sim.parallel) count 1/tp on each
+device, as does the KV cache (the caller divides ``kv_bytes``).
 """
 
 from __future__ import annotations
@@ -12,20 +14,20 @@ from __future__ import annotations
 from dispatchprof.results.capacity import GB, CapacityCheck
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.sim.parallel import split_blocks
 from dispatchprof.sim.placement import Placement
 
 
 def check_capacity(profile: Profile, placement: Placement, weight_dtype: str | None,
-                   kv_bytes: int = 0) -> tuple[CapacityCheck, ...]:
-    """One CapacityCheck per device of the placement."""
+                   kv_bytes: int = 0, tp: int = 1) -> tuple[CapacityCheck, ...]:
+    """One CapacityCheck per device of the placement (one device of a tensor-parallel group)."""
     weights: dict[str, int] = {d.name: 0 for d in placement.devices}
     placed_params = 0
+    split = split_blocks({s.name: s.module_type for s in profile.scopes}, profile.parents()) if tp > 1 else {}
     for s in profile.scopes:
         d = placement.device_for(s.name)
-        if weight_dtype is None:
-            weights[d.name] += s.params_self_bytes
-        else:
-            weights[d.name] += s.params_self * WEIGHT_BITS[weight_dtype] // 8
+        nbytes = s.params_self_bytes if weight_dtype is None else s.params_self * WEIGHT_BITS[weight_dtype] // 8
+        weights[d.name] += nbytes // tp if s.name in split else nbytes
         placed_params += s.params_self
     root = next((s for s in profile.scopes if s.name == ""), None)
     if root is not None and root.params > placed_params:     # modules that never ran

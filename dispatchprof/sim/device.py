@@ -58,6 +58,13 @@ class Device:
     cache_bandwidth_gb_per_s: float | None = None  # cache bandwidth instead of memory bandwidth
     interconnect_gb_per_s: float | None = None
     interconnect_pj_per_bit: float | None = None
+    interconnect_latency_us: float = 0.0          # per collective (tensor parallelism's all-reduces)
+    host_overhead_us: float = 0.0                 # host cost per op launched one by one (runtime "eager")
+    graph_launch_us: float = 0.0                  # host cost per step launched as one graph (compiled, serving)
+    compute_units: int | None = None              # SMs / CUs: GEMM waves (dispatchprof.sim.kernels)
+    gemm_tile: tuple[int, int] | None = None      # output tile (rows, cols) of one GEMM work unit
+    matrix_memory_efficiency: float | None = None   # achieved fraction of bandwidth for GEMM/GEMV streams
+    matrix_pj_per_flop: Mapping[str, float] = field(default_factory=dict)   # per dtype; else pj_per_flop
     tdp_w: float | None = None
     price_usd_per_hour: float | None = None       # renting one device (serving's $ per token)
     sources: Mapping[str, str] = field(default_factory=dict)
@@ -75,16 +82,29 @@ class Device:
         return self.vector_tflops.get(dtype_key, self.vector_tflops["fp32"]) * 1e12
 
     def as_bound(self) -> Device:
-        """This device with the pure roofline bound: efficiencies 1, no launch overhead."""
-        return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0)
+        """This device with the pure roofline bound: efficiencies 1, no launch, host or collective
+        latency, no shape-dependent GEMM efficiency, no static power."""
+        return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0,
+                                   host_overhead_us=0.0, graph_launch_us=0.0, interconnect_latency_us=0.0,
+                                   compute_units=None, gemm_tile=None, matrix_memory_efficiency=None,
+                                   static_power_w=0.0)
 
-    def bandwidth_for(self, traffic_bytes: float) -> float:
+    def flop_pj(self, dtype_key: str, matrix: bool) -> float:
+        """pJ per FLOP of an op: ``matrix_pj_per_flop[dtype]`` for matrix ops where listed, else
+        ``pj_per_flop``."""
+        if matrix and dtype_key in self.matrix_pj_per_flop:
+            return self.matrix_pj_per_flop[dtype_key]
+        return self.pj_per_flop
+
+    def bandwidth_for(self, traffic_bytes: float, matrix: bool = False) -> float:
         """Bytes/s an op with this much traffic gets: the cache's when it fits in the last-level
-        cache (when the profile has one), else the memory's; times memory_efficiency."""
+        cache (when the profile has one), else the memory's; times memory_efficiency (for a
+        matrix op, matrix_memory_efficiency where the profile gives one)."""
+        eff = self.matrix_memory_efficiency if matrix and self.matrix_memory_efficiency else self.memory_efficiency
         if self.cache_capacity_mb is not None and self.cache_bandwidth_gb_per_s is not None \
                 and traffic_bytes <= self.cache_capacity_mb * 1e6:
-            return self.cache_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
-        return self.memory_bandwidth_gb_per_s * 1e9 * self.memory_efficiency
+            return self.cache_bandwidth_gb_per_s * 1e9 * eff
+        return self.memory_bandwidth_gb_per_s * 1e9 * eff
 
     def source_of(self, field_name: str) -> str:
         """Where the figure ``field_name`` comes from."""

@@ -41,6 +41,11 @@ def _fraction(v: float) -> str | None:
     return None if 0 < v <= 1 else "must be in (0, 1]"
 
 
+def _tile(v: list) -> str | None:
+    ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
+    return None if ok else "must be two whole numbers > 0 (rows, cols), such as [128, 128]"
+
+
 _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "source": ((str,), False, None),
     "kind": ((str,), False, None),
@@ -65,6 +70,13 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "cache_bandwidth_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_pj_per_bit": (_NUMBER, False, _non_negative),
+    "interconnect_latency_us": (_NUMBER, False, _non_negative),
+    "host_overhead_us": (_NUMBER, False, _non_negative),
+    "graph_launch_us": (_NUMBER, False, _non_negative),
+    "compute_units": ((int,), False, _positive),
+    "gemm_tile": ((list,), False, _tile),
+    "matrix_memory_efficiency": (_NUMBER, False, _fraction),
+    "matrix_pj_per_flop": ((dict,), False, ("dtype", _non_negative)),
     "tdp_w": (_NUMBER, False, _positive),
     "price_usd_per_hour": (_NUMBER, False, _positive),
     "sources": ((dict,), False, ("sources", None)),
@@ -187,8 +199,18 @@ def _devices_of(path: str, data: Any) -> list[Device]:
     for key in ("family", "source"):
         if key in data and not isinstance(data[key], str):
             raise DeviceProfileError(f"{path}: '{key}' must be a string")
-    return [_device(path, str(name), {**defaults, **(spec or {})}, data.get("family", ""), data.get("source"))
+    return [_device(path, str(name), _merged(defaults, spec), data.get("family", ""), data.get("source"))
             for name, spec in devices.items()]
+
+
+def _merged(defaults: dict, spec: Any) -> Any:
+    """A device's fields over the file's defaults; their ``sources`` mappings merge too."""
+    if not isinstance(spec, dict):
+        return spec if spec is not None else dict(defaults)
+    merged = {**defaults, **spec}
+    if isinstance(defaults.get("sources"), dict) and isinstance(spec.get("sources"), dict):
+        merged["sources"] = {**defaults["sources"], **spec["sources"]}
+    return merged
 
 
 def _device(path: str, name: str, spec: Any, family: str, file_source: str | None) -> Device:
@@ -214,6 +236,8 @@ def _device(path: str, name: str, spec: Any, family: str, file_source: str | Non
         raise DeviceProfileError(f"{where}: field 'kind' must be one of {get_args(Kind)}, got {kind!r}")
     weights = {**dict.fromkeys(WEIGHT_CATEGORIES, 1.0), **spec.get("cost_weights", {})}
     values = {k: v for k, v in spec.items() if k not in ("source", "cost_weights")}
+    if "gemm_tile" in values:
+        values["gemm_tile"] = tuple(values["gemm_tile"])
     return Device(name=name, source=source, family=family, cost_weights=weights, file=path, **values)
 
 

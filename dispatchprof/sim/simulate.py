@@ -1,13 +1,20 @@
-"""The simulator: a pure function of a profile's op records, devices and a placement.
+"""The simulator: a pure function of a profile's op records, devices, a placement, a runtime and
+a tensor-parallel degree.
 
-Every op's time and energy comes from `dispatchprof.sim.timing.time_op` (its formulas are in
-that module's docstring and in docs/simulator.md); ops run one after the other, so totals are
-sums. `Simulation` keeps the records and scope parents it simulated, so that every consumer
-(tables, trace, roofline) reads one object.
+The runtime (dispatchprof.sim.runtime) and the tensor-parallel split (dispatchprof.sim.parallel)
+give every record an `OpPlan`; every op's time and energy then comes from
+`dispatchprof.sim.timing.time_op` (its formulas are in that module's docstring and in
+docs/simulator.md). The ops of each step run on the host/device timeline
+(dispatchprof.sim.timeline): the total time is the sum of the steps' times, which is the sum of
+the op times when the host costs nothing. Energy = the ops' dynamic energy + every device's
+static power x the total time. With tensor parallelism over N devices one device is simulated;
+``group_energy_j`` is N times its energy. `Simulation` keeps the records and scope parents it
+simulated, so that every consumer (tables, trace, roofline) reads one object.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
@@ -18,8 +25,11 @@ from dispatchprof.results.records import OpRecord
 from dispatchprof.sim import frame
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
+from dispatchprof.sim.parallel import attention_heads, check_tp, split_blocks, tp_split
 from dispatchprof.sim.placement import Placement
-from dispatchprof.sim.timing import OpTiming, time_op
+from dispatchprof.sim.runtime import RuntimeChanges, check_runtime, plan_runtime
+from dispatchprof.sim.timeline import elapsed
+from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +44,12 @@ class SimTotals:
     overhead_s: float = 0.0
     ops: int = 0
     comm_s: float = 0.0              # collectives: time on the interconnect
+    host_s: float = 0.0              # host time issuing the ops
+    static_j: float = 0.0            # static power x time (the rest of energy_j is dynamic)
+
+    @property
+    def dynamic_j(self) -> float:
+        return self.energy_j - self.static_j
 
     @property
     def power_w(self) -> float:
@@ -44,17 +60,18 @@ class SimTotals:
         return SimTotals(self.time_s + o.time_s, self.energy_j + o.energy_j,
                          self.compute_bound_s + o.compute_bound_s, self.memory_bound_s + o.memory_bound_s,
                          self.transfer_s + o.transfer_s, self.overhead_s + o.overhead_s, self.ops + o.ops,
-                         self.comm_s + o.comm_s)
+                         self.comm_s + o.comm_s, self.host_s + o.host_s, self.static_j + o.static_j)
 
 
 def totals_of(timings: Iterable[OpTiming]) -> SimTotals:
-    """Sums of op timings."""
-    time = energy = cb = mb = tr = ov = cm = 0.0
+    """Sums of op timings (device time: no host/device timeline)."""
+    time = energy = cb = mb = tr = ov = cm = host = static = 0.0
     n = 0
     for t in timings:
         busy = t.busy_s
         time += t.time_s
         energy += t.energy_j
+        static += t.static_power_w * t.time_s
         if t.bound == "compute":
             cb += busy
         else:
@@ -62,8 +79,9 @@ def totals_of(timings: Iterable[OpTiming]) -> SimTotals:
         tr += t.t_transfer
         ov += t.t_overhead
         cm += t.t_comm
+        host += t.t_host
         n += 1
-    return SimTotals(time, energy, cb, mb, tr, ov, n, cm)
+    return SimTotals(time, energy, cb, mb, tr, ov, n, cm, host, static)
 
 
 @dataclass(frozen=True)
@@ -78,6 +96,9 @@ class Simulation:
     weight_dtype: str | None
     records: tuple[OpRecord, ...] = field(repr=False, compare=False)
     parents: Mapping[str, str | None] = field(repr=False, compare=False)
+    runtime: RuntimeChanges = RuntimeChanges()
+    tp: int = 1
+    step_starts: tuple[int, ...] = ()
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -85,8 +106,23 @@ class Simulation:
         return tuple(d.name for d in self.placement.devices)
 
     @property
+    def static_power_w(self) -> float:
+        """Static power of the placement's devices (one of the tensor-parallel group)."""
+        return sum(d.static_power_w for d in self.placement.devices)
+
+    @property
     def total(self) -> SimTotals:
-        return totals_of(self.ops)
+        """Totals on the host/device timeline: time = sum of the step times; energy = dynamic
+        energy + static power x time (per device of a tensor-parallel group)."""
+        ops = totals_of(self.ops)
+        time = elapsed(self.ops, self.step_starts)
+        static = self.static_power_w * time
+        return dataclasses.replace(ops, time_s=time, energy_j=ops.dynamic_j + static, static_j=static)
+
+    @property
+    def group_energy_j(self) -> float:
+        """Energy of the whole tensor-parallel group (tp x one device's)."""
+        return self.total.energy_j * self.tp
 
     def by_device(self) -> dict[str, SimTotals]:
         return self._group(lambda t: t.device)
@@ -128,19 +164,35 @@ class Simulation:
 
 
 def simulate(profile: Profile, placement: Placement, *, weight_dtype: str | None = None,
-             name: str = "", bound: bool = False) -> Simulation:
-    """Simulate ``profile`` on ``placement``. ``bound=True`` ignores the profiles' efficiencies
-    and launch overheads: the pure roofline."""
+             name: str = "", bound: bool = False, runtime: str = "eager", tp: int = 1,
+             step_starts: tuple[int, ...] = ()) -> Simulation:
+    """Simulate ``profile`` on ``placement`` under ``runtime`` ("eager", "compiled", "serving")
+    with tensor parallelism over ``tp`` devices; ``step_starts`` are the record indices where a
+    step begins (OpCounter.phase blocks). ``bound=True`` ignores the profiles' efficiencies,
+    launch and host overheads and static power: the pure roofline."""
+    check_runtime(runtime)
     if bound:
         placement = placement.as_bound()
     if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
         raise ValueError(f"weight_dtype must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
     records = profile.records
+    check_tp(tp, attention_heads(records), placement.devices)
     module_type = {s.name: s.module_type for s in profile.scopes}
+    parents = profile.parents()
     devices_of: list[Device] = [placement.device_for(r.scope) for r in records]
+    plans, changes = plan_runtime(records, runtime, step_starts, [d.name for d in devices_of])
+    split = tp_split(records, split_blocks(module_type, parents), tp)
     moved: set[tuple[int, int, str]] = set()
-    timings = tuple(time_op(i, r, devices_of, moved, weight_dtype, module_type.get(r.scope, "").endswith("RMSNorm"))
+    timings = tuple(time_op(i, r, devices_of, moved, weight_dtype, module_type.get(r.scope, "").endswith("RMSNorm"),
+                            _with_split(plans[i], split[i], tp))
                     for i, r in enumerate(records))
-    capacity = check_capacity(profile, placement, weight_dtype)
+    capacity = check_capacity(profile, placement, weight_dtype, tp=tp)
     return Simulation(name or placement.devices[0].name, placement, timings, capacity, weight_dtype, records,
-                      profile.parents())
+                      parents, changes, tp, tuple(step_starts))
+
+
+def _with_split(plan: OpPlan, split: tuple[float, int], tp: int) -> OpPlan:
+    share, reduce = split
+    if share == 1.0 and not reduce:
+        return plan
+    return dataclasses.replace(plan, share=share, allreduce_bytes=reduce, group=tp)

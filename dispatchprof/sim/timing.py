@@ -3,20 +3,33 @@
 Everything that shows time or energy (the simulator, the decode fast path, the trace, the
 roofline plot, the reports) reads it from here.
 
-For an op o with dtype t placed on device d (units: seconds, bytes, joules):
+For an op o with dtype t placed on device d, under the runtime's and the parallel split's
+`OpPlan` p (units: seconds, bytes, joules; docs/simulator.md has the whole model):
 
-    work      = sum over categories c of count_c(o) * weight_c(d)      (ADD = MULT = 1)
-    t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d))
-                kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector"
-    t_memory  = (bytes_read + bytes_written) / (memory_bandwidth(d) * memory_efficiency(d))
-                (a profile with a last-level cache uses cache_bandwidth for ops whose traffic fits in it)
-    t_op      = max(t_compute, t_memory) + launch_overhead(d) + t_transfer
+    work      = (sum over categories c of count_c(o) * weight_c(d)) * p.activation_share * p.share
+    t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d) * shape_efficiency(d, o))
+                kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector";
+                shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
+    traffic   = ((bytes_read + bytes_written - param_bytes - p.removed_bytes) * p.activation_share
+                 + param_bytes) * p.share
+    t_memory  = traffic / (memory_bandwidth(d) * memory_efficiency(d))
+                (matrix ops: matrix_memory_efficiency where given; a profile with a last-level
+                cache uses cache_bandwidth for ops whose traffic fits in it)
+    t_op      = max(t_compute, t_memory) + launch_overhead(d) [if p.kernel] + t_transfer + t_comm
+    t_host    = host_overhead(d) if p.host == "op"; graph_launch(d) if p.host == "graph"; else 0
     bound     = "compute" if t_compute >= t_memory else "memory"
-    energy    = work * pj_per_flop + 8 * bytes * memory_pj_per_bit + static_power * t_op + e_transfer
+    energy    = work * pj_per_flop(d, t, kind) + 8 * traffic * memory_pj_per_bit + e_transfer + e_comm
+                + static_power * t_op
+
+t_host is not part of t_op: it is the host's time to issue the op, placed on the host/device
+timeline (dispatchprof.sim.timeline), where a kernel starts when it has been issued and the
+device is free.
 
 Collectives send ``comm_bytes`` to the other processes over the device's interconnect (its host
 link without one): t_comm = comm_bytes / interconnect, e_comm = 8 * comm_bytes * its pJ/bit,
-added to t_op and energy.
+added to t_op and energy. Tensor parallelism over N devices (p.group = N) adds a ring all-reduce
+of p.allreduce_bytes after the op: t = 2 (N-1)/N * bytes / (interconnect / 2) + latency, the
+interconnect figure being the datasheet's both-directions total (a ring sends one way).
 
 A tensor read on device d that was produced on another device, or that comes from the host
 (a model input: a tensor no counted op produced and that is not a parameter or buffer), is
@@ -26,11 +39,11 @@ device_to_host link, then host -> d over d's host_to_device link:
     t_transfer = bytes / device_to_host(src) + bytes / host_to_device(d)
     e_transfer = 8 * bytes * (device_to_host_pj_per_bit(src) + host_to_device_pj_per_bit(d))
 
-Parameters and buffers live on the device their module is placed on. Ops run one after the
-other: totals are sums. A profile's per-element times (``ns_per_element``, the PIM model)
-replace t_compute of softmax ops, SiLU and fused RMSNorm by ``ns * output elements``; for an
-RMSNorm written out of small ops (a module whose class name ends in "RMSNorm"), the op that
-multiplies by the weight carries ``ns * output elements`` and the module's other ops no compute.
+Parameters and buffers live on the device their module is placed on. A profile's per-element
+times (``ns_per_element``, the PIM model) replace t_compute of softmax ops, SiLU and fused
+RMSNorm by ``ns * output elements``; for an RMSNorm written out of small ops (a module whose
+class name ends in "RMSNorm"), the op that multiplies by the weight carries
+``ns * output elements`` and the module's other ops no compute.
 
 ``weight_dtype`` ("int8", "int4", ...) assumes parameters stored in that dtype: parameter bytes
 read become elements * bits / 8, and ops that read parameters use the device's peak for that
@@ -44,10 +57,28 @@ from dataclasses import dataclass
 
 from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
 from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
+from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
 
 _SOFTMAX = frozenset({"aten._softmax", "aten._safe_softmax", "aten.softmax"})
 _SILU = frozenset({"aten.silu", "aten.silu_"})
 _RMS_NORM = frozenset({"aten._fused_rms_norm", "aten.rms_norm"})
+
+
+@dataclass(frozen=True, slots=True)
+class OpPlan:
+    """What the runtime (dispatchprof.sim.runtime) and the tensor-parallel split
+    (dispatchprof.sim.parallel) decided for one record; the default changes nothing."""
+
+    removed_bytes: int = 0          # activation traffic the runtime removed (fusion, KV in place)
+    kernel: bool = True             # launches its own kernel (False inside a fused chain)
+    host: str = ""                  # "op": issued alone by the host; "graph": first op of a graph; "": none
+    activation_share: float = 1.0   # share of work and activation traffic kept (last-position logits)
+    share: float = 1.0              # this device's share of the op (tensor parallelism: 1/N or 1)
+    allreduce_bytes: int = 0        # all-reduced after the op over the tensor-parallel group
+    group: int = 1                  # tensor-parallel group size N
+
+
+NO_PLAN = OpPlan()
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,11 +97,12 @@ class OpTiming:
     t_comm: float = 0.0               # sending comm_bytes to other processes
     work: float = 0.0                 # weighted operations (the compute term's numerator)
     traffic_bytes: float = 0.0        # bytes moved to and from memory (the memory term's numerator)
+    t_host: float = 0.0               # the host's time to issue it (on the timeline, not in time_s)
 
     def parts(self) -> tuple[float, ...]:
         """The parts that time and energy are composed of (for the decode fast path's checks)."""
         return (self.t_compute, self.t_memory, self.t_overhead, self.t_transfer + self.t_comm, self.dynamic_j,
-                self.static_power_w)
+                self.static_power_w, self.t_host)
 
     @property
     def busy_s(self) -> float:
@@ -91,9 +123,10 @@ class OpTiming:
 
 
 def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float, float]:
-    """(time, energy, compute-bound time, memory-bound time) summed over ``n`` steps k = 0..n-1
-    whose every part moves on a line: part(k) = part(t0) + (part(t1) - part(t0)) * k. The busy
-    time max(compute, memory) is split exactly where its two sides cross (the decode fast path)."""
+    """(device time, dynamic energy, compute-bound time, memory-bound time) summed over ``n``
+    steps k = 0..n-1 whose every part moves on a line: part(k) = part(t0) + (part(t1) - part(t0)) * k.
+    The busy time max(compute, memory) is split exactly where its two sides cross (the decode fast
+    path; the steps' times on the host/device timeline come from dispatchprof.sim.timeline)."""
     offsets = n * (n - 1) // 2                      # sum of k over the steps
 
     def line(a: float, b: float) -> float:
@@ -102,8 +135,7 @@ def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float,
     busy, compute_side, memory_side = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute,
                                                t0.t_memory, t1.t_memory - t0.t_memory, n)
     time = busy + line(t0.t_overhead, t1.t_overhead) + line(t0.t_transfer + t0.t_comm, t1.t_transfer + t1.t_comm)
-    energy = line(t0.dynamic_j, t1.dynamic_j) + t0.static_power_w * time
-    return time, energy, compute_side, memory_side
+    return time, line(t0.dynamic_j, t1.dynamic_j), compute_side, memory_side
 
 
 def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float, float, float]:
@@ -132,30 +164,50 @@ def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float,
 
 
 def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dtype: str | None,
-            in_rms_norm: bool) -> OpTiming:
-    """The timing of record ``i`` (``r``) on ``devices_of[i]``; ``moved`` remembers the tensors
-    already moved to each device (see the module docstring for every term)."""
+            in_rms_norm: bool, plan: OpPlan = NO_PLAN) -> OpTiming:
+    """The timing of record ``i`` (``r``) on ``devices_of[i]`` under ``plan``; ``moved``
+    remembers the tensors already moved to each device (see the module docstring for every term)."""
     d = devices_of[i]
     c = r.cost
     w = d.cost_weights
     work = (c.add + c.mult + c.div * w["div"] + c.sqrt * w["sqrt"] + c.exp * w["exp"]
-            + c.cmp * w["cmp"] + c.other * w["other"])
+            + c.cmp * w["cmp"] + c.other * w["other"]) * plan.activation_share * plan.share
     key = dtype_key(r.dtype)
-    read = c.bytes_read or 0
+    params = r.param_bytes
     if weight_dtype is not None and r.param_elements:
-        read += r.param_elements * WEIGHT_BITS[weight_dtype] // 8 - r.param_bytes
+        params = r.param_elements * WEIGHT_BITS[weight_dtype] // 8
         table = d.matrix_tflops if c.macs else d.vector_tflops
         if weight_dtype in table:
             key = weight_dtype
-    t_compute = work / (d.peak_flops(key, c.macs > 0) * d.compute_efficiency)
+    matrix = c.macs > 0
+    efficiency = d.compute_efficiency * shape_efficiency(d, gemm_dims(r), plan.share)
+    t_compute = work / (d.peak_flops(key, matrix) * efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
-    traffic = read + (c.bytes_written or 0)
-    t_memory = traffic / d.bandwidth_for(traffic)
+    activations = max(0, (c.bytes_read or 0) + (c.bytes_written or 0) - r.param_bytes - plan.removed_bytes)
+    traffic = (activations * plan.activation_share + params) * plan.share
+    t_memory = traffic / d.bandwidth_for(traffic, matrix)
     t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
     t_comm, e_comm = _communication(c.comm_bytes, d)
-    dynamic = (work * d.pj_per_flop + 8 * traffic * d.memory_pj_per_bit) * 1e-12 + e_transfer + e_comm
-    return OpTiming(i, d.name, t_compute, t_memory, t_transfer, d.launch_overhead_us * 1e-6, dynamic,
-                    d.static_power_w, t_comm, work, traffic)
+    t_reduce, e_reduce = allreduce(plan.allreduce_bytes, plan.group, d)
+    dynamic = (work * d.flop_pj(key, matrix) + 8 * traffic * d.memory_pj_per_bit) * 1e-12 \
+        + e_transfer + e_comm + e_reduce
+    host = d.host_overhead_us if plan.host == "op" else d.graph_launch_us if plan.host == "graph" else 0.0
+    return OpTiming(i, d.name, t_compute, t_memory, t_transfer, d.launch_overhead_us * 1e-6 if plan.kernel else 0.0,
+                    dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6)
+
+
+def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
+    """(seconds, joules) of a ring all-reduce of ``nbytes`` over ``group`` devices like ``d``:
+    each sends 2 (N-1)/N * bytes one way over the interconnect (half the datasheet's
+    both-directions figure), plus the interconnect latency."""
+    if not nbytes or group <= 1:
+        return 0.0, 0.0
+    if d.interconnect_gb_per_s is None:
+        raise ValueError(f"tensor parallelism needs an interconnect figure; device {d.name!r} has no "
+                         f"interconnect_gb_per_s")
+    sent = 2 * (group - 1) / group * nbytes
+    pj = d.interconnect_pj_per_bit if d.interconnect_pj_per_bit is not None else d.device_to_host_pj_per_bit
+    return sent / (d.interconnect_gb_per_s / 2 * 1e9) + d.interconnect_latency_us * 1e-6, 8 * sent * pj * 1e-12
 
 
 def _communication(nbytes: int, d: Device) -> tuple[float, float]:

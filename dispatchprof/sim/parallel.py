@@ -1,0 +1,81 @@
+"""Tensor parallelism: a model's attention and MLP blocks split over N devices (Megatron style).
+
+Each attention block (a module class name with "Attention" or "Attn") and each feed-forward block
+(MLP, FeedForward, FFN, MoE, Experts) is split over the N devices of the group: its heads and its
+intermediate columns, so every op inside runs 1/N of its work and traffic on each device (weights
+and KV cache included). Everything else (embeddings, norms, residual adds, the LM head) runs whole
+on every device. After each block (its last op, the row-parallel projection) the N partial
+outputs are summed by an all-reduce of that op's output bytes: two all-reduces per layer, timed
+by `dispatchprof.sim.timing.allreduce` (ring: 2 (N-1)/N * bytes over the interconnect, plus its
+latency). Every device of the group runs the same ops, so one device is simulated and the group's
+energy is N times its energy.
+
+Checked: N must divide the attention heads of every attention op (query [B, heads, T, D]), and
+the device needs an interconnect figure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping, Sequence
+
+from dispatchprof.results.records import OpRecord
+from dispatchprof.sim.device import Device
+
+#: Module classes split over the group (searched in the class name, case-insensitive).
+SPLIT_BLOCKS = re.compile(r"attention|attn|mlp|feedforward|ffn|moe|experts", re.I)
+
+
+def check_tp(tp: int, heads: Sequence[int], devices: Sequence[Device], where: str = "tp") -> int:
+    """``tp`` itself, or a ValueError: not a whole number >= 1, not dividing the attention
+    ``heads``, or a device with no interconnect figure."""
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise ValueError(f"{where} must be a whole number >= 1, got {tp!r}")
+    if tp == 1:
+        return tp
+    for h in sorted(set(heads)):
+        if h % tp:
+            allowed = ", ".join(str(n) for n in range(1, h + 1) if h % n == 0)
+            raise ValueError(f"{where}={tp} does not divide the model's {h} attention heads; allowed: {allowed}")
+    for d in devices:
+        if d.interconnect_gb_per_s is None:
+            raise ValueError(f"{where}={tp} needs a device-to-device interconnect, and {d.name!r} has no "
+                             f"interconnect_gb_per_s figure; give its profile one, or use tp=1")
+    return tp
+
+
+def attention_heads(records: Sequence[OpRecord]) -> list[int]:
+    """Heads of every attention op (query [B, heads, T, D])."""
+    return [r.shapes[0][1] for r in records if "attention" in r.op and r.shapes and len(r.shapes[0]) == 4]
+
+
+def split_blocks(scopes: Mapping[str, str], parents: Mapping[str, str | None]) -> dict[str, str]:
+    """scope -> the outermost split block (attention or MLP) that holds it; scopes outside any
+    block are left out."""
+    out: dict[str, str] = {}
+    for scope in scopes:
+        chain, s = [], scope
+        while s:
+            chain.append(s)
+            s = parents.get(s) or ""
+        block = next((c for c in reversed(chain) if SPLIT_BLOCKS.search(scopes.get(c, ""))), None)
+        if block is not None:
+            out[scope] = block
+    return out
+
+
+def tp_split(records: Sequence[OpRecord], blocks: Mapping[str, str], tp: int) -> list[tuple[float, int]]:
+    """Per record: (this device's share, bytes all-reduced after it). A block's last op before
+    the stream leaves the block all-reduces its output."""
+    n = len(records)
+    if tp == 1:
+        return [(1.0, 0)] * n
+    out = []
+    for i, r in enumerate(records):
+        block = blocks.get(r.scope)
+        if block is None:
+            out.append((1.0, 0))
+            continue
+        last = i + 1 == n or blocks.get(records[i + 1].scope) != block
+        out.append((1.0 / tp, (r.cost.bytes_written or 0) if last else 0))
+    return out

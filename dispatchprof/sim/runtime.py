@@ -1,0 +1,165 @@
+"""Runtimes: how a software stack turns the counted op records into kernels, before timing.
+
+The counts stay as counted (they are what the model's code asks for); a runtime only says which
+of those ops become kernels, what traffic they really move and what the host pays to launch them.
+Its decisions are one `OpPlan` per record (read by `dispatchprof.sim.timing.time_op`) and a
+`RuntimeChanges` summary that reports show.
+
+- ``eager`` (PyTorch eager): every op is its own kernel, launched from the host at
+  ``host_overhead_us`` each; a growing KV cache is copied as counted (``torch.cat``).
+- ``compiled`` (torch.compile + CUDA graphs): one graph launch per step (``graph_launch_us`` on
+  the step's first op); every run of consecutive pointwise / reduction ops (no MACs) on one device
+  is one fused kernel whose traffic is its inputs and outputs only: a tensor produced and
+  consumed inside the run is neither written nor read back, and an input read by several ops of
+  the run is read once; a static KV cache is written in place (a cache ``cat`` moves only the new
+  token's keys or values: read once, written once).
+- ``serving`` (TensorRT-LLM / vLLM style engines): as compiled (fused attention and MLP epilogues
+  are the fused pointwise runs around the fused attention op), and the prefill computes the
+  logits of the last position only (the LM head's work and activation traffic divided by the
+  prompt length; its weights are still read once).
+
+A step is one ``OpCounter.phase`` block (a prefill, one decode step); without phase blocks the
+whole count is one step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Sequence, get_args
+
+from dispatchprof.results.records import OpRecord
+from dispatchprof.sim.timing import OpPlan
+
+Runtime = Literal["eager", "compiled", "serving"]
+RUNTIMES: tuple[str, ...] = get_args(Runtime)
+#: Ops that never join a fused pointwise run: data movement and gathers stay their own kernels.
+UNFUSED_OPS = frozenset({"aten.cat", "aten.embedding", "aten.index_select", "aten.index", "aten.copy_",
+                         "aten.arange", "aten.scatter", "aten.gather", "aten.index_add", "aten.sort", "aten.topk"})
+LM_HEAD_NAMES = ("lm_head", "embed_out", "output")
+
+
+def check_runtime(runtime: str, where: str = "runtime") -> str:
+    """``runtime`` itself, or a ValueError naming the allowed runtimes."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"{where} must be one of {RUNTIMES}, got {runtime!r}")
+    return runtime
+
+
+@dataclass(frozen=True)
+class RuntimeChanges:
+    """What a runtime changed against the counted op stream (reported next to the results)."""
+
+    runtime: str = "eager"
+    kernels: int = 0               # kernels launched (records minus those fused into another)
+    fused_chains: int = 0          # runs of pointwise ops fused into one kernel
+    fused_ops: int = 0             # ops that launched no kernel of their own (inside a chain)
+    removed_bytes: int = 0         # traffic the fusion and in-place KV writes removed
+    kv_bytes_in_place: int = 0     # of which: KV cache copies avoided
+    logits_share: float = 1.0      # share of the prefill's LM head kept (serving)
+
+    def describe(self) -> str:
+        """One line: the runtime and what it fused or removed."""
+        if self.runtime == "eager":
+            return f"runtime eager: {self.kernels} kernels, each launched from the host; KV cache copied as counted"
+        text = (f"runtime {self.runtime}: {self.kernels} kernels in one graph per step; {self.fused_ops} ops fused "
+                f"into {self.fused_chains} pointwise chains; {self.removed_bytes:,} bytes of traffic removed "
+                f"({self.kv_bytes_in_place:,} by writing the KV cache in place)")
+        if self.logits_share != 1.0:
+            text += "; logits for the last position only"
+        return text
+
+
+def is_fusible(r: OpRecord) -> bool:
+    """A pointwise or reduction op that a compiler fuses with its neighbours."""
+    return not r.cost.macs and r.op not in UNFUSED_OPS and not r.cost.comm_bytes
+
+
+def is_kv_append(r: OpRecord, records: Sequence[OpRecord]) -> bool:
+    """A KV cache update: a ``cat`` whose first input is the previous version of the cache (made by
+    another ``cat``) and whose last input is the new token's keys or values."""
+    if r.op != "aten.cat" or len(r.inputs) < 2:
+        return False
+    producer = r.inputs[0][0]
+    return 0 <= producer < len(records) and records[producer].op == "aten.cat"
+
+
+def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequence[int],
+                 devices: Sequence[str]) -> tuple[list[OpPlan], RuntimeChanges]:
+    """One OpPlan per record (host launch, kernel or fused, bytes removed, logits share) and what
+    changed. ``step_starts`` are the indices where a step begins; ``devices[i]`` names the device
+    of record i (a fused run never spans two devices)."""
+    check_runtime(runtime)
+    n = len(records)
+    starts = set(step_starts) | {0}
+    if runtime == "eager":
+        return [OpPlan(host="op") for _ in range(n)], RuntimeChanges("eager", kernels=n)
+    removed = [0] * n
+    kernel = [True] * n
+    chains = fused = kv_saved = 0
+    consumers = _consumers(records)
+    i = 0
+    while i < n:
+        if not is_fusible(records[i]):
+            if is_kv_append(records[i], records):
+                r = records[i]
+                new = r.inputs[-1][1]
+                cut = max(0, (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - 2 * new)
+                removed[i] += cut
+                kv_saved += cut
+            i += 1
+            continue
+        j = i
+        while j + 1 < n and is_fusible(records[j + 1]) and devices[j + 1] == devices[i] and j + 1 not in starts:
+            j += 1
+        if j > i:
+            chains += 1
+            fused += j - i
+            _fuse(records, i, j, consumers, removed, kernel)
+        i = j + 1
+    share = [1.0] * n
+    logits = 1.0
+    if runtime == "serving":
+        positions = _positions(records)
+        for k, r in enumerate(records):
+            if r.cost.macs and r.scope.rsplit(".", 1)[-1] in LM_HEAD_NAMES and positions.get(r.phase, 1) > 1:
+                share[k] = logits = 1.0 / positions[r.phase]
+    plans = [OpPlan(removed_bytes=removed[k], kernel=kernel[k], host="graph" if k in starts else "",
+                    activation_share=share[k]) for k in range(n)]
+    changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits)
+    return plans, changes
+
+
+def _consumers(records: Sequence[OpRecord]) -> dict[int, set[int]]:
+    out: dict[int, set[int]] = {}
+    for k, r in enumerate(records):
+        for producer, _, _ in r.inputs:
+            if producer >= 0:
+                out.setdefault(producer, set()).add(k)
+    return out
+
+
+def _fuse(records: Sequence[OpRecord], i: int, j: int, consumers: dict[int, set[int]], removed: list[int],
+          kernel: list[bool]) -> None:
+    """Records i..j become one kernel: internal tensors are neither written nor read back, and a
+    tensor from outside is read once."""
+    seen: set[tuple[int, int]] = set()
+    for k in range(i, j + 1):
+        r = records[k]
+        kernel[k] = k == i
+        for producer, nbytes, tensor in r.inputs:
+            if i <= producer <= j or (producer, tensor) in seen:
+                removed[k] += nbytes
+            seen.add((producer, tensor))
+        users = consumers.get(k, set())
+        if users and all(i <= u <= j for u in users):
+            removed[k] += r.cost.bytes_written or 0
+
+
+def _positions(records: Sequence[OpRecord]) -> dict[str, int]:
+    """Token positions per phase: the query length of the phase's first attention op
+    (query [B, heads, T, head_dim])."""
+    out: dict[str, int] = {}
+    for r in records:
+        if "attention" in r.op and r.shapes and len(r.shapes[0]) == 4:
+            out.setdefault(r.phase, r.shapes[0][2])
+    return out
