@@ -30,8 +30,10 @@ def model():
 
 @pytest.fixture(scope="module")
 def fitted(model):
+    # bound: the roofline without the GPU's shape-aware GEMM efficiency, whose compute time is not
+    # linear in the step's tokens (docs/serving.md, "Limits"); decode steps are checked with it below
     scenarios = scenarios_of(DEVICES)
-    return scenarios, count_design(model, scenarios)
+    return scenarios, count_design(model, scenarios, bound=True)
 
 
 def direct(step, name):
@@ -50,13 +52,24 @@ def test_fit_matches_counting_at_random_compositions(model, fitted):
     checks = [(rng.randint(1, 6), 1, rng.randint(1, 300)) for _ in range(4)]
     checks += [(rng.randint(1, 4), rng.randint(2, 200), 0) for _ in range(4)]
     for b, q, p in checks:
-        counted = count_step(model, b, q, p, scenarios)
+        counted = count_step(model, b, q, p, scenarios, bound=True)
         assert counted.keys == steps[0].keys
         for name in DEVICES:
             t, e = direct(counted, name)
             got = models[name].cost(Composition.uniform(b, q, p))
             assert got.time_s == pytest.approx(t, rel=1e-9), (b, q, p, name)
             assert got.energy_j == pytest.approx(e, rel=1e-9), (b, q, p, name)
+
+
+def test_decode_steps_are_exact_with_shape_aware_gemm_efficiency(model):
+    """With the H100's GEMM tile and wave efficiency (not the bound), decode steps (q = 1) stay
+    exact: their GEMMs are memory-bound at every batch here."""
+    scenarios = scenarios_of(["H100-SXM"])
+    models = fit(count_design(model, scenarios))
+    for b, p in ((1, 40), (5, 260), (3, 17)):
+        t, e = direct(count_step(model, b, 1, p, scenarios), "H100-SXM")
+        got = models["H100-SXM"].cost(Composition.uniform(b, 1, p))
+        assert got.time_s == pytest.approx(t, rel=1e-9) and got.energy_j == pytest.approx(e, rel=1e-9)
 
 
 def test_equal_layers_are_grouped(fitted):
