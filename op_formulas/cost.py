@@ -43,8 +43,24 @@ def T(*shape: int, dtype: torch.dtype = torch.float32) -> TensorMeta:
     return TensorMeta(tuple(shape), dtype)
 
 
+class Arithmetic:
+    """FLOPs and OPS of anything that carries the seven category fields (Cost, Totals)."""
+
+    __slots__ = ()
+
+    @property
+    def flops(self) -> int:
+        """FLOPs = ADD + MULT (the layer-level LLM profilers' definition)."""
+        return self.add + self.mult  # type: ignore[attr-defined]
+
+    @property
+    def ops(self) -> int:
+        """All seven categories summed."""
+        return sum(getattr(self, c) for c in CATEGORIES)
+
+
 @dataclass(frozen=True, slots=True)
-class Cost:
+class Cost(Arithmetic):
     """Counts of one op call. ``bytes_*`` of None mean "use the generic rule":
     every tensor input is read once, every tensor output written once. ``comm_bytes`` are the
     bytes this process sends to other processes (collectives)."""
@@ -80,16 +96,6 @@ class Cost:
 
     def with_bytes(self, read: int | None = None, written: int | None = None) -> Cost:
         return dataclasses.replace(self, bytes_read=read, bytes_written=written)
-
-    @property
-    def flops(self) -> int:
-        """FLOPs = ADD + MULT (the layer-level LLM profilers' definition)."""
-        return self.add + self.mult
-
-    @property
-    def ops(self) -> int:
-        """All seven categories summed."""
-        return sum(getattr(self, c) for c in CATEGORIES)
 
 
 def _add_opt(a: int | None, b: int | None) -> int | None:

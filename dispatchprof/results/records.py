@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Iterable
 
-from op_formulas.cost import CATEGORIES, Cost
+from op_formulas.cost import CATEGORIES, Arithmetic, Cost
 
 #: Phase labels: forward and backward passes, generation steps, optimizer steps.
 PHASES = ("forward", "backward", "prefill", "decode", "optimizer")
@@ -48,8 +48,9 @@ class OpRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Totals:
-    """Summed counts of a set of op calls: every field of COUNT_FIELDS, and the calls."""
+class Totals(Arithmetic):
+    """Summed counts of a set of op calls: every field of COUNT_FIELDS, and the calls; ``flops``
+    (ADD + MULT) and ``ops`` (all seven categories) come from `Arithmetic`."""
 
     add: int = 0
     mult: int = 0
@@ -63,16 +64,6 @@ class Totals:
     bytes_written: int = 0
     calls: int = 0
     comm_bytes: int = 0       # bytes sent to other processes (collectives)
-
-    @property
-    def flops(self) -> int:
-        """ADD + MULT."""
-        return self.add + self.mult
-
-    @property
-    def ops(self) -> int:
-        """All seven arithmetic categories."""
-        return sum(getattr(self, c) for c in CATEGORIES)
 
     @property
     def bytes(self) -> int:
