@@ -75,6 +75,18 @@ def test_a_shape_is_counted_once_for_every_device(tiny, monkeypatch):
     assert [(r.batch, r.device) for r in rows] == [(1, "L4"), (1, "H100-SXM"), (2, "L4"), (2, "H100-SXM")]
 
 
+def test_sweep_simulates_the_runtime_asked_for(tiny):
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(1) as pool:
+        eager = sweep([str(tiny)], ["H100-SXM"], [1], [8], [4], executor=pool)
+        compiled = sweep([str(tiny)], ["H100-SXM"], [1], [8], [4], executor=pool, runtime="compiled")
+    assert [r.runtime for r in eager + compiled] == ["eager", "compiled"]
+    # a tiny model is host-bound in eager (a launch per op); one graph per step is faster
+    assert compiled[0].time_s < eager[0].time_s
+    with pytest.raises(ValueError, match=r"runtime must be one of \('eager', 'compiled', 'serving'\), got 'jit'"):
+        sweep([str(tiny)], ["H100-SXM"], runtime="jit")
+
+
 def test_sweep_on_a_dask_cluster_gives_the_same_rows(tiny):
     distributed = pytest.importorskip("distributed")
     args = ([str(tiny)], ["L4"], [1, 4], [8], [3])

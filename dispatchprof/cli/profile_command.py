@@ -153,7 +153,7 @@ def _tables(head: str, profile, sim, args, label: str) -> str:
 def _forward(model, args, scenarios) -> int:
     """An encoder or encoder-decoder: one forward pass, tokens/s of the processed tokens."""
     f = profile_forward(model, args.batch, args.prompt_len, args.new_tokens, devices=scenarios or None,
-                        weight_dtype=args.weight_dtype, bound=args.bound)
+                        weight_dtype=args.weight_dtype, bound=args.bound, runtime=args.runtime, tp=args.tp)
     sims = list(f.simulations.values())
     for sim in sims:
         if sim.fits() is False:

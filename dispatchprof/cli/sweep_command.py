@@ -15,6 +15,7 @@ from dispatchprof.llm.sweep import shapes, sweep
 from dispatchprof.report.render import render
 from dispatchprof.report.sweep import plot_sweep, sweep_csv
 from dispatchprof.results.sweep import sweep_to_dict
+from dispatchprof.sim.runtime import RUNTIMES
 
 #: Tasks (model shapes) one sweep may run: far above a useful grid, low enough to catch a typo.
 MAX_TASKS = 4096
@@ -34,6 +35,8 @@ def parser() -> Parser:
     p.add_argument("--dtype", type=model_dtype, default="bf16")
     p.add_argument("--weight-dtype", type=weight_dtype)
     p.add_argument("--bound", action="store_true", help="simulate the pure roofline bound")
+    p.add_argument("--runtime", choices=RUNTIMES, default="eager",
+                   help="software stack simulated for every row: eager, compiled (torch.compile + CUDA graphs), serving")
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per CPU, at most one per task)")
     add_format(p, ("table", "markdown", "csv", "json"))
     p.add_argument("-o", "--output", metavar="FILE",
@@ -62,7 +65,8 @@ def run(argv: Sequence[str]) -> int:
     bar = _progress_bar(tasks)
     try:
         rows = sweep(args.models, args.device, args.batch, args.prompt_len, args.new_tokens, dtype=args.dtype,
-                     weight_dtype=args.weight_dtype, bound=args.bound, executor=executor, progress=bar.update_to)
+                     weight_dtype=args.weight_dtype, bound=args.bound, executor=executor, progress=bar.update_to,
+                     runtime=args.runtime)
     finally:
         bar.close()
         if executor is not None:

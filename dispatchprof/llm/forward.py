@@ -55,8 +55,10 @@ def model_kind(model: torch.nn.Module) -> str:
 
 
 def profile_forward(model: torch.nn.Module, batch: int, seq_len: int, decoder_len: int = 1, *,
-                    devices: Any = None, weight_dtype: str | None = None, bound: bool = False) -> ForwardProfile:
-    """Count and simulate one forward pass (see the module docstring)."""
+                    devices: Any = None, weight_dtype: str | None = None, bound: bool = False,
+                    runtime: str = "eager", tp: int = 1) -> ForwardProfile:
+    """Count and simulate one forward pass (see the module docstring); ``runtime`` and ``tp`` as
+    in OpCounter."""
     for name, value in (("batch", batch), ("seq_len", seq_len), ("decoder_len", decoder_len)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -65,7 +67,8 @@ def profile_forward(model: torch.nn.Module, batch: int, seq_len: int, decoder_le
     kwargs = {"input_ids": fake_inputs(model, batch, seq_len, high=vocab)}
     if kind == "encoder-decoder":
         kwargs["decoder_input_ids"] = fake_inputs(model, batch, decoder_len, high=vocab)
-    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound) as c:
+    with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound, runtime=runtime,
+                                        tp=tp) as c:
         with c.phase("forward"):
             model(**kwargs)
     return ForwardProfile(kind, batch, seq_len, decoder_len if kind == "encoder-decoder" else 0, c.profile,

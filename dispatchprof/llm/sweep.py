@@ -26,6 +26,7 @@ from dispatchprof.llm.models import build_model
 from dispatchprof.report.sweep import mark_pareto
 from dispatchprof.results.sweep import SweepRow
 from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.runtime import check_runtime
 
 DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
@@ -47,7 +48,7 @@ def shapes(models: Sequence[str], batches: Sequence[int], prompt_lens: Sequence[
 
 
 def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_dtype: str | None = None,
-              bound: bool = False) -> list[SweepRow]:
+              bound: bool = False, runtime: str = "eager") -> list[SweepRow]:
     """Count one shape and simulate it on every device: one row per device (a task)."""
     import torch
 
@@ -56,9 +57,9 @@ def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_
         warnings.simplefilter("ignore")
         model = build_model(shape.model, dtype=getattr(torch, DTYPE_NAMES[dtype]))
         if not generates(model):
-            return _forward_rows(model, shape, devices, dtype, weight_dtype, bound)
+            return _forward_rows(model, shape, devices, dtype, weight_dtype, bound, runtime)
         g = profile_generation(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
-                               weight_dtype=weight_dtype, bound=bound)
+                               weight_dtype=weight_dtype, bound=bound, runtime=runtime)
     rows = []
     for d in g.devices.values():
         caps = [c for c in d.capacity if c.capacity_bytes is not None]
@@ -67,19 +68,19 @@ def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_
                              d.total_time_s, d.prefill.energy_j + d.decode.energy_j, d.tokens_per_s,
                              d.energy_per_token_j, d.ttft_s, d.tpot_mean_s if shape.new_tokens > 1 else None,
                              max(c.required_bytes for c in d.capacity),
-                             sum(c.capacity_bytes for c in caps) if caps else None, fits))
+                             sum(c.capacity_bytes for c in caps) if caps else None, fits, runtime=runtime))
     return rows
 
 
-def _forward_rows(model, shape: Shape, devices, dtype, weight_dtype, bound) -> list[SweepRow]:
+def _forward_rows(model, shape: Shape, devices, dtype, weight_dtype, bound, runtime) -> list[SweepRow]:
     f = profile_forward(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
-                        weight_dtype=weight_dtype, bound=bound)
+                        weight_dtype=weight_dtype, bound=bound, runtime=runtime)
     rows = []
     for name, sim in f.simulations.items():
         t = sim.total
         rows.append(SweepRow(shape.model, name, f.kind, dtype, shape.batch, shape.prompt_len, shape.new_tokens,
                              t.time_s, t.energy_j, f.tokens / t.time_s if t.time_s else 0.0,
-                             t.energy_j / f.tokens, None, None, None, None, sim.fits()))
+                             t.energy_j / f.tokens, None, None, None, None, sim.fits(), runtime=runtime))
     return rows
 
 
@@ -92,7 +93,7 @@ def default_executor(tasks: int) -> cf.Executor:
 def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] = (1,),
           prompt_lens: Sequence[int] = (128,), new_tokens: Sequence[int] = (32,), *, dtype: str = "bf16",
           weight_dtype: str | None = None, bound: bool = False, executor: cf.Executor | None = None,
-          progress: Callable[[int, int], None] | None = None) -> list[SweepRow]:
+          progress: Callable[[int, int], None] | None = None, runtime: str = "eager") -> list[SweepRow]:
     """Every combination (see the module docstring); rows ordered as `shapes` then devices,
     with each device's Pareto front marked. ``executor``: any concurrent.futures.Executor (a
     process pool of this machine by default, shut down at the end; one given is left open).
@@ -101,6 +102,7 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
         raise ValueError("sweep() needs at least one model and one device")
     if dtype not in DTYPE_NAMES:
         raise ValueError(f"sweep(dtype=...) must be one of {tuple(DTYPE_NAMES)}, got {dtype!r}")
+    check_runtime(runtime)
     scenarios_of(list(devices))                          # unknown devices and bad YAML fail here, at once
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -111,7 +113,7 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
     pool = default_executor(len(todo)) if own else executor
     results: dict[int, list[SweepRow]] = {}
     try:
-        futures = {pool.submit(run_shape, s, list(devices), dtype, weight_dtype, bound): k for k, s in enumerate(todo)}
+        futures = {pool.submit(run_shape, s, list(devices), dtype, weight_dtype, bound, runtime): k for k, s in enumerate(todo)}
         for done, fut in enumerate(cf.as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress is not None:

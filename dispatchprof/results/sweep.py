@@ -30,6 +30,7 @@ class SweepRow:
     capacity_bytes: int | None
     fits: bool | None                  # None: the device has no capacity figure
     pareto: bool = False               # on the device's Pareto front (tokens/s up, J/token down)
+    runtime: str = "eager"             # the runtime simulated (eager, compiled, serving)
 
 
 COLUMNS = tuple(f.name for f in fields(SweepRow))
