@@ -13,16 +13,14 @@ import os
 import sys
 from typing import Any, Sequence
 
-import torch
-
 from dispatchprof.cli.parser import Parser, UsageError
+from dispatchprof.llm.models import MODEL_DTYPES
 from dispatchprof.results.files import write_atomic
 from dispatchprof.sim.device import WEIGHT_BITS
 
 #: The largest value each size option takes (a whole number >= 1 up to this).
 SIZE_LIMITS = {"batch": 1 << 20, "prompt_len": 1 << 24, "new_tokens": 1 << 20}
-#: The dtypes a model's tensors can take: canonical short name -> torch dtype.
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = MODEL_DTYPES            # the dtypes a model's tensors can take (dispatchprof.llm.models)
 #: Other spellings (torch's and transformers' names) -> the canonical short name.
 DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
                  "float8": "fp8", "float8_e4m3fn": "fp8"}

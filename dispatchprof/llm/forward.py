@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from dispatchprof.count.counter import OpCounter
-from dispatchprof.count.fake import fake_inputs
+from dispatchprof.llm.models import token_ids
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.simulate import Simulation
 
@@ -63,10 +63,9 @@ def profile_forward(model: torch.nn.Module, batch: int, seq_len: int, decoder_le
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     kind = model_kind(model)
-    vocab = int(getattr(model.config, "vocab_size", 2) or 2)
-    kwargs = {"input_ids": fake_inputs(model, batch, seq_len, high=vocab)}
+    kwargs = {"input_ids": token_ids(model, batch, seq_len)}
     if kind == "encoder-decoder":
-        kwargs["decoder_input_ids"] = fake_inputs(model, batch, decoder_len, high=vocab)
+        kwargs["decoder_input_ids"] = token_ids(model, batch, decoder_len)
     with torch.no_grad(), OpCounter(devices=devices, weight_dtype=weight_dtype, bound=bound, runtime=runtime,
                                         tp=tp) as c:
         with c.phase("forward"):

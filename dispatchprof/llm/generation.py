@@ -26,8 +26,8 @@ from typing import Any, Callable
 import torch
 
 from dispatchprof.count.counter import OpCounter
-from dispatchprof.count.fake import fake_inputs
 from dispatchprof.llm.decode_sums import Segments, StepSample, affine, sum_decode
+from dispatchprof.llm.models import token_ids
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile, PhaseTiming
 from dispatchprof.results.profile import Profile
@@ -160,9 +160,8 @@ class _Runner:
         """One count: a prefill of ``prompt_len`` tokens (phase "prefill") then ``decode_steps``
         steps of one token each (phase "decode"). Returns the counter, per step its records
         [start, end) and the cache bytes per layer after it, and the cache bytes after the prefill."""
-        vocab = int(getattr(self.model.config, "vocab_size", 2) or 2)
-        ids = [fake_inputs(self.model, self.batch, prompt_len, high=vocab)]
-        ids += [fake_inputs(self.model, self.batch, 1, high=vocab) for _ in range(decode_steps)]
+        ids = [token_ids(self.model, self.batch, prompt_len)]
+        ids += [token_ids(self.model, self.batch, 1) for _ in range(decode_steps)]
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.model.config)

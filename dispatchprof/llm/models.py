@@ -14,11 +14,18 @@ from typing import Any
 
 import torch
 
-from dispatchprof.count.fake import fake_model
+from dispatchprof.count.fake import fake_inputs, fake_model
 from dispatchprof.errors import ModelSpecError
 from dispatchprof.llm.catalog import catalog_entry, load_config
 
 BALANCED_EXPERTS = "dispatchprof_balanced"
+#: The dtypes a model's tensors can take: canonical short name -> torch dtype.
+MODEL_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def token_ids(model: torch.nn.Module, *shape: int) -> torch.Tensor:
+    """Fake token ids of ``shape`` in ``model``'s fake mode, below its config's vocab_size."""
+    return fake_inputs(model, *shape, high=int(getattr(model.config, "vocab_size", 2) or 2))
 
 
 def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.nn.Module:

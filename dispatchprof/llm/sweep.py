@@ -22,13 +22,12 @@ from typing import Callable, Sequence
 from dispatchprof.llm.catalog import load_config
 from dispatchprof.llm.forward import generates, profile_forward
 from dispatchprof.llm.generation import profile_generation
-from dispatchprof.llm.models import build_model
+from dispatchprof.llm.models import MODEL_DTYPES, build_model
 from dispatchprof.report.sweep import mark_pareto
 from dispatchprof.results.sweep import SweepRow
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import check_runtime
 
-DTYPE_NAMES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_
     torch.set_num_threads(1)            # tasks run side by side: one thread each
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = build_model(shape.model, dtype=getattr(torch, DTYPE_NAMES[dtype]))
+        model = build_model(shape.model, dtype=MODEL_DTYPES[dtype])
         if not generates(model):
             return _forward_rows(model, shape, devices, dtype, weight_dtype, bound, runtime)
         g = profile_generation(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
@@ -100,8 +99,8 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
     ``progress(done, total)`` is called as tasks finish."""
     if not models or not devices:
         raise ValueError("sweep() needs at least one model and one device")
-    if dtype not in DTYPE_NAMES:
-        raise ValueError(f"sweep(dtype=...) must be one of {tuple(DTYPE_NAMES)}, got {dtype!r}")
+    if dtype not in MODEL_DTYPES:
+        raise ValueError(f"sweep(dtype=...) must be one of {tuple(MODEL_DTYPES)}, got {dtype!r}")
     check_runtime(runtime)
     scenarios_of(list(devices))                          # unknown devices and bad YAML fail here, at once
     with warnings.catch_warnings():

@@ -44,8 +44,8 @@ from typing import Sequence
 import torch
 
 from dispatchprof.count.counter import OpCounter
-from dispatchprof.count.fake import fake_inputs
 from dispatchprof.llm.generation import cache_bytes, kv_element_bits, model_bits
+from dispatchprof.llm.models import token_ids
 from dispatchprof.sim.device import WEIGHT_BITS
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.placement import Scenarios
@@ -195,14 +195,13 @@ def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scena
     that the simulator knows where the cache lives); logits for the last token of each sequence."""
     from transformers import DynamicCache
 
-    vocab = int(getattr(model.config, "vocab_size", 2) or 2)
     cache = DynamicCache(config=model.config)
     spans, past = [], 0
     with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound) as c:
         for q in tokens:
             start = c.records_counted
             with c.phase("decode" if past else "prefill"):
-                model(fake_inputs(model, batch, q, high=vocab), past_key_values=cache, use_cache=True,
+                model(token_ids(model, batch, q), past_key_values=cache, use_cache=True,
                       logits_to_keep=1)
             spans.append((q, past, start, c.records_counted))
             past += q
