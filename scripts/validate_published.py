@@ -34,9 +34,11 @@ import warnings
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "published_gpu.csv")
 MME = (0.6, 0.7, 0.8, 0.9)                                     # per device: matrix_memory_efficiency
-HOST = {"eager": ("host_overhead_us", (4.0, 7.0, 10.0)),      # per runtime: host cost
+HOST = {"eager": ("host_overhead_us", (4.0, 7.0, 10.0, 15.0, 20.0, 30.0)),   # per runtime: host cost
         "compiled": ("graph_launch_us", (20.0, 100.0, 300.0)),
         "serving": ("graph_launch_us", (20.0, 100.0, 300.0))}
+WEIGHT_ONLY = ("int8", "int4")                                 # weight-only quantized rows
+WOE = (1.0, 0.85, 0.7, 0.55, 0.4)                              # per device and dtype: weight_only_efficiency
 FAMILIES = {"tpot": "TPOT", "e2e_per_token": "TPOT", "ttft": "TTFT", "throughput": "throughput",
             "energy_per_token": "energy"}
 LLAMA2 = {"llama-2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
@@ -58,15 +60,20 @@ def build(name: str):
     return build_model(ALIASES.get(name, name), dtype=torch.bfloat16)
 
 
-def variants(device_name: str, runtime: str):
-    """Named variants of a device profile: (mme, host value) -> Device."""
+def variants(device_name: str, runtime: str, weight_dtype: str | None = None):
+    """Named variants of a device profile: "mme|host" (and "|woe" for weight-only int rows) -> Device."""
     from dispatchprof.sim.catalog import load_device
 
     base = load_device(device_name)
     field, values = HOST[runtime]
-    return {(m, h): dataclasses.replace(base, name=f"{device_name}|{m}|{h}", matrix_memory_efficiency=m,
-                                        **{field: h})
-            for m, h in itertools.product(MME, values)}
+    out = {}
+    for m, h in itertools.product(MME, values):
+        for w in (WOE if weight_dtype in WEIGHT_ONLY else (None,)):
+            key = f"{m}|{h}" + (f"|{w}" if w is not None else "")
+            extra = {"weight_only_efficiency": {weight_dtype: w}} if w is not None else {}
+            out[key] = dataclasses.replace(base, name=f"{device_name}|{key}", matrix_memory_efficiency=m,
+                                           **{field: h}, **extra)
+    return out
 
 
 def predict_row(row: dict, model) -> dict:
@@ -74,17 +81,17 @@ def predict_row(row: dict, model) -> dict:
     from dispatchprof.llm.generation import profile_generation
 
     batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
-    devs = variants(row["hardware"], row["runtime"])
     wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
+    devs = variants(row["hardware"], row["runtime"], wd)
     g = profile_generation(model, batch, prompt, out, devices=list(devs.values()), weight_dtype=wd,
-                           runtime=row["runtime"], tp=tp)
+                           runtime=row["runtime"], tp=tp, kv_dtype=row["kv_dtype"] or None)
     result = {}
     for key, dev in devs.items():
         d = g.devices[dev.name]
         figures = {"tpot": d.tpot_mean_s, "e2e_per_token": d.total_time_s / out, "ttft": d.ttft_s,
                    "throughput": d.tokens_per_s}
         dynamic = d.prefill.energy_j - d.prefill.static_j + d.decode.energy_j - d.decode.static_j
-        result[f"{key[0]}|{key[1]}"] = (figures, dynamic, d.total_time_s, batch * out)
+        result[key] = (figures, dynamic, d.total_time_s, batch * out)
     return result
 
 
@@ -102,34 +109,61 @@ def error(measured: float, predicted: float) -> float:
     return (predicted - measured) / measured
 
 
-def fit(rows: list[dict], preds: dict) -> tuple[dict, dict, dict]:
-    """Per device mme, per runtime host value (least median |error| of the fit rows' times), then
-    per device static power (median of the energy fit rows' solutions)."""
+def weight_only(row: dict) -> str | None:
+    return row["weight_dtype"] if row["weight_dtype"] in WEIGHT_ONLY else None
+
+
+@dataclasses.dataclass
+class Fitted:
+    """The fitted parameters: mme per device, host value per runtime, weight_only_efficiency per
+    (device, weight dtype), static power per device."""
+
+    mme: dict
+    host: dict
+    woe: dict
+    static: dict
+
+    def key(self, row: dict) -> str:
+        """The variant of ``row``'s predictions these parameters select."""
+        key = f"{self.mme[row['hardware']]}|{self.host[row['runtime']]}"
+        wd = weight_only(row)
+        return key + (f"|{self.woe.get((row['hardware'], wd), 1.0)}" if wd else "")
+
+
+def fit(rows: list[dict], preds: dict) -> Fitted:
+    """Per device mme and per runtime host value (least mean capped |error| of the fit rows' times,
+    weight-only int rows aside), then per device and weight dtype the weight_only_efficiency
+    (the same on those rows), then per device static power (median of the energy fit rows'
+    solutions)."""
     fit_rows = [r for r in rows if r["split"] == "fit" and r["measure"] != "energy_per_token"]
+    plain = [r for r in fit_rows if not weight_only(r)]
     devices = sorted({r["hardware"] for r in rows})
     runtimes = sorted({r["runtime"] for r in rows})
+
+    def mean_error(rs: list[dict], f: Fitted) -> float:
+        errs = [min(1.0, abs(error(float(r["value"]), preds[r["id"]][f.key(r)][0]))) for r in rs]
+        return statistics.fmean(errs) if errs else 0.0
+
     best, best_err = None, float("inf")
     for mmes in itertools.product(MME, repeat=len(devices)):
-        per_dev = dict(zip(devices, mmes))
         for hosts in itertools.product(*(HOST[rt][1] for rt in runtimes)):
-            per_rt = dict(zip(runtimes, hosts))
-            errs = [min(1.0, abs(error(float(r["value"]),
-                                       preds[r["id"]][f"{per_dev[r['hardware']]}|{per_rt[r['runtime']]}"][0])))
-                    for r in fit_rows]
-            e = statistics.fmean(errs) if errs else 0.0
+            f = Fitted(dict(zip(devices, mmes)), dict(zip(runtimes, hosts)), {}, {})
+            e = mean_error(plain, f)
             if e < best_err - 1e-12:
-                best, best_err = (per_dev, per_rt), e
-    per_dev, per_rt = best
-    static: dict[str, float] = {}
+                best, best_err = f, e
+    for dev, wd in sorted({(r["hardware"], weight_only(r)) for r in fit_rows if weight_only(r)}):
+        group = [r for r in fit_rows if r["hardware"] == dev and weight_only(r) == wd]
+        best.woe[(dev, wd)] = min(WOE, key=lambda w: mean_error(group, dataclasses.replace(
+            best, woe={**best.woe, (dev, wd): w})))
     for dev in devices:
         sol = []
         for r in rows:
             if r["split"] == "fit" and r["measure"] == "energy_per_token" and r["hardware"] == dev:
-                _, dynamic, time, tokens = preds[r["id"]][f"{per_dev[dev]}|{per_rt[r['runtime']]}"]
+                _, dynamic, time, tokens = preds[r["id"]][best.key(r)]
                 sol.append(max(0.0, (float(r["value"]) * tokens / int(r["tp"]) - dynamic) / time))
         if sol:
-            static[dev] = statistics.median(sol)
-    return per_dev, per_rt, static
+            best.static[dev] = statistics.median(sol)
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     for r in sorted(rows, key=lambda r: r["model"]):
         key = "/".join(r[k] for k in ("model", "hardware", "tp", "runtime", "weight_dtype", "batch", "prompt_len",
                                       "output_len"))             # rows of one generation share it
-        if key not in cache:
+        key += f"/kv-{r['kv_dtype']}" if r["kv_dtype"] else ""
+        wanted = set(variants(r["hardware"], r["runtime"], weight_only(r)))
+        if key not in cache or not wanted <= set(cache[key]):
             if r["model"] not in models:
                 models.clear()             # one model alive at a time (a 405B fake model is large)
                 models[r["model"]] = build(r["model"])
@@ -161,14 +197,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.cache:
                 json.dump(cache, open(args.cache, "w"))
         preds[r["id"]] = {k: (_figure(r, v), *v[1:]) for k, v in cache[key].items()}
-    per_dev, per_rt, static = fit(rows, preds)
+    fitted = fit(rows, preds)
     table, errs = [], {"fit": [], "held-out": []}
     families: dict[str, list[float]] = {}
     for r in rows:
-        pred = preds[r["id"]][f"{per_dev[r['hardware']]}|{per_rt[r['runtime']]}"]
+        pred = preds[r["id"]][fitted.key(r)]
         tp = int(r["tp"])
         if r["measure"] == "energy_per_token":
-            value = energy(pred, static.get(r["hardware"], load_device(r["hardware"]).static_power_w), tp)
+            value = energy(pred, fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w), tp)
         else:
             value = pred[0]
         e = error(float(r["value"]), value)
@@ -182,9 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     print(tabulate(table, ["id", "split", "model", "device", "tp", "runtime", "weights", "batch", "prompt", "output",
                            "metric", "measured", "predicted", "error"], fmt))
     print()
-    print("fitted per device: matrix_memory_efficiency " + ", ".join(f"{k} {v}" for k, v in per_dev.items())
-          + "; static_power_w " + ", ".join(f"{k} {v:.0f}" for k, v in static.items()))
-    print("fitted per runtime: " + ", ".join(f"{k} {HOST[k][0]} {v:g}" for k, v in per_rt.items()))
+    print("fitted per device: matrix_memory_efficiency " + ", ".join(f"{k} {v}" for k, v in fitted.mme.items())
+          + "; static_power_w " + ", ".join(f"{k} {v:.0f}" for k, v in fitted.static.items())
+          + "; weight_only_efficiency " + ", ".join(f"{d} {w} {v}" for (d, w), v in fitted.woe.items()))
+    print("fitted per runtime: " + ", ".join(f"{k} {HOST[k][0]} {v:g}" for k, v in fitted.host.items()))
     for split in ("fit", "held-out"):
         if errs[split]:
             print(f"median |error| on {len(errs[split])} {split} rows: {statistics.median(errs[split]):.1%}")

@@ -86,11 +86,13 @@ class OpCounter:
             dispatchprof.sim.runtime. Each ``phase()`` block is one step.
         tp: tensor parallelism over this many devices (attention and MLP split, two all-reduces
             per layer; dispatchprof.sim.parallel).
+        kv_dtype: simulate the KV cache stored in this dtype ("fp8", "int8", "int4", ...): the
+            keys and values attention reads and the cache appends move that many bits per element.
     """
 
     def __init__(self, model: nn.Module | None = None, *, causal: CausalRule = "full",
                  devices: Any = None, weight_dtype: str | None = None, bound: bool = False,
-                 runtime: str = "eager", tp: int = 1) -> None:
+                 runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> None:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"OpCounter(model=...) takes a torch.nn.Module, got {type(model).__name__}; "
                             f"call it as OpCounter(model) or OpCounter()")
@@ -102,6 +104,9 @@ class OpCounter:
         if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
             raise ValueError(f"OpCounter(weight_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
         self._weight_dtype = weight_dtype
+        if kv_dtype is not None and kv_dtype not in WEIGHT_BITS:
+            raise ValueError(f"OpCounter(kv_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {kv_dtype!r}")
+        self._kv_dtype = kv_dtype
         self._bound = bool(bound)
         self._runtime = check_runtime(runtime, "OpCounter(runtime=...)")
         self._tp = check_tp(tp, (), [d for p in self._scenarios.values() for d in p.devices])
@@ -271,4 +276,5 @@ class OpCounter:
         if key is None:
             raise ValueError(f"{device!r} was not simulated; simulated: {', '.join(self._scenarios)}")
         return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key,
-                        bound=self._bound, runtime=self._runtime, tp=self._tp, step_starts=tuple(self._step_starts))
+                        bound=self._bound, runtime=self._runtime, tp=self._tp, step_starts=tuple(self._step_starts),
+                        kv_dtype=self._kv_dtype)

@@ -49,8 +49,8 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference);
     ``bound=True`` simulates the pure roofline (no efficiencies or overheads); ``runtime`` and
     ``tp`` as in OpCounter. ``kv_dtype`` ("fp8", "int8", "int4", ...) stores the KV cache in that
-    dtype: its bytes and the capacity check follow (`kv_bytes_as`); the simulated times do not
-    (``dispatchprof.serving`` scales them)."""
+    dtype: its bytes, the capacity check (`kv_bytes_as`) and the simulated times (the cache
+    traffic of attention and appends, dispatchprof.sim.runtime.narrow_kv_cache) follow it."""
     for name, value, low in (("batch", batch, 1), ("prompt_len", prompt_len, 1), ("new_tokens", new_tokens, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -59,7 +59,7 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     scenarios = scenarios_of(devices)             # every device resolved (a YAML parsed) once
     heads = getattr(getattr(model, "config", None), "num_attention_heads", None)
     check_tp(tp, [heads] if isinstance(heads, int) else [], [d for p in scenarios.values() for d in p.devices])
-    run = _Runner(model, batch, scenarios, weight_dtype, bound, runtime, tp)
+    run = _Runner(model, batch, scenarios, weight_dtype, bound, runtime, tp, kv_dtype)
     steps = new_tokens - 1
     report = progress or (lambda done, total, what: None)
     c, _, prefill_kv = run.count(prompt_len, 0)
@@ -142,18 +142,19 @@ def cache_bytes(cache: Any) -> int:
 
 
 def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None,
-                bound: bool = False, runtime: str = "eager", tp: int = 1) -> StepSample:
+                bound: bool = False, runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> StepSample:
     """Count one decode step at cache length ``past`` (see `_Runner.sample`)."""
-    return _Runner(model, batch, scenarios_of(devices), weight_dtype, bound, runtime, tp).sample(past)
+    return _Runner(model, batch, scenarios_of(devices), weight_dtype, bound, runtime, tp, kv_dtype).sample(past)
 
 
 class _Runner:
     """Counts of one model, batch and set of scenarios: a prefill and decode steps after it."""
 
     def __init__(self, model: torch.nn.Module, batch: int, scenarios: Scenarios, weight_dtype: str | None,
-                 bound: bool, runtime: str = "eager", tp: int = 1) -> None:
+                 bound: bool, runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> None:
         self.model, self.batch, self.scenarios = model, batch, scenarios
         self.weight_dtype, self.bound, self.runtime, self.tp = weight_dtype, bound, runtime, tp
+        self.kv_dtype = kv_dtype
 
     def count(self, prompt_len: int, decode_steps: int, report: Progress | None = None
               ) -> tuple[OpCounter, list[tuple[int, int, tuple[int, ...]]], tuple[int, ...]]:
@@ -167,7 +168,8 @@ class _Runner:
         cache = DynamicCache(config=self.model.config)
         bounds = []
         with torch.no_grad(), OpCounter(devices=self.scenarios, weight_dtype=self.weight_dtype,
-                                        bound=self.bound, runtime=self.runtime, tp=self.tp) as c:
+                                        bound=self.bound, runtime=self.runtime, tp=self.tp,
+                                        kv_dtype=self.kv_dtype) as c:
             with c.phase("prefill"):
                 self.model(ids[0], past_key_values=cache, use_cache=True)
             prefill_kv = cache_layer_bytes(cache)

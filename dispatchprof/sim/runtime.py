@@ -18,16 +18,23 @@ Its decisions are one `OpPlan` per record (read by `dispatchprof.sim.timing.time
   logits of the last position only (the LM head's work and activation traffic divided by the
   prompt length; its weights are still read once).
 
+A KV cache stored narrower than the model's dtype (``kv_dtype``: fp8, int8, int4, as engines
+do) is a plan too (`narrow_kv_cache`), under every runtime: the keys and values an attention op
+reads, and the traffic of a KV-cache append, move ``kv_bits / element bits`` of their counted
+bytes; the rest is removed traffic, as fusion's is.
+
 A step is one ``OpCounter.phase`` block (a prefill, one decode step); without phase blocks the
 whole count is one step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
 from dispatchprof.results.records import OpRecord
+from dispatchprof.sim.device import WEIGHT_BITS, dtype_key
 from dispatchprof.sim.timing import OpPlan
 
 Runtime = Literal["eager", "compiled", "serving"]
@@ -56,17 +63,25 @@ class RuntimeChanges:
     removed_bytes: int = 0         # traffic the fusion and in-place KV writes removed
     kv_bytes_in_place: int = 0     # of which: KV cache copies avoided
     logits_share: float = 1.0      # share of the prefill's LM head kept (serving)
+    kv_dtype: str | None = None    # the KV cache's storage dtype, None for the model's own
+    kv_bytes_narrowed: int = 0     # traffic removed by storing the KV cache in kv_dtype
 
     def describe(self) -> str:
         """One line: the runtime and what it fused or removed."""
         if self.runtime == "eager":
-            return f"runtime eager: {self.kernels} kernels, each launched from the host; KV cache copied as counted"
+            text = f"runtime eager: {self.kernels} kernels, each launched from the host; KV cache copied as counted"
+            return text + self._kv_text()
         text = (f"runtime {self.runtime}: {self.kernels} kernels in one graph per step; {self.fused_ops} ops fused "
                 f"into {self.fused_chains} pointwise chains; {self.removed_bytes:,} bytes of traffic removed "
                 f"({self.kv_bytes_in_place:,} by writing the KV cache in place)")
         if self.logits_share != 1.0:
             text += "; logits for the last position only"
-        return text
+        return text + self._kv_text()
+
+    def _kv_text(self) -> str:
+        if self.kv_dtype is None:
+            return ""
+        return f"; KV cache stored in {self.kv_dtype} ({self.kv_bytes_narrowed:,} bytes of traffic less)"
 
 
 def is_fusible(r: OpRecord) -> bool:
@@ -127,6 +142,40 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
                     activation_share=share[k]) for k in range(n)]
     changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits)
     return plans, changes
+
+
+def is_attention(r: OpRecord) -> bool:
+    """A fused attention op (SDPA, flash, efficient, flex): inputs query, key, value, ..."""
+    return "attention" in r.op and bool(r.cost.macs) and len(r.inputs) >= 3
+
+
+def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: RuntimeChanges,
+                    kv_dtype: str | None) -> tuple[list[OpPlan], RuntimeChanges]:
+    """The plans with the KV cache stored in ``kv_dtype`` (a key of WEIGHT_BITS; None: unchanged).
+
+    Cache traffic is the key and value inputs of an attention op and the traffic an append
+    (`is_kv_append`) still moves after the runtime's removals; it moves kv_bits / b of its bytes,
+    b being the storage bits of the record's dtype (records in a dtype no narrower keep theirs)."""
+    if kv_dtype is None:
+        return plans, changes
+    kv_bits = WEIGHT_BITS[kv_dtype]
+    out, narrowed = list(plans), 0
+    for k, r in enumerate(records):
+        bits = {"fp64": 64, **WEIGHT_BITS}.get(dtype_key(r.dtype))
+        if bits is None or kv_bits >= bits:
+            continue
+        if is_attention(r):
+            cache = r.inputs[1][1] + r.inputs[2][1]
+        elif is_kv_append(r, records):
+            cache = (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - plans[k].removed_bytes
+        else:
+            continue
+        cut = int(cache * (1 - kv_bits / bits))
+        if cut > 0:
+            out[k] = dataclasses.replace(plans[k], removed_bytes=plans[k].removed_bytes + cut)
+            narrowed += cut
+    return out, dataclasses.replace(changes, removed_bytes=changes.removed_bytes + narrowed, kv_dtype=kv_dtype,
+                                    kv_bytes_narrowed=narrowed)
 
 
 def _consumers(records: Sequence[OpRecord]) -> dict[int, set[int]]:

@@ -27,7 +27,7 @@ from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.parallel import attention_heads, check_tp, split_blocks, tp_split
 from dispatchprof.sim.placement import Placement
-from dispatchprof.sim.runtime import RuntimeChanges, check_runtime, plan_runtime
+from dispatchprof.sim.runtime import RuntimeChanges, check_runtime, narrow_kv_cache, plan_runtime
 from dispatchprof.sim.timeline import elapsed
 from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
 
@@ -165,22 +165,26 @@ class Simulation:
 
 def simulate(profile: Profile, placement: Placement, *, weight_dtype: str | None = None,
              name: str = "", bound: bool = False, runtime: str = "eager", tp: int = 1,
-             step_starts: tuple[int, ...] = ()) -> Simulation:
+             step_starts: tuple[int, ...] = (), kv_dtype: str | None = None) -> Simulation:
     """Simulate ``profile`` on ``placement`` under ``runtime`` ("eager", "compiled", "serving")
     with tensor parallelism over ``tp`` devices; ``step_starts`` are the record indices where a
-    step begins (OpCounter.phase blocks). ``bound=True`` ignores the profiles' efficiencies,
+    step begins (OpCounter.phase blocks); ``kv_dtype`` stores the KV cache in that dtype
+    (`narrow_kv_cache`). ``bound=True`` ignores the profiles' efficiencies,
     launch and host overheads and static power: the pure roofline."""
     check_runtime(runtime)
     if bound:
         placement = placement.as_bound()
     if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
         raise ValueError(f"weight_dtype must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
+    if kv_dtype is not None and kv_dtype not in WEIGHT_BITS:
+        raise ValueError(f"kv_dtype must be one of {tuple(WEIGHT_BITS)}, got {kv_dtype!r}")
     records = profile.records
     check_tp(tp, attention_heads(records), placement.devices)
     module_type = {s.name: s.module_type for s in profile.scopes}
     parents = profile.parents()
     devices_of: list[Device] = [placement.device_for(r.scope) for r in records]
-    plans, changes = plan_runtime(records, runtime, step_starts, [d.name for d in devices_of])
+    plans, changes = narrow_kv_cache(records, *plan_runtime(records, runtime, step_starts,
+                                                            [d.name for d in devices_of]), kv_dtype)
     split = tp_split(records, split_blocks(module_type, parents), tp)
     moved: set[tuple[int, int, str]] = set()
     timings = tuple(time_op(i, r, devices_of, moved, weight_dtype, module_type.get(r.scope, "").endswith("RMSNorm"),

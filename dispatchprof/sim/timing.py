@@ -47,7 +47,9 @@ class name ends in "RMSNorm"), the op that multiplies by the weight carries
 
 ``weight_dtype`` ("int8", "int4", ...) assumes parameters stored in that dtype: parameter bytes
 read become elements * bits / 8, and ops that read parameters use the device's peak for that
-dtype where its table lists one.
+dtype where its table lists one; where the profile's ``weight_only_efficiency`` lists the dtype,
+such an op's t_memory is divided by it (dequantising kernels stream narrow weights more slowly
+than a plain GEMV streams bf16 ones).
 """
 
 from __future__ import annotations
@@ -186,6 +188,8 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     activations = max(0, (c.bytes_read or 0) + (c.bytes_written or 0) - r.param_bytes - plan.removed_bytes)
     traffic = (activations * plan.activation_share + params) * plan.share
     t_memory = traffic / d.bandwidth_for(traffic, matrix)
+    if weight_dtype is not None and r.param_elements and weight_dtype in d.weight_only_efficiency:
+        t_memory /= d.weight_only_efficiency[weight_dtype]
     t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
     t_comm, e_comm = _communication(c.comm_bytes, d)
     t_reduce, e_reduce = allreduce(plan.allreduce_bytes, plan.group, d)

@@ -1,0 +1,120 @@
+"""A KV cache stored narrower than the model's dtype (kv_dtype): the simulated cache traffic of
+attention and of the cache appends follows it, under every runtime (sim.runtime.narrow_kv_cache)."""
+
+import warnings
+
+import pytest
+import torch
+
+from dispatchprof import OpCounter
+from dispatchprof.llm.generation import profile_generation
+from dispatchprof.llm.models import build_model
+
+
+def tiny_llama():
+    import transformers as tf
+
+    # 2 layers, 8 query heads and 2 KV heads of head_dim 32 (hidden 256), bf16
+    cfg = tf.LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                         num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=256)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_model(cfg, dtype=torch.bfloat16)
+
+
+def decode_traffic(model, runtime: str, kv_dtype: str | None) -> tuple[float, str]:
+    """Simulated traffic of one decode step (batch 2, 16 cached tokens) on an H100."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad(), OpCounter(devices="H100-SXM", runtime=runtime, kv_dtype=kv_dtype) as c:
+        with c.phase("prefill"):
+            model(torch.zeros(2, 16, dtype=torch.long), past_key_values=cache, use_cache=True)
+        with c.phase("decode"):
+            model(torch.zeros(2, 1, dtype=torch.long), past_key_values=cache, use_cache=True)
+    sim = c.simulated()
+    return sum(t.traffic_bytes for t in sim.ops if sim.records[t.record].phase == "decode"), sim.runtime.describe()
+
+
+@pytest.mark.parametrize("kv_dtype, share", [("fp8", 1 / 2), ("int4", 3 / 4)])
+def test_eager_decode_step_moves_the_narrow_cache(kv_dtype, share):
+    model = tiny_llama()
+    full, _ = decode_traffic(model, "eager", None)
+    narrow, text = decode_traffic(model, "eager", kv_dtype)
+    # per layer, bf16: the key and the value appends each read the cache [2, 2, 16, 32] (4096 bytes)
+    # and the new token [2, 2, 1, 32] (256) and write [2, 2, 17, 32] (4352): 2 * 8704 = 17408;
+    # attention reads keys and values [2, 2, 17, 32]: 2 * 4352 = 8704. 26112 per layer, 2 layers:
+    # 52224 bytes of cache traffic, of which fp8 (8 of 16 bits) removes 1/2, int4 3/4.
+    assert full - narrow == pytest.approx(52224 * share)
+    # the whole count adds the prefill's attention: keys and values [2, 2, 16, 32], 8192 per layer
+    assert f"KV cache stored in {kv_dtype} ({int((52224 + 2 * 8192) * share):,} bytes" in text
+
+
+def test_compiled_decode_step_writes_the_new_token_in_place_then_narrows():
+    model = tiny_llama()
+    full, _ = decode_traffic(model, "compiled", None)
+    narrow, _ = decode_traffic(model, "compiled", "fp8")
+    # in place, an append moves the new token only: read 256, write 256 = 512 per append, 1024
+    # per layer; attention still reads 8704: (1024 + 8704) * 2 layers = 19456 bytes, fp8 halves it
+    assert full - narrow == pytest.approx(19456 / 2)
+
+
+def test_generation_time_follows_the_kv_dtype():
+    model = tiny_llama()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bf16 = profile_generation(model, 4, 64, 8, devices=["H100-SXM"], runtime="serving", bound=True)
+        fp8 = profile_generation(model, 4, 64, 8, devices=["H100-SXM"], runtime="serving", bound=True,
+                                 kv_dtype="fp8")
+        exact = profile_generation(model, 4, 64, 8, devices=["H100-SXM"], runtime="serving", bound=True,
+                                   kv_dtype="fp8", exact=True)
+    b, f = bf16.devices["H100-SXM"], fp8.devices["H100-SXM"]
+    assert f.tpot_mean_s < b.tpot_mean_s                      # the decode steps read half the cache
+    assert fp8.kv_cache_bytes * 2 == bf16.kv_cache_bytes
+    assert f.tpot_mean_s == pytest.approx(exact.devices["H100-SXM"].tpot_mean_s, rel=1e-9)   # fast path
+
+
+def test_bad_kv_dtype_names_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"OpCounter\(kv_dtype=...\) must be one of .*'fp8'.*got 'fp6'"):
+        OpCounter(kv_dtype="fp6")
+
+
+def test_weight_only_efficiency_slows_the_narrow_weight_stream_by_hand(tmp_path):
+    import textwrap
+
+    from dispatchprof import DeviceProfileError, load_device
+
+    text = textwrap.dedent("""\
+        family: test
+        source: hand-made for a test
+        devices:
+          Tiny:
+            memory_capacity_gb: 1
+            memory_bandwidth_gb_per_s: 10
+            memory_pj_per_bit: 1
+            host_to_device_gb_per_s: 1000
+            host_to_device_pj_per_bit: 5
+            device_to_host_gb_per_s: 1000
+            device_to_host_pj_per_bit: 5
+            matrix_tflops: {fp32: 1000}
+            vector_tflops: {fp32: 1000}
+            pj_per_flop: 1
+            weight_only_efficiency: {int4: 0.5}
+        """)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    lin = torch.nn.Linear(1000, 1000, bias=False)
+    x = torch.ones(1, 1000)
+
+    def weight_stream_s(weight_dtype):
+        with OpCounter(devices=str(path), weight_dtype=weight_dtype) as c:
+            lin(x)
+        return c.simulated().ops[-1].t_memory
+
+    # int8: 1e6 weights * 1 byte + x 4000 + out 4000 bytes = 1,008,000 bytes at 10 GB/s = 100.8 us
+    assert weight_stream_s("int8") == pytest.approx(1_008_000 / 10e9)
+    # int4: 500,000 + 8,000 bytes, at half the bandwidth (weight_only_efficiency 0.5) = 101.6 us
+    assert weight_stream_s("int4") == pytest.approx(508_000 / 10e9 / 0.5)
+    path.write_text(text.replace("int4: 0.5", "int4: 1.5"))
+    with pytest.raises(DeviceProfileError, match=r"weight_only_efficiency.*must be in \(0, 1\]"):
+        load_device(str(path))
