@@ -110,6 +110,40 @@ def test_serving_runtime_counts_last_token_logits_once(model):
         assert serving.cost(Composition.uniform(b, q, p)).time_s == pytest.approx(want[0], rel=1e-9)
 
 
+def test_tensor_parallel_steps_by_hand(model):
+    """tp=2 on the tiny Llama (4 heads, 2 KV heads): one device's share of weights and KV cache,
+    two all-reduces per layer, step times equal to direct simulation with tp=2, group energy."""
+    scenarios = scenarios_of(["H100-SXM"])
+    two = prepare_serving(model, "H100-SXM", runtime="compiled", tp=2)
+    # KV per token: 2 layers x (K + V) x 2 KV heads x 16 dims x 2 bytes = 256 B, split over 2 devices
+    assert two.kv_bytes_per_token == 128
+    # weights per device: embeddings + LM head 2 x 512 x 64 and 5 norms of 64 whole; per layer
+    # attention 64 x (64 + 32 + 32 + 64) and MLP 3 x 64 x 128 halved; bf16 2 bytes each
+    per_layer = 64 * (64 + 32 + 32 + 64) + 3 * 64 * 128
+    assert two.weights_bytes == 2 * (2 * 512 * 64 + 5 * 64 + 2 * per_layer // 2)
+    for b, q, p in ((3, 1, 70), (2, 45, 0)):
+        want = direct(model, b, q, p, scenarios, "compiled", tp=2)["H100-SXM"]
+        got = two.cost.cost(Composition.uniform(b, q, p))
+        assert got.time_s == pytest.approx(want[0], rel=1e-9) and got.energy_j == pytest.approx(want[1], rel=1e-9)
+    # all-reduces after o_proj and down_proj of both layers, each of the T x 64 bf16 output:
+    # 2 (N - 1) / N x bytes over half the interconnect figure, plus its latency
+    h100 = scenarios["H100-SXM"].devices[0]
+    t = 2 * 45
+    one_reduce = 2 * (2 - 1) / 2 * (t * 64 * 2) / (h100.interconnect_gb_per_s / 2 * 1e9) \
+        + h100.interconnect_latency_us * 1e-6
+    timings = two.cost.op_timings(Composition.uniform(2, 45, 0))
+    comm = sum(g.count * x.t_comm for g, x in zip(two.cost.groups, timings))
+    assert comm == pytest.approx(4 * one_reduce, rel=1e-9)
+    # energy of a step: both devices of the group
+    seconds, joules = two.step_cost([(45, 45), (45, 45)], (0, 0.0, 0.0), 0)
+    step = two.cost.cost(Composition.uniform(2, 45, 0))
+    assert seconds == step.time_s and joules == pytest.approx(2 * step.energy_j, rel=1e-12)
+    with pytest.raises(ValueError, match="tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"):
+        prepare_serving(model, "H100-SXM", tp=3)
+    with pytest.raises(ValueError, match=r"runtime must be one of \('eager', 'compiled', 'serving'\), got 'jit'"):
+        prepare_serving(model, "H100-SXM", runtime="jit")
+
+
 def test_equal_layers_are_grouped(fitted):
     _, steps = fitted
     m = fit(steps)["H100-SXM"]
