@@ -88,8 +88,9 @@ def test_gemm_efficiency_follows_the_step_shape():
     # the shape term is in play: the 2 x 700 step's up-projection GEMM (M 1400, N 5632, K 2048)
     # runs ceil(1400 / 128) x ceil(5632 / 128) = 11 x 44 = 484 tiles of 128 x 128 on 132 SMs:
     # 4 waves, the last one 88 / 132 full -> wave_util 484 / 528; tile_util 1400 x 5632 / (1408 x 5632)
+    # (gate_proj and up_proj have equal shapes: one group, named by its first op)
     up = next(t for g, t in zip(cost.groups, cost.op_timings(Composition.uniform(2, 700, 0)))
-              if g.form.scope.endswith("up_proj"))
+              if g.form.scope.endswith("gate_proj"))
     h100 = scenarios["H100-SXM"].devices[0]
     assert (h100.compute_units, h100.gemm_tile) == (132, (128, 128))
     # M N K MULT + M N (K - 1) ADD = 1400 x 5632 x 4095
@@ -218,6 +219,15 @@ def test_speculative_step_counts_draft_and_target(model):
     assert setup.kv_bytes_per_token == 384
     spec = simulate_serving(setup, generate_requests(50.0, 4, 64, 33, seed=1))
     assert spec.config.decode_gain == pytest.approx(3.3616) and spec.config.decode_q == 5
+
+
+def test_encoder_decoder_is_refused_in_one_line():
+    from transformers import T5Config
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t5 = build_model(T5Config(vocab_size=256, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4))
+    with pytest.raises(ValueError, match="T5Model is an encoder-decoder model: serving simulates decoder-only"):
+        prepare_serving(t5, "H100-SXM")
 
 
 def test_draft_with_another_vocabulary_is_refused(model):

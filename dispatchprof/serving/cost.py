@@ -164,6 +164,8 @@ class StepCostModel:
         # every group's nonzero coefficients, flat: (group, quantity, feature, coefficient)
         self._terms = [(g, q, i, a) for g, grp in enumerate(self.groups) for q, v in enumerate(grp.coeffs)
                        for i, a in enumerate(v) if a != 0]
+        self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
+        self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
 
     def op_timings(self, c: Composition) -> list[OpTiming]:
         """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
@@ -171,14 +173,27 @@ class StepCostModel:
         values = [[0.0] * len(g.coeffs) for g in self.groups]
         for g, q, i, a in self._terms:
             values[g][q] += a * x[i]
-        return [op_timing(g.form, v, self.devices, self.weight_dtype) for g, v in zip(self.groups, values)]
+        out = []
+        for k, (g, v) in enumerate(zip(self.groups, values)):
+            last = self._last[k]                     # a decode run changes only the context's ops
+            if last is None or last[0] != v:
+                last = self._last[k] = (v, op_timing(g.form, v, self.devices, self.weight_dtype))
+            out.append(last[1])
+        return out
 
     def cost(self, c: Composition) -> StepCost:
         """Time and energy of a step of composition ``c``: its ops in stream order on the
         host/device timeline (`dispatchprof.sim.timeline.step_time`); energy = their dynamic
         energy + static power x the step's time, as `Simulation.total` composes it."""
         timings = self.op_timings(c)
-        time = step_time([timings[g] for g in self.order])
+        times = [t.time_s for t in timings]
+        entries: list = []
+        for lead, run in self._runs:
+            if lead >= 0:
+                entries.append(timings[lead])
+            if run:
+                entries.append(_Run(sum(n * times[g] for g, n in run)))
+        time = step_time(entries)
         dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings))
         return StepCost(time, dynamic + self.static_power_w * time)
 
@@ -189,6 +204,31 @@ class StepCostModel:
             return tuple(a * scale if q in KV_QUANTITIES and i == _K else a for i, a in enumerate(v))
         groups = [OpGroup(g.count, g.form, tuple(scaled(q, v) for q, v in enumerate(g.coeffs))) for g in self.groups]
         return StepCostModel(self.scenario, groups, self.order, self.devices, self.static_power_w, self.weight_dtype)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Consecutive ops that the host does not issue (t_host = 0): on the timeline each starts
+    when the one before it ends (`step_time`), so the run enters it as one entry of their summed
+    time. Tests compare every runtime's steps with direct simulation."""
+
+    time_s: float
+    t_host: float = 0.0
+
+
+def _runs(issued: Sequence[bool], order: Sequence[int]) -> list[tuple[int, tuple[tuple[int, int], ...]]]:
+    """The op stream as (group of an op the host issues or -1, the following ops it does not
+    issue as (group, how many))."""
+    out: list[tuple[int, dict[int, int]]] = []
+    for g, host in zip(order, issued):
+        if host:
+            out.append((g, {}))
+            continue
+        if not out:
+            out.append((-1, {}))
+        run = out[-1][1]
+        run[g] = run.get(g, 0) + 1
+    return [(lead, tuple(run.items())) for lead, run in out]
 
 
 def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios,
@@ -284,7 +324,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                 column = [v[q] for _, v in samples]
                 coeffs.append(_clean(tuple(sum(p * v for p, v in zip(prow, column)) for prow in pinv)))
                 _check_linear(coeffs[-1], rows, column, first.keys[i], name)
-            key = (form, tuple(coeffs))
+            key = (dataclasses.replace(form, scope=""), tuple(coeffs))     # the scope does not change the time
             if key not in index:
                 index[key] = len(groups)
                 groups.append([0, form, tuple(coeffs)])

@@ -136,6 +136,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
     name = next(iter(scenarios))
     target = _model(model, dtype)
+    check_decoder_only(target)
     heads = getattr(getattr(target, "config", None), "num_attention_heads", None)
     check_tp(tp, [heads] if isinstance(heads, int) else [], scenarios[name].devices)
     scale = kv_scale(kv_dtype, target)
@@ -161,6 +162,14 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         image_cost(target, scenarios, image_size, weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp)[name]
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
                         spec_tokens if draft is not None else 0, acceptance, images, runtime, tp)
+
+
+def check_decoder_only(model: torch.nn.Module) -> None:
+    """The step cost model counts decoder steps over one KV cache: an encoder-decoder (T5,
+    Whisper) is refused with a ValueError naming it."""
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        raise ValueError(f"{type(model).__name__} is an encoder-decoder model: serving simulates decoder-only "
+                         f"models (and vision-language models); encoder-decoder serving is not built yet")
 
 
 def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
