@@ -47,6 +47,7 @@ change.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
@@ -306,8 +307,8 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
             raise ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from "
                              f"that of {first.batch} x {first.q} after {first.past}: this model's steps are not "
                              f"one op stream, which the serving cost model needs")
-    rows = [Composition.uniform(s.batch, s.q, s.past).x for s in steps]
-    pinv = pseudo_inverse(rows)
+    rows = [tuple(int(v) for v in Composition.uniform(s.batch, s.q, s.past).x) for s in steps]
+    pinv, denominator = integer_pseudo_inverse(rows)
     models = {}
     for name, ops in first.ops.items():
         index: dict[tuple, int] = {}
@@ -321,9 +322,10 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                                  f"not cover this model")
             coeffs = []
             for q in range(len(values)):
-                column = [v[q] for _, v in samples]
-                coeffs.append(_clean(tuple(sum(p * v for p, v in zip(prow, column)) for prow in pinv)))
-                _check_linear(coeffs[-1], rows, column, first.keys[i], name)
+                column = [_exact(v[q]) for _, v in samples]
+                numerators = [sum(p * v for p, v in zip(prow, column)) for prow in pinv]
+                _check_linear(numerators, denominator, rows, column, first.keys[i], name)
+                coeffs.append(tuple(float(Fraction(n, 1) / denominator) for n in numerators))
             key = (dataclasses.replace(form, scope=""), tuple(coeffs))     # the scope does not change the time
             if key not in index:
                 index[key] = len(groups)
@@ -335,37 +337,34 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
     return models
 
 
-def _check_linear(coeffs: Sequence[float], rows: Sequence[Sequence[float]], values: Sequence[float],
+def _check_linear(numerators: Sequence, denominator: int, rows: Sequence[Sequence[int]], values: Sequence,
                   key: tuple[str, str, str], scenario: str) -> None:
     """The counted values must lie on the fitted plane (the design has one decode step more than
-    coefficients); else the op's work is not linear in the composition for this model."""
-    scale = max(abs(v) for v in values)
+    coefficients), to 1e-6 of the largest, in exact arithmetic; else the op's work is not linear
+    in the composition for this model."""
+    scale = max(abs(v) for v in values) * denominator
     for x, v in zip(rows, values):
-        if abs(sum(a * b for a, b in zip(coeffs, x)) - v) > 1e-6 * scale:
+        if abs(sum(n * b for n, b in zip(numerators, x)) - v * denominator) > Fraction(1, 10**6) * scale:
             raise ValueError(f"the work of {key[0]} in {key[1] or '<root>'} on {scenario} is not linear in the batch "
                              f"composition (tokens, sequences, context): the serving cost model does not cover "
                              f"this model")
 
 
-#: A large step's features, to judge which fitted coefficients are rounding noise.
-_SCALE = (1, 8192, 256, 1e6, 1e8, 1e8, 8192, 1e5, 1e8)
+def _exact(v: float) -> int | Fraction:
+    """A counted quantity as an exact number (counts and bytes are integers)."""
+    return int(v) if float(v).is_integer() else Fraction(v)
 
 
-def _clean(coeffs: tuple[float, ...]) -> tuple[float, ...]:
-    """Coefficients whose term is below 1e-12 of the op's value at a large step are rounding
-    noise of the fit (the exact value is 0): set them to 0."""
-    terms = [abs(a * s) for a, s in zip(coeffs, _SCALE)]
-    floor = 1e-12 * sum(terms)
-    return tuple(0.0 if t < floor else a for a, t in zip(coeffs, terms))
-
-
-def pseudo_inverse(rows: Sequence[Sequence[float]]) -> list[list[float]]:
-    """(X^T X)^-1 X^T of an integer design matrix X, computed exactly, as floats."""
-    x = [[Fraction(int(v)) for v in row] for row in rows]
+def integer_pseudo_inverse(rows: Sequence[Sequence[int]]) -> tuple[list[list[int]], int]:
+    """(X^T X)^-1 X^T of an integer design matrix X, exactly, as an integer matrix and one
+    common denominator: coefficients = (P values) / denominator, rational for integer values."""
+    x = [[Fraction(v) for v in row] for row in rows]
     m, n = len(x), len(x[0])
     xtx = [[sum(x[r][i] * x[r][j] for r in range(m)) for j in range(n)] for i in range(n)]
     inv = _invert(xtx)
-    return [[float(sum(inv[i][j] * x[r][j] for j in range(n))) for r in range(m)] for i in range(n)]
+    exact = [[sum(inv[i][j] * x[r][j] for j in range(n)) for r in range(m)] for i in range(n)]
+    denominator = math.lcm(*(f.denominator for row in exact for f in row))
+    return [[int(f * denominator) for f in row] for row in exact], denominator
 
 
 def _invert(a: list[list[Fraction]]) -> list[list[Fraction]]:
