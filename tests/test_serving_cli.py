@@ -111,6 +111,8 @@ def test_durations():
     (["--rate", "1", "--kv-dtype", "fp4"], "argument --kv-dtype: invalid choice: 'fp4'"),
     (["--rate", "1", "--price", "B200=3"], "--price names device 'B200', but the run is on 'H100-SXM'"),
     (["--rate", "1", "--prompt-len", "uniform:9:3"], "--prompt-len must be >= 1 (and LOW <= HIGH)"),
+    (["--rate", "1", "--tp", "3"], "tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"),
+    (["--rate", "1", "--runtime", "jit"], "argument --runtime: invalid choice: 'jit'"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, tiny_dir, args, message):
     code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", *args)

@@ -8,8 +8,11 @@ import torch
 
 from dispatchprof.llm.models import build_model
 from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
-from dispatchprof.serving.cost import Composition, count_step, fit, count_design, kv_scale
+from dispatchprof.llm.generation import count_steps
+from dispatchprof.serving.cost import Composition, fit, count_design, kv_scale
+from dispatchprof.serving.work import KV_QUANTITIES, QUANTITIES
 from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.timeline import step_time
 
 DEVICES = ["H100-SXM", "PIM-AI-1chip"]
 
@@ -30,46 +33,116 @@ def model():
 
 @pytest.fixture(scope="module")
 def fitted(model):
-    # bound: the roofline without the GPU's shape-aware GEMM efficiency, whose compute time is not
-    # linear in the step's tokens (docs/serving.md, "Limits"); decode steps are checked with it below
     scenarios = scenarios_of(DEVICES)
-    return scenarios, count_design(model, scenarios, bound=True)
+    return scenarios, count_design(model, scenarios, runtime="compiled")
 
 
-def direct(step, name):
-    """A counted step's time and energy, composed as OpTiming.time_s / energy_j do."""
-    time = sum(max(c, m) + o for c, m, o, _, _ in step.parts[name])
-    energy = sum(d + p * (max(c, m) + o) for c, m, o, d, p in step.parts[name])
-    return time, energy
+def direct(model, b, q, p, scenarios, runtime="compiled", tp=1):
+    """Per device, (time, energy) of one step simulated directly: a counted prefill of p tokens
+    then the step of b x q tokens in one count, the step's ops on the simulator's host/device
+    timeline; energy = its ops' dynamic energy + static power x the step's time."""
+    c, spans = count_steps(model, b, [p, q] if p else [q], scenarios, runtime=runtime, tp=tp, logits_to_keep=1)
+    s = spans[-1]
+    out = {}
+    for sim in c.simulations():
+        ops = sim.ops[s.start:s.end]
+        t = step_time(ops)
+        out[sim.name] = (t, sum(o.dynamic_j for o in ops) + sim.static_power_w * t)
+    return out
 
 
-def test_fit_matches_counting_at_random_compositions(model, fitted):
-    """Exact to 1e-9 relative on uniform batches the design did not count: decode steps
-    (q = 1) after random cache lengths, and prefills (p = 0) of random lengths."""
-    scenarios, steps = fitted
-    models = fit(steps)
+@pytest.mark.parametrize("runtime", ["eager", "compiled"])
+def test_step_cost_matches_direct_simulation_at_random_compositions(model, runtime):
+    """Equal to 1e-9 relative on uniform batches the design did not count, on a GPU with its
+    shape-aware GEMM efficiency and host launches and on a PIM chip: decode steps (q = 1) after
+    random cache lengths, prefills (p = 0) of random lengths."""
+    scenarios = scenarios_of(DEVICES)
+    models = fit(count_design(model, scenarios, runtime=runtime))
     rng = random.Random(7)
-    checks = [(rng.randint(1, 6), 1, rng.randint(1, 300)) for _ in range(4)]
-    checks += [(rng.randint(1, 4), rng.randint(2, 200), 0) for _ in range(4)]
+    checks = [(rng.randint(1, 6), 1, rng.randint(1, 300)) for _ in range(3)]
+    checks += [(rng.randint(1, 4), rng.randint(2, 400), 0) for _ in range(3)]
     for b, q, p in checks:
-        counted = count_step(model, b, q, p, scenarios, bound=True)
-        assert counted.keys == steps[0].keys
+        want = direct(model, b, q, p, scenarios, runtime)
         for name in DEVICES:
-            t, e = direct(counted, name)
             got = models[name].cost(Composition.uniform(b, q, p))
-            assert got.time_s == pytest.approx(t, rel=1e-9), (b, q, p, name)
-            assert got.energy_j == pytest.approx(e, rel=1e-9), (b, q, p, name)
+            assert got.time_s == pytest.approx(want[name][0], rel=1e-9), (b, q, p, name)
+            assert got.energy_j == pytest.approx(want[name][1], rel=1e-9), (b, q, p, name)
 
 
-def test_decode_steps_are_exact_with_shape_aware_gemm_efficiency(model):
-    """With the H100's GEMM tile and wave efficiency (not the bound), decode steps (q = 1) stay
-    exact: their GEMMs are memory-bound at every batch here."""
+def test_gemm_efficiency_follows_the_step_shape():
+    """A model wide enough for the H100's GEMM tiles and waves to matter: prefills of 1 x 40,
+    3 x 100 and 2 x 700 tokens (M = 40, 300, 1400 against 128-row tiles on 132 SMs) are timed as
+    the simulator times them (a fitted line through the counted compute times would not be)."""
+    from transformers import LlamaConfig
+    cfg = LlamaConfig(vocab_size=1024, hidden_size=2048, intermediate_size=5632, num_hidden_layers=1,
+                      num_attention_heads=16, num_key_value_heads=4, head_dim=128, max_position_embeddings=4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide = build_model(cfg)
     scenarios = scenarios_of(["H100-SXM"])
-    models = fit(count_design(model, scenarios))
-    for b, p in ((1, 40), (5, 260), (3, 17)):
-        t, e = direct(count_step(model, b, 1, p, scenarios), "H100-SXM")
-        got = models["H100-SXM"].cost(Composition.uniform(b, 1, p))
-        assert got.time_s == pytest.approx(t, rel=1e-9) and got.energy_j == pytest.approx(e, rel=1e-9)
+    cost = fit(count_design(wide, scenarios, runtime="compiled"))["H100-SXM"]
+    for b, q, p in ((1, 40, 0), (3, 100, 0), (2, 700, 0), (4, 1, 900)):
+        t, e = direct(wide, b, q, p, scenarios)["H100-SXM"]
+        got = cost.cost(Composition.uniform(b, q, p))
+        assert got.time_s == pytest.approx(t, rel=1e-9) and got.energy_j == pytest.approx(e, rel=1e-9), (b, q, p)
+    # the shape term is in play: the 2 x 700 step's up-projection GEMM (M 1400, N 5632, K 2048)
+    # runs ceil(1400 / 128) x ceil(5632 / 128) = 11 x 44 = 484 tiles of 128 x 128 on 132 SMs:
+    # 4 waves, the last one 88 / 132 full -> wave_util 484 / 528; tile_util 1400 x 5632 / (1408 x 5632)
+    # (gate_proj and up_proj have equal shapes: one group, named by its first op)
+    up = next(t for g, t in zip(cost.groups, cost.op_timings(Composition.uniform(2, 700, 0)))
+              if g.form.scope.endswith("gate_proj"))
+    h100 = scenarios["H100-SXM"].devices[0]
+    assert (h100.compute_units, h100.gemm_tile) == (132, (128, 128))
+    # M N K MULT + M N (K - 1) ADD = 1400 x 5632 x 4095
+    assert up.work == pytest.approx(1400 * 5632 * 4095, rel=1e-12)
+    shape = (484 / 528) * (1400 / 1408)
+    assert up.t_compute == pytest.approx(up.work / (h100.peak_flops("bf16", True) * h100.compute_efficiency * shape),
+                                         rel=1e-12)
+
+
+def test_serving_runtime_counts_last_token_logits_once(model):
+    """Under the serving runtime the count already holds each sequence's last-token logits:
+    a prefill step costs what the compiled runtime gives for that count (no second LM-head
+    share); decode steps equal direct simulation under serving itself."""
+    scenarios = scenarios_of(["H100-SXM"])
+    serving = fit(count_design(model, scenarios, runtime="serving"))["H100-SXM"]
+    for b, q, p in ((2, 37, 0), (3, 1, 50)):
+        want = direct(model, b, q, p, scenarios, "compiled" if p == 0 else "serving")["H100-SXM"]
+        assert serving.cost(Composition.uniform(b, q, p)).time_s == pytest.approx(want[0], rel=1e-9)
+
+
+def test_tensor_parallel_steps_by_hand(model):
+    """tp=2 on the tiny Llama (4 heads, 2 KV heads): one device's share of weights and KV cache,
+    two all-reduces per layer, step times equal to direct simulation with tp=2, group energy."""
+    scenarios = scenarios_of(["H100-SXM"])
+    two = prepare_serving(model, "H100-SXM", runtime="compiled", tp=2)
+    # KV per token: 2 layers x (K + V) x 2 KV heads x 16 dims x 2 bytes = 256 B, split over 2 devices
+    assert two.kv_bytes_per_token == 128
+    # weights per device: embeddings + LM head 2 x 512 x 64 and 5 norms of 64 whole; per layer
+    # attention 64 x (64 + 32 + 32 + 64) and MLP 3 x 64 x 128 halved; bf16 2 bytes each
+    per_layer = 64 * (64 + 32 + 32 + 64) + 3 * 64 * 128
+    assert two.weights_bytes == 2 * (2 * 512 * 64 + 5 * 64 + 2 * per_layer // 2)
+    for b, q, p in ((3, 1, 70), (2, 45, 0)):
+        want = direct(model, b, q, p, scenarios, "compiled", tp=2)["H100-SXM"]
+        got = two.cost.cost(Composition.uniform(b, q, p))
+        assert got.time_s == pytest.approx(want[0], rel=1e-9) and got.energy_j == pytest.approx(want[1], rel=1e-9)
+    # all-reduces after o_proj and down_proj of both layers, each of the T x 64 bf16 output:
+    # 2 (N - 1) / N x bytes over half the interconnect figure, plus its latency
+    h100 = scenarios["H100-SXM"].devices[0]
+    t = 2 * 45
+    one_reduce = 2 * (2 - 1) / 2 * (t * 64 * 2) / (h100.interconnect_gb_per_s / 2 * 1e9) \
+        + h100.interconnect_latency_us * 1e-6
+    timings = two.cost.op_timings(Composition.uniform(2, 45, 0))
+    comm = sum(g.count * x.t_comm for g, x in zip(two.cost.groups, timings))
+    assert comm == pytest.approx(4 * one_reduce, rel=1e-9)
+    # energy of a step: both devices of the group
+    seconds, joules = two.step_cost([(45, 45), (45, 45)], (0, 0.0, 0.0), 0)
+    step = two.cost.cost(Composition.uniform(2, 45, 0))
+    assert seconds == step.time_s and joules == pytest.approx(2 * step.energy_j, rel=1e-12)
+    with pytest.raises(ValueError, match="tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"):
+        prepare_serving(model, "H100-SXM", tp=3)
+    with pytest.raises(ValueError, match=r"runtime must be one of \('eager', 'compiled', 'serving'\), got 'jit'"):
+        prepare_serving(model, "H100-SXM", runtime="jit")
 
 
 def test_equal_layers_are_grouped(fitted):
@@ -106,20 +179,19 @@ def test_kv_bytes_per_token_follow_the_kv_dtype(model):
         kv_scale("fp4", model)
 
 
-def test_kv_dtype_scales_the_context_part_of_memory_time(model):
+def test_kv_dtype_scales_the_context_part_of_the_bytes(model):
     full = prepare_serving(model, "H100-SXM", bound=True)
     half = prepare_serving(model, "H100-SXM", bound=True, kv_dtype="fp8")
     # a long-context decode batch is memory bound: fp8 halves the K-proportional traffic
     long = Composition.decoding(64, 64 * 4000, 4000)
     assert half.cost.cost(long).time_s < full.cost.cost(long).time_s
-    # only the K coefficient of memory time and dynamic energy halves (fp8 / bf16 = 8 / 16)
+    # only the K coefficient of bytes read, written and removed halves (fp8 / bf16 = 8 / 16)
+    k = 3
     for f, h in zip(full.cost.groups, half.cost.groups):
-        assert h.t_compute == f.t_compute and h.t_other == f.t_other
-        for i, (a, b) in enumerate(zip(f.t_memory, h.t_memory)):
-            assert b == (a / 2 if i == 3 else a)
-        for i, (a, b) in enumerate(zip(f.dynamic_j, h.dynamic_j)):
-            assert b == (a / 2 if i == 3 else a)
-    assert any(g.t_memory[3] > 0 for g in full.cost.groups)
+        for q, (a, b) in enumerate(zip(f.coeffs, h.coeffs)):
+            assert b == tuple(v / 2 if q in KV_QUANTITIES and i == k else v for i, v in enumerate(a))
+    assert {QUANTITIES[q] for q in KV_QUANTITIES} == {"bytes_read", "bytes_written", "removed_bytes"}
+    assert any(g.coeffs[QUANTITIES.index("bytes_read")][k] > 0 for g in full.cost.groups)
 
 
 def test_expected_tokens_by_hand():
@@ -147,6 +219,15 @@ def test_speculative_step_counts_draft_and_target(model):
     assert setup.kv_bytes_per_token == 384
     spec = simulate_serving(setup, generate_requests(50.0, 4, 64, 33, seed=1))
     assert spec.config.decode_gain == pytest.approx(3.3616) and spec.config.decode_q == 5
+
+
+def test_encoder_decoder_is_refused_in_one_line():
+    from transformers import T5Config
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t5 = build_model(T5Config(vocab_size=256, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4))
+    with pytest.raises(ValueError, match="T5Model is an encoder-decoder model: serving simulates decoder-only"):
+        prepare_serving(t5, "H100-SXM")
 
 
 def test_draft_with_another_vocabulary_is_refused(model):
@@ -216,10 +297,11 @@ def test_vlm_ttft_includes_the_vision_encoder():
     from dispatchprof.serving import Request
     vlm = tiny_llava()
     setup = prepare_serving(vlm, "H100-SXM", image_size=56)
-    # independently: one 56 x 56 image through get_image_features, simulated on H100-SXM
+    # independently: one 56 x 56 image through get_image_features, simulated on H100-SXM under
+    # the serving runtime (serving's default)
     with fake_mode(vlm):
         pixels = torch.empty(1, 3, 56, 56, dtype=torch.bfloat16)
-    with torch.no_grad(), OpCounter(devices="H100-SXM") as c:
+    with torch.no_grad(), OpCounter(devices="H100-SXM", runtime="serving") as c:
         vlm.model.get_image_features(pixel_values=pixels)
     encoder = c.simulated("H100-SXM").total
     assert setup.image_cost == (encoder.time_s, encoder.energy_j) and encoder.time_s > 0
@@ -232,17 +314,17 @@ def test_vlm_ttft_includes_the_vision_encoder():
         prepare_serving(tiny(), "H100-SXM", image_size=56)
 
 
-def test_a_cost_off_the_plane_is_refused(fitted):
+def test_work_off_the_plane_is_refused(fitted):
     import dataclasses
     _, steps = fitted
     assert len(steps) == 10                  # nine coefficients and one composition to check them
     i = next(i for i, s in enumerate(steps) if (s.batch, s.q, s.past) == (2, 1, 6))   # a decode step
     last = steps[i]
-    parts = dict(last.parts)
-    ops = list(parts["H100-SXM"])
-    c, m, o, d, p = ops[0]
-    ops[0] = (c, m * 1.01 + 1e-9, o, d, p)   # one op's memory time 1% off its line
-    parts["H100-SXM"] = tuple(ops)
-    bent = steps[:i] + [dataclasses.replace(last, parts=parts)] + steps[i + 1:]
+    ops = dict(last.ops)
+    bent = list(ops["H100-SXM"])
+    form, values = bent[5]
+    bent[5] = (form, (values[0] * 1.01 + 1, *values[1:]))    # one op's ADD count 1% off its plane
+    ops["H100-SXM"] = tuple(bent)
+    steps = steps[:i] + [dataclasses.replace(last, ops=ops)] + steps[i + 1:]
     with pytest.raises(ValueError, match="is not linear in the batch composition"):
-        fit(bent)
+        fit(steps)

@@ -18,6 +18,7 @@ from dispatchprof.serving.metrics import parse_duration
 from dispatchprof.serving.render import plot_serving, requests_csv, summary_csv, summary_table, timeline_csv
 from dispatchprof.serving.requests import ARRIVALS, generate_requests, parse_length, read_trace
 from dispatchprof.serving.serve import prepare_serving, simulate_serving
+from dispatchprof.sim.runtime import RUNTIMES
 
 FORMATS = ("table", "markdown", "json", "csv")
 
@@ -53,6 +54,10 @@ def parser() -> Parser:
     eng.add_argument("--weight-dtype", type=weight_dtype)
     eng.add_argument("--kv-dtype", choices=tuple(KV_BITS), help="KV-cache dtype (bytes, capacity and time follow)")
     eng.add_argument("--bound", action="store_true", help="the pure roofline (no efficiencies or overheads)")
+    eng.add_argument("--runtime", choices=RUNTIMES, default="serving",
+                     help="software stack of each engine: serving (default: an inference engine with CUDA graphs, "
+                          "fused kernels, KV written in place), compiled, eager (every op launched from the host)")
+    eng.add_argument("--tp", type=size(), default=1, help="tensor parallelism: devices per replica")
     spec = p.add_argument_group("speculative decoding")
     spec.add_argument("--draft", metavar="MODEL", help="draft model (same vocabulary as the target)")
     spec.add_argument("--spec-tokens", type=size(), default=4, help="k tokens speculated per step")
@@ -122,7 +127,7 @@ def run(argv: Sequence[str]) -> int:
         setup = prepare_serving(args.model, args.device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
                                 kv_dtype=args.kv_dtype, bound=args.bound, draft=args.draft,
                                 spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price,
-                                image_size=args.image_size)
+                                image_size=args.image_size, runtime=args.runtime, tp=args.tp)
     runs = [(rate, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router, max_seqs=args.max_seqs,
                                     max_batched_tokens=args.max_batched_tokens,
                                     chunked_prefill=not args.no_chunked_prefill, block_size=args.block_size,

@@ -21,7 +21,8 @@ the capacity check holds one device's share of the split weights and KV cache.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -141,6 +142,47 @@ def cache_bytes(cache: Any) -> int:
     return sum(cache_layer_bytes(cache))
 
 
+@dataclass(frozen=True)
+class StepSpan:
+    """One counted step: ``tokens`` new tokens per sequence after ``past`` cached ones, its
+    records [start, end) and the cache bytes per layer after it."""
+
+    tokens: int
+    past: int
+    start: int
+    end: int
+    kv_layer_bytes: tuple[int, ...]
+
+
+def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios, *,
+                weight_dtype: str | None = None, bound: bool = False, runtime: str = "eager", tp: int = 1,
+                logits_to_keep: int = 0, after_step: Callable[[int], None] | None = None,
+                kv_dtype: str | None = None) -> tuple[OpCounter, list[StepSpan]]:
+    """Count consecutive steps of ``batch`` sequences in one count (so that the simulator knows
+    where the cache lives), step i feeding ``tokens[i]`` new tokens per sequence after the earlier
+    ones into one DynamicCache; the first step is phase "prefill", the others "decode" (one
+    host/device timeline each). ``logits_to_keep=1`` computes the logits of each sequence's last
+    token only (0: every position, as ``model(ids)`` does). ``after_step(i)`` is called after step i;
+    ``kv_dtype`` as in OpCounter."""
+    from transformers import DynamicCache
+
+    ids = [token_ids(model, batch, q) for q in tokens]
+    cache = DynamicCache(config=model.config)
+    keep = {"logits_to_keep": logits_to_keep} if logits_to_keep else {}
+    spans, past = [], 0
+    with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound, runtime=runtime,
+                                    tp=tp, kv_dtype=kv_dtype) as c:
+        for i, q in enumerate(tokens):
+            start = c.records_counted
+            with c.phase("decode" if i else "prefill"):
+                model(ids[i], past_key_values=cache, use_cache=True, **keep)
+            spans.append(StepSpan(q, past, start, c.records_counted, cache_layer_bytes(cache)))
+            past += q
+            if after_step is not None:
+                after_step(i)
+    return c, spans
+
+
 def sample_step(model, batch: int, past: int, devices: Any, weight_dtype: str | None,
                 bound: bool = False, runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> StepSample:
     """Count one decode step at cache length ``past`` (see `_Runner.sample`)."""
@@ -161,26 +203,14 @@ class _Runner:
         """One count: a prefill of ``prompt_len`` tokens (phase "prefill") then ``decode_steps``
         steps of one token each (phase "decode"). Returns the counter, per step its records
         [start, end) and the cache bytes per layer after it, and the cache bytes after the prefill."""
-        ids = [token_ids(self.model, self.batch, prompt_len)]
-        ids += [token_ids(self.model, self.batch, 1) for _ in range(decode_steps)]
-        from transformers import DynamicCache
+        def progress(done: int) -> None:
+            if report is not None and done:
+                report(done, decode_steps, "decode steps counted")
 
-        cache = DynamicCache(config=self.model.config)
-        bounds = []
-        with torch.no_grad(), OpCounter(devices=self.scenarios, weight_dtype=self.weight_dtype,
-                                        bound=self.bound, runtime=self.runtime, tp=self.tp,
-                                        kv_dtype=self.kv_dtype) as c:
-            with c.phase("prefill"):
-                self.model(ids[0], past_key_values=cache, use_cache=True)
-            prefill_kv = cache_layer_bytes(cache)
-            for k in range(decode_steps):
-                start = c.records_counted
-                with c.phase("decode"):
-                    self.model(ids[k + 1], past_key_values=cache, use_cache=True)
-                bounds.append((start, c.records_counted, cache_layer_bytes(cache)))
-                if report is not None:
-                    report(k + 1, decode_steps, "decode steps counted")
-        return c, bounds, prefill_kv
+        c, spans = count_steps(self.model, self.batch, [prompt_len] + [1] * decode_steps, self.scenarios,
+                               weight_dtype=self.weight_dtype, bound=self.bound, runtime=self.runtime, tp=self.tp,
+                               after_step=progress, kv_dtype=self.kv_dtype)
+        return c, [(s.start, s.end, s.kv_layer_bytes) for s in spans[1:]], spans[0].kv_layer_bytes
 
     def sample(self, past: int) -> StepSample:
         """One decode step at cache length ``past``. A setup prefill of ``past`` tokens builds the
@@ -232,5 +262,5 @@ def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...])
                       timing, dict(profile.phase_peaks).get("decode", 0), kv_bytes, profile)
 
 
-__all__ = ["Profile", "StepSample", "cache_bytes", "cache_layer_bytes", "kv_bytes_as", "kv_element_bits", "model_bits",
-           "profile_generation", "sample_step"]
+__all__ = ["Profile", "StepSample", "StepSpan", "cache_bytes", "cache_layer_bytes", "kv_bytes_as", "kv_element_bits", "model_bits",
+           "count_steps", "profile_generation", "sample_step"]

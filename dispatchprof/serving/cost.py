@@ -9,46 +9,61 @@ its cache plus the new ones). Its **composition** is the feature vector
 
 Linear layers cost an affine function of T (weights read once), logits are computed for the
 last token of each sequence (N rows, ``logits_to_keep=1``), attention and the KV-cache append of
-K and A (Ac: the causal mask of sequences with more than one new token), and the last three features carry what transformers computes once per padded batch
-(positions, rotary tables). Every op's counts, bytes and therefore every part of its
-`OpTiming` (t_compute, t_memory, t_overhead, t_transfer + t_comm, dynamic energy) are exactly
-linear in x on uniform batches (B sequences of q tokens after p cached ones).
+K and A (Ac: the causal mask of sequences with more than one new token), and the last three
+features carry what transformers computes once per padded batch (positions, rotary tables).
 
-So the model counts ten uniform batches once per model and set of scenarios: prefills of
-q tokens (p = 0) and decode steps (q = 1) at small B, q, p. An op's part values at those ten
-compositions determine its nine coefficients by exact least squares (the design matrix's
-pseudo-inverse is computed in rational arithmetic); a decode cost off the fitted line in the
-cache length (more than 1e-6 of the op's largest value) raises ValueError: the model is not
-covered (mixture-of-experts routing
-that leaves experts idle changes the op stream and is refused as well). Tests compare
-predictions with counting at random other compositions (equal to 1e-9 relative). A mixed step (prefill chunks and decodes)
-is costed as the flattened batch of its sequences, as a varlen serving kernel runs it; a chunk
-after cached tokens uses this op stream (the attention kernel applies the causal mask itself)
-rather than transformers' explicit mask ops.
+**What is fitted: work, not time.** Every op's counts, bytes, output elements, the traffic the
+runtime removes, the bytes all-reduced after it, a GEMM's M, N, K and the bytes of moved inputs
+(`dispatchprof.serving.work`) are exactly linear in x on uniform batches (B sequences of q tokens
+after p cached ones). Its time is not: a GEMM's tile and wave efficiency depends on its M (the
+step's tokens), and a memory term may switch to a cache's bandwidth. So the model counts ten
+uniform batches once per model: prefills of q tokens (p = 0) and decode steps (q = 1) at small
+B, q, p; an op's quantities at those ten compositions determine their nine coefficients by exact
+least squares (the design matrix's pseudo-inverse is computed in rational arithmetic); a value
+off the fitted plane (more than 1e-6 of the largest) raises ValueError: the model is not covered
+(as does an op stream that changes with the batch, such as mixture-of-experts routing that
+leaves experts idle). A step is timed by rebuilding each op's record and plan at its composition
+and calling the simulator's `time_op` (`dispatchprof.sim.timing`), its ops in stream order on the
+host/device timeline (`dispatchprof.sim.timeline.step_time`), energy = dynamic energy + static
+power x time as `Simulation.total` composes it. Ops of equal form and coefficients (the same op
+in every decoder layer) are timed once. Tests compare steps with direct simulation of counted
+steps at random compositions (equal to 1e-9 relative).
 
-A step's time follows `OpTiming.time_s` op by op: ``sum over ops of max(t_compute, t_memory) +
-t_overhead + t_transfer + t_comm``, and energy ``dynamic + static_power * time``. Ops with equal
-coefficients (the same op in every decoder layer) are evaluated once with their multiplicity.
+**Runtime and tensor parallelism.** The counts are planned by the simulator's runtime (eager,
+compiled, serving: kernels, fusion, host launches; `dispatchprof.sim.simulate.op_plans`) and
+split over ``tp`` devices as `simulate` does; the serving runtime's last-position logits are
+already in the count (``logits_to_keep=1``), so no LM-head share is applied on top. Times are one
+device's; energy is one device's (serving multiplies by tp).
 
-**KV-cache dtype.** With ``kv_dtype``, the part of t_memory and of the dynamic energy that grows
-with K (the bytes of cached keys and values read and appended) scales by
-kv_bits / model_bits; the arithmetic does not change.
+A mixed step (prefill chunks and decodes) is costed as the flattened batch of its sequences, as
+a varlen serving kernel runs it; a chunk after cached tokens uses this op stream (the attention
+kernel applies the causal mask itself) rather than transformers' explicit mask ops.
+
+**KV-cache dtype.** With ``kv_dtype``, the bytes read, written and removed that grow with K (the
+cached keys and values read and appended) scale by kv_bits / model_bits; the arithmetic does not
+change.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
 import torch
 
-from dispatchprof.count.counter import OpCounter
-from dispatchprof.llm.generation import cache_bytes, kv_element_bits, model_bits
-from dispatchprof.llm.models import token_ids
-from dispatchprof.sim.device import WEIGHT_BITS
+from dispatchprof.llm.generation import count_steps as generation_steps
+from dispatchprof.llm.generation import kv_element_bits, model_bits
+from dispatchprof.serving.work import KV_QUANTITIES, OpForm, moved_inputs, op_form, op_timing, quantities
 from dispatchprof.sim.capacity import check_capacity
+from dispatchprof.sim.device import WEIGHT_BITS, Device
+from dispatchprof.sim.parallel import attention_heads, check_tp
 from dispatchprof.sim.placement import Scenarios
+from dispatchprof.sim.simulate import op_plans
+from dispatchprof.sim.timeline import step_time
+from dispatchprof.sim.timing import OpTiming
 
 FEATURES = ("1", "T", "N", "K", "A", "Ac", "q", "k", "qk")
 _K = FEATURES.index("K")
@@ -106,20 +121,8 @@ class Composition:
 
 
 @dataclass(frozen=True)
-class OpGroup:
-    """Ops with equal coefficients: their count and, per part, the 8 coefficients."""
-
-    count: int
-    t_compute: tuple[float, ...]
-    t_memory: tuple[float, ...]
-    t_other: tuple[float, ...]       # t_overhead + t_transfer + t_comm
-    dynamic_j: tuple[float, ...]
-    static_power_w: float
-
-
-@dataclass(frozen=True)
 class StepCost:
-    """Time (s) and energy (J) of one step."""
+    """Time (s) and energy (J) of one step (one device of a tensor-parallel group)."""
 
     time_s: float
     energy_j: float
@@ -127,174 +130,241 @@ class StepCost:
 
 @dataclass(frozen=True)
 class CountedStep:
-    """One counted composition: per op its key and, per scenario, its parts."""
+    """One counted composition: per scenario, per op its form and quantities (`work`)."""
 
     batch: int
     q: int
     past: int
     keys: tuple[tuple[str, str, str], ...]
-    parts: dict[str, tuple[tuple[float, float, float, float, float], ...]]   # + static power
-    kv_bytes_per_token: float                 # KV cache bytes per cached token (all layers)
+    ops: dict[str, tuple[tuple[OpForm, tuple[float, ...]], ...]]
+    kv_bytes_per_token: float                 # KV cache bytes per cached token (all layers, one device)
     memory: dict[str, tuple[float | None, int]]   # scenario -> (capacity bytes or None, weight bytes)
+    devices: dict[str, dict[str, Device]]    # scenario -> its devices by name (bound ones with bound)
+    static_power_w: dict[str, float]          # scenario -> static power of its devices
+    weight_dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """Ops of equal form and coefficients (the same op in every decoder layer): how many, and
+    per quantity its coefficients over FEATURES."""
+
+    count: int
+    form: OpForm
+    coeffs: tuple[tuple[float, ...], ...]
 
 
 class StepCostModel:
     """Step time and energy on one scenario as functions of the composition (module docstring)."""
 
-    def __init__(self, scenario: str, groups: Sequence[OpGroup], ops: int) -> None:
-        self.scenario, self.groups, self.ops = scenario, tuple(groups), ops
-        # compiled: the linear parts summed over ops; per group the sparse compute and memory terms
-        self._time_linear = _weighted_sum([(g.count, g.t_other) for g in self.groups])
-        self._energy_linear = _weighted_sum([(g.count, g.dynamic_j) for g in self.groups]
-                                            + [(g.count * g.static_power_w, g.t_other) for g in self.groups])
-        self._busy = [(g.count, g.count * g.static_power_w, _sparse(g.t_compute), _sparse(g.t_memory))
-                      for g in self.groups]
+    def __init__(self, scenario: str, groups: Sequence[OpGroup], order: Sequence[int], devices: dict[str, Device],
+                 static_power_w: float, weight_dtype: str | None) -> None:
+        self.scenario, self.groups, self.order = scenario, tuple(groups), tuple(order)
+        self.devices, self.static_power_w, self.weight_dtype = devices, static_power_w, weight_dtype
+        self.ops = len(self.order)
+        # every group's nonzero coefficients, flat: (group, quantity, feature, coefficient)
+        self._terms = [(g, q, i, a) for g, grp in enumerate(self.groups) for q, v in enumerate(grp.coeffs)
+                       for i, a in enumerate(v) if a != 0]
+        self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
+        self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
+
+    def op_timings(self, c: Composition) -> list[OpTiming]:
+        """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
+        x = c.x
+        values = [[0.0] * len(g.coeffs) for g in self.groups]
+        for g, q, i, a in self._terms:
+            values[g][q] += a * x[i]
+        out = []
+        for k, (g, v) in enumerate(zip(self.groups, values)):
+            last = self._last[k]                     # a decode run changes only the context's ops
+            if last is None or last[0] != v:
+                last = self._last[k] = (v, op_timing(g.form, v, self.devices, self.weight_dtype))
+            out.append(last[1])
+        return out
 
     def cost(self, c: Composition) -> StepCost:
-        """Time and energy of a step of composition ``c``."""
-        x = c.x
-        time = sum(a * b for a, b in zip(self._time_linear, x))
-        energy = sum(a * b for a, b in zip(self._energy_linear, x))
-        for count, static, tc_terms, tm_terms in self._busy:
-            tc = 0.0
-            for i, a in tc_terms:
-                tc += a * x[i]
-            tm = 0.0
-            for i, a in tm_terms:
-                tm += a * x[i]
-            busy = tc if tc > tm else tm
-            time += count * busy
-            energy += static * busy
-        return StepCost(time, energy)
+        """Time and energy of a step of composition ``c``: its ops in stream order on the
+        host/device timeline (`dispatchprof.sim.timeline.step_time`); energy = their dynamic
+        energy + static power x the step's time, as `Simulation.total` composes it."""
+        timings = self.op_timings(c)
+        times = [t.time_s for t in timings]
+        entries: list = []
+        for lead, run in self._runs:
+            if lead >= 0:
+                entries.append(timings[lead])
+            if run:
+                entries.append(_Run(sum(n * times[g] for g, n in run)))
+        time = step_time(entries)
+        dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings))
+        return StepCost(time, dynamic + self.static_power_w * time)
 
     def with_kv_scale(self, scale: float) -> StepCostModel:
-        """The model with the K-proportional memory time and energy scaled (KV-cache dtype)."""
-        def scaled(v: tuple[float, ...]) -> tuple[float, ...]:
-            return tuple(a * scale if i == _K else a for i, a in enumerate(v))
-        groups = [OpGroup(g.count, g.t_compute, scaled(g.t_memory), g.t_other, scaled(g.dynamic_j),
-                          g.static_power_w) for g in self.groups]
-        return StepCostModel(self.scenario, groups, self.ops)
+        """The model with the bytes that grow with the cached keys and values (the K coefficient
+        of bytes read, written and removed) scaled: a KV-cache dtype."""
+        def scaled(q: int, v: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(a * scale if q in KV_QUANTITIES and i == _K else a for i, a in enumerate(v))
+        groups = [OpGroup(g.count, g.form, tuple(scaled(q, v) for q, v in enumerate(g.coeffs))) for g in self.groups]
+        return StepCostModel(self.scenario, groups, self.order, self.devices, self.static_power_w, self.weight_dtype)
 
 
-def _sparse(v: Sequence[float]) -> tuple[tuple[int, float], ...]:
-    return tuple((i, a) for i, a in enumerate(v) if a != 0)
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Consecutive ops that the host does not issue (t_host = 0): on the timeline each starts
+    when the one before it ends (`step_time`), so the run enters it as one entry of their summed
+    time. Tests compare every runtime's steps with direct simulation."""
+
+    time_s: float
+    t_host: float = 0.0
 
 
-def _weighted_sum(terms: Sequence[tuple[float, Sequence[float]]]) -> tuple[float, ...]:
-    out = [0.0] * len(FEATURES)
-    for w, v in terms:
-        for i, a in enumerate(v):
-            out[i] += w * a
-    return tuple(out)
+def _runs(issued: Sequence[bool], order: Sequence[int]) -> list[tuple[int, tuple[tuple[int, int], ...]]]:
+    """The op stream as (group of an op the host issues or -1, the following ops it does not
+    issue as (group, how many))."""
+    out: list[tuple[int, dict[int, int]]] = []
+    for g, host in zip(order, issued):
+        if host:
+            out.append((g, {}))
+            continue
+        if not out:
+            out.append((-1, {}))
+        run = out[-1][1]
+        run[g] = run.get(g, 0) + 1
+    return [(lead, tuple(run.items())) for lead, run in out]
 
 
 def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios,
-                weight_dtype: str | None = None, bound: bool = False) -> list[CountedStep]:
-    """Count consecutive uniform steps of ``batch`` sequences, step i feeding ``tokens[i]`` new
-    tokens per sequence after the earlier ones (a prefill, then decode steps, all in one count so
-    that the simulator knows where the cache lives); logits for the last token of each sequence."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache(config=model.config)
-    spans, past = [], 0
-    with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound) as c:
-        for q in tokens:
-            start = c.records_counted
-            with c.phase("decode" if past else "prefill"):
-                model(token_ids(model, batch, q), past_key_values=cache, use_cache=True,
-                      logits_to_keep=1)
-            spans.append((q, past, start, c.records_counted))
-            past += q
+                weight_dtype: str | None = None, bound: bool = False, runtime: str = "serving",
+                tp: int = 1) -> list[CountedStep]:
+    """Count consecutive uniform steps of ``batch`` sequences (`dispatchprof.llm.generation.count_steps`,
+    logits for the last token of each sequence) and take every op's form and quantities per
+    scenario under ``runtime`` and ``tp``."""
+    c, spans = generation_steps(model, batch, tokens, scenarios, weight_dtype=weight_dtype, bound=bound,
+                                runtime=runtime, tp=tp, logits_to_keep=1)
     profile = c.profile
-    memory = {}
+    records = profile.records
+    module_type = {s.name: s.module_type for s in profile.scopes}
+    starts = tuple(s.start for s in spans)
+    heads = attention_heads(records)
+    per_scenario, memory, devices, static = {}, {}, {}, {}
     for name in scenarios:
-        checks = check_capacity(profile, scenarios[name], weight_dtype)
+        placement = scenarios[name].as_bound() if bound else scenarios[name]
+        devices_of = [placement.device_for(r.scope) for r in records]
+        check_tp(tp, heads, placement.devices)
+        plans, _ = op_plans(profile, devices_of, runtime, tp, starts)
+        # the count already keeps each sequence's last-token logits: no share of the LM head on top
+        plans = [dataclasses.replace(p, activation_share=1.0) for p in plans]
+        moved: set = set()
+        per_scenario[name] = []
+        for s in spans:
+            steps = []
+            for i, (sources, sizes) in zip(range(s.start, s.end), moved_inputs(records, devices_of, s.start, s.end,
+                                                                                 moved)):
+                r = records[i]
+                rms = module_type.get(r.scope, "").endswith("RMSNorm")
+                steps.append((op_form(r, devices_of[i].name, rms, plans[i], sources), quantities(r, plans[i], sizes)))
+            per_scenario[name].append(tuple(steps))
+        checks = check_capacity(profile, placement, weight_dtype, tp=tp)
         caps = [ch.capacity_bytes for ch in checks]
         memory[name] = (None if None in caps else sum(caps), sum(ch.weights_bytes for ch in checks))
-    sims = c.simulations()
-    per_token = cache_bytes(cache) / (batch * past)
-    return [CountedStep(batch, q, p, tuple((r.op, r.scope, r.dtype) for r in profile.records[a:b]),
-                        {sim.name: tuple((t.t_compute, t.t_memory, t.t_overhead + t.t_transfer + t.t_comm,
-                                          t.dynamic_j, t.static_power_w) for t in sim.ops[a:b]) for sim in sims},
-                        per_token, memory)
-            for q, p, a, b in spans]
+        devices[name] = {d.name: d for d in placement.devices}
+        static[name] = sum(d.static_power_w for d in placement.devices)
+    past = spans[-1].past + spans[-1].tokens
+    per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / tp
+    return [CountedStep(batch, s.tokens, s.past, tuple((r.op, r.scope, r.dtype) for r in records[s.start:s.end]),
+                        {name: per_scenario[name][k] for name in scenarios}, per_token, memory, devices, static,
+                        weight_dtype)
+            for k, s in enumerate(spans)]
 
 
 def count_step(model: torch.nn.Module, batch: int, q: int, past: int, scenarios: Scenarios,
-               weight_dtype: str | None = None, bound: bool = False) -> CountedStep:
+               weight_dtype: str | None = None, bound: bool = False, runtime: str = "serving",
+               tp: int = 1) -> CountedStep:
     """One uniform step: ``batch`` sequences of ``q`` tokens after ``past`` cached tokens (a
     counted prefill of ``past`` tokens first)."""
-    return count_steps(model, batch, [past, q] if past else [q], scenarios, weight_dtype, bound)[-1]
+    return count_steps(model, batch, [past, q] if past else [q], scenarios, weight_dtype, bound, runtime, tp)[-1]
 
 
 def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
-                 bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN) -> list[CountedStep]:
+                 bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
+                 runtime: str = "serving", tp: int = 1) -> list[CountedStep]:
     """Count the chains of ``design``: (B, tokens per step)."""
-    return [s for b, tokens in design for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound)]
+    return [s for b, tokens in design
+            for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp)]
 
 
 def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
-                    bound: bool = False) -> dict[str, StepCostModel]:
+                    bound: bool = False, runtime: str = "serving", tp: int = 1) -> dict[str, StepCostModel]:
     """Count the design and fit one StepCostModel per scenario."""
-    return fit(count_design(model, scenarios, weight_dtype, bound))
+    return fit(count_design(model, scenarios, weight_dtype, bound, runtime=runtime, tp=tp))
 
 
 def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
-    """Coefficients of every op's parts from counted steps (exact least squares)."""
+    """Coefficients of every op's quantities from counted steps (exact least squares); ops of
+    equal form and coefficients are grouped."""
     first = steps[0]
     for s in steps[1:]:
-        if s.keys != first.keys:
+        if s.keys != first.keys or any(len(s.ops[n]) != len(first.ops[n]) for n in first.ops):
             raise ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from "
                              f"that of {first.batch} x {first.q} after {first.past}: this model's steps are not "
                              f"one op stream, which the serving cost model needs")
-    rows = [Composition.uniform(s.batch, s.q, s.past).x for s in steps]
-    pinv = pseudo_inverse(rows)
+    rows = [tuple(int(v) for v in Composition.uniform(s.batch, s.q, s.past).x) for s in steps]
+    pinv, denominator = integer_pseudo_inverse(rows)
     models = {}
-    for name in first.parts:
-        groups: dict[tuple, int] = {}
-        for i in range(len(first.keys)):
+    for name, ops in first.ops.items():
+        index: dict[tuple, int] = {}
+        groups: list[list] = []
+        order = []
+        for i, (form, values) in enumerate(ops):
+            samples = [s.ops[name][i] for s in steps]
+            if any(f != form or len(v) != len(values) for f, v in samples):
+                raise ValueError(f"{form.op} in {form.scope or '<root>'} on {name} changes form (kernel, launch, "
+                                 f"moved inputs or shape) with the batch composition: the serving cost model does "
+                                 f"not cover this model")
             coeffs = []
-            for part in range(4):
-                values = [s.parts[name][i][part] for s in steps]
-                coeffs.append(_clean(tuple(sum(p * v for p, v in zip(prow, values)) for prow in pinv)))
-                _check_linear(coeffs[-1], rows, values, first.keys[i], name)
-            key = (*coeffs, first.parts[name][i][4])
-            groups[key] = groups.get(key, 0) + 1
-        models[name] = StepCostModel(name, [OpGroup(n, *key) for key, n in groups.items()], len(first.keys))
+            for q in range(len(values)):
+                column = [_exact(v[q]) for _, v in samples]
+                numerators = [sum(p * v for p, v in zip(prow, column)) for prow in pinv]
+                _check_linear(numerators, denominator, rows, column, first.keys[i], name)
+                coeffs.append(tuple(float(Fraction(n, 1) / denominator) for n in numerators))
+            key = (dataclasses.replace(form, scope=""), tuple(coeffs))     # the scope does not change the time
+            if key not in index:
+                index[key] = len(groups)
+                groups.append([0, form, tuple(coeffs)])
+            groups[index[key]][0] += 1
+            order.append(index[key])
+        models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name],
+                                     first.static_power_w[name], first.weight_dtype)
     return models
 
 
-def _check_linear(coeffs: Sequence[float], rows: Sequence[Sequence[float]], values: Sequence[float],
+def _check_linear(numerators: Sequence, denominator: int, rows: Sequence[Sequence[int]], values: Sequence,
                   key: tuple[str, str, str], scenario: str) -> None:
     """The counted values must lie on the fitted plane (the design has one decode step more than
-    coefficients); else the step cost is not linear in the composition for this model."""
-    scale = max(abs(v) for v in values)
+    coefficients), to 1e-6 of the largest, in exact arithmetic; else the op's work is not linear
+    in the composition for this model."""
+    scale = max(abs(v) for v in values) * denominator
     for x, v in zip(rows, values):
-        if abs(sum(a * b for a, b in zip(coeffs, x)) - v) > 1e-6 * scale:
-            raise ValueError(f"the cost of {key[0]} in {key[1] or '<root>'} on {scenario} is not linear in the batch "
+        if abs(sum(n * b for n, b in zip(numerators, x)) - v * denominator) > Fraction(1, 10**6) * scale:
+            raise ValueError(f"the work of {key[0]} in {key[1] or '<root>'} on {scenario} is not linear in the batch "
                              f"composition (tokens, sequences, context): the serving cost model does not cover "
                              f"this model")
 
 
-#: A large step's features, to judge which fitted coefficients are rounding noise.
-_SCALE = (1, 8192, 256, 1e6, 1e8, 1e8, 8192, 1e5, 1e8)
+def _exact(v: float) -> int | Fraction:
+    """A counted quantity as an exact number (counts and bytes are integers)."""
+    return int(v) if float(v).is_integer() else Fraction(v)
 
 
-def _clean(coeffs: tuple[float, ...]) -> tuple[float, ...]:
-    """Coefficients whose term is below 1e-12 of the op's value at a large step are rounding
-    noise of the fit (the exact value is 0): set them to 0."""
-    terms = [abs(a * s) for a, s in zip(coeffs, _SCALE)]
-    floor = 1e-12 * sum(terms)
-    return tuple(0.0 if t < floor else a for a, t in zip(coeffs, terms))
-
-
-def pseudo_inverse(rows: Sequence[Sequence[float]]) -> list[list[float]]:
-    """(X^T X)^-1 X^T of an integer design matrix X, computed exactly, as floats."""
-    x = [[Fraction(int(v)) for v in row] for row in rows]
+def integer_pseudo_inverse(rows: Sequence[Sequence[int]]) -> tuple[list[list[int]], int]:
+    """(X^T X)^-1 X^T of an integer design matrix X, exactly, as an integer matrix and one
+    common denominator: coefficients = (P values) / denominator, rational for integer values."""
+    x = [[Fraction(v) for v in row] for row in rows]
     m, n = len(x), len(x[0])
     xtx = [[sum(x[r][i] * x[r][j] for r in range(m)) for j in range(n)] for i in range(n)]
     inv = _invert(xtx)
-    return [[float(sum(inv[i][j] * x[r][j] for j in range(n))) for r in range(m)] for i in range(n)]
+    exact = [[sum(inv[i][j] * x[r][j] for j in range(n)) for r in range(m)] for i in range(n)]
+    denominator = math.lcm(*(f.denominator for row in exact for f in row))
+    return [[int(f * denominator) for f in row] for row in exact], denominator
 
 
 def _invert(a: list[list[Fraction]]) -> list[list[Fraction]]:

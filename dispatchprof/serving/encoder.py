@@ -28,15 +28,16 @@ def image_features_fn(model: torch.nn.Module) -> Any:
 
 
 def image_cost(model: torch.nn.Module, scenarios: Scenarios, image_size: int, *, weight_dtype: str | None = None,
-               bound: bool = False) -> dict[str, tuple[float, float]]:
-    """Per scenario, (seconds, joules) of one ``image_size`` x ``image_size`` RGB image through
-    the encoder."""
+               bound: bool = False, runtime: str = "eager", tp: int = 1) -> dict[str, tuple[float, float]]:
+    """Per scenario, (seconds, joules: one device's) of one ``image_size`` x ``image_size`` RGB
+    image through the encoder, simulated under ``runtime`` and ``tp``."""
     if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
         raise ValueError(f"image_size must be a whole number of pixels >= 1, got {image_size!r}")
     encode = image_features_fn(model)
     dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
     with fake_mode(model):
         pixels = torch.empty(1, 3, image_size, image_size, dtype=dtype)
-    with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound) as c:
+    with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound, runtime=runtime,
+                                        tp=tp) as c:
         encode(pixel_values=pixels)
     return {sim.name: (sim.total.time_s, sim.total.energy_j) for sim in c.simulations()}

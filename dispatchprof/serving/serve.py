@@ -30,7 +30,9 @@ from dispatchprof.serving.engine import Router, run_engine
 from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
+from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.runtime import check_runtime
 
 
 def expected_tokens(acceptance: float, k: int) -> float:
@@ -58,6 +60,8 @@ class ServingSetup:
     spec_tokens: int = 0
     acceptance: float = 0.0
     image_cost: tuple[float, float] = (0.0, 0.0)     # one image through the encoder: (s, J)
+    runtime: str = "serving"
+    tp: int = 1                                      # devices per replica (tensor parallelism)
 
     def num_blocks(self, block_size: int, memory_utilization: float) -> int:
         """KV blocks of one replica (module docstring)."""
@@ -74,7 +78,8 @@ class ServingSetup:
                   images: int) -> tuple[float, float]:
         """(seconds, joules) of one step (engine.StepCostFn): the target over the prefill chunks
         and the decoding sequences (k + 1 tokens each under speculative decoding), the image
-        encoder, and the draft's k steps."""
+        encoder, and the draft's k steps; joules of the whole tensor-parallel group (tp x one
+        device's)."""
         n, c_sum, c_max = decoding
         q = self.spec_tokens + 1 if self.draft is not None else 1
         chunks = Composition.of(prefill)
@@ -86,7 +91,7 @@ class ServingSetup:
             rest = self.draft.cost(drafting) if n else None
             time += first.time_s + (self.spec_tokens - 1) * (rest.time_s if rest else 0.0)
             energy += first.energy_j + (self.spec_tokens - 1) * (rest.energy_j if rest else 0.0)
-        return time, energy
+        return time, energy * self.tp
 
 
 @dataclass(frozen=True)
@@ -120,27 +125,33 @@ def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
 def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloat16, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, bound: bool = False, draft: Any = None, spec_tokens: int = 4,
                     acceptance: float = 0.7, price_usd_per_h: float | None = None,
-                    image_size: int | None = None) -> ServingSetup:
-    """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``;
-    with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`)."""
+                    image_size: int | None = None, runtime: str = "serving", tp: int = 1) -> ServingSetup:
+    """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``
+    under ``runtime`` ("serving" by default: CUDA-graph steps, fused pointwise kernels, the KV
+    cache written in place; "compiled", "eager") with tensor parallelism over ``tp`` devices per
+    replica; with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`)."""
+    check_runtime(runtime)
     scenarios = scenarios_of(device)
     if len(scenarios) != 1:
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
     name = next(iter(scenarios))
     target = _model(model, dtype)
+    check_decoder_only(target)
+    heads = getattr(getattr(target, "config", None), "num_attention_heads", None)
+    check_tp(tp, [heads] if isinstance(heads, int) else [], scenarios[name].devices)
     scale = kv_scale(kv_dtype, target)
     small = None
     if draft is not None:                                    # checked before any counting
         small = _model(draft, dtype)
         check_vocabulary(target, small)
         expected_tokens(acceptance, spec_tokens)
-    steps = count_design(target, scenarios, weight_dtype, bound)
+    steps = count_design(target, scenarios, weight_dtype, bound, runtime=runtime, tp=tp)
     cost = fit(steps)[name].with_kv_scale(scale)
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
     draft_cost = None
     if small is not None:
-        dsteps = count_design(small, scenarios, weight_dtype, bound)
+        dsteps = count_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp)
         draft_cost = fit(dsteps)[name].with_kv_scale(scale)
         weights += dsteps[0].memory[name][1]
         kv_token += dsteps[0].kv_bytes_per_token * scale
@@ -148,9 +159,17 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     if price is None:
         price = scenarios[name].devices[0].price_usd_per_hour
     images = (0.0, 0.0) if image_size is None else \
-        image_cost(target, scenarios, image_size, weight_dtype=weight_dtype, bound=bound)[name]
+        image_cost(target, scenarios, image_size, weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp)[name]
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
-                        spec_tokens if draft is not None else 0, acceptance, images)
+                        spec_tokens if draft is not None else 0, acceptance, images, runtime, tp)
+
+
+def check_decoder_only(model: torch.nn.Module) -> None:
+    """The step cost model counts decoder steps over one KV cache: an encoder-decoder (T5,
+    Whisper) is refused with a ValueError naming it."""
+    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        raise ValueError(f"{type(model).__name__} is an encoder-decoder model: serving simulates decoder-only "
+                         f"models (and vision-language models); encoder-decoder serving is not built yet")
 
 
 def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
@@ -193,7 +212,7 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
     summary = summarize(results, [s.finish_s for s in seqs], kv_blocks=blocks, kv_peak=peak,
                         preemptions=sum(r.preemptions for r in reps), energy_j=sum(r.energy_j for r in reps),
                         replicas=replicas, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-                        price_usd_per_h=setup.price_usd_per_h)
+                        price_usd_per_h=None if setup.price_usd_per_h is None else setup.price_usd_per_h * setup.tp)
     return ServingResult(setup.device, tuple(results), summary, tuple(tuple(r.timeline) for r in reps), config,
                          replicas)
 

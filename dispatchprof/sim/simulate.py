@@ -183,16 +183,28 @@ def simulate(profile: Profile, placement: Placement, *, weight_dtype: str | None
     module_type = {s.name: s.module_type for s in profile.scopes}
     parents = profile.parents()
     devices_of: list[Device] = [placement.device_for(r.scope) for r in records]
-    plans, changes = narrow_kv_cache(records, *plan_runtime(records, runtime, step_starts,
-                                                            [d.name for d in devices_of]), kv_dtype)
-    split = tp_split(records, split_blocks(module_type, parents), tp)
+    plans, changes = op_plans(profile, devices_of, runtime, tp, step_starts, kv_dtype)
     moved: set[tuple[int, int, str]] = set()
     timings = tuple(time_op(i, r, devices_of, moved, weight_dtype, module_type.get(r.scope, "").endswith("RMSNorm"),
-                            _with_split(plans[i], split[i], tp))
+                            plans[i])
                     for i, r in enumerate(records))
     capacity = check_capacity(profile, placement, weight_dtype, tp=tp)
     return Simulation(name or placement.devices[0].name, placement, timings, capacity, weight_dtype, records,
                       parents, changes, tp, tuple(step_starts))
+
+
+def op_plans(profile: Profile, devices_of: list[Device], runtime: str, tp: int,
+             step_starts: tuple[int, ...], kv_dtype: str | None = None) -> tuple[list[OpPlan], RuntimeChanges]:
+    """One OpPlan per record of ``profile`` (``devices_of[i]`` runs record i): the runtime's
+    decisions (dispatchprof.sim.runtime), the KV cache in ``kv_dtype`` (`narrow_kv_cache`) and the
+    tensor-parallel split (dispatchprof.sim.parallel), and what the runtime changed. The plans
+    `simulate` times every op with."""
+    records = profile.records
+    module_type = {s.name: s.module_type for s in profile.scopes}
+    plans, changes = narrow_kv_cache(records, *plan_runtime(records, runtime, step_starts,
+                                                            [d.name for d in devices_of]), kv_dtype)
+    split = tp_split(records, split_blocks(module_type, profile.parents()), tp)
+    return [_with_split(plans[i], split[i], tp) for i in range(len(records))], changes
 
 
 def _with_split(plan: OpPlan, split: tuple[float, int], tp: int) -> OpPlan:

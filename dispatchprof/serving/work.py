@@ -1,0 +1,119 @@
+"""The work of one op of a step, as numbers that are linear in the batch composition, and its
+timing at a composition through the simulator's one formula (`dispatchprof.sim.timing.time_op`).
+
+An op of the step's op stream has a fixed **form** (`OpForm`: the aten op, scope, dtype, device,
+what the runtime decided about its kernel and host launch, its tensor-parallel share) and
+**quantities** that follow the batch: its seven counts, MACs, bytes read and written, bytes sent,
+output elements, parameter bytes and elements, the traffic the runtime removed, the bytes
+all-reduced after it, a GEMM's (batch, M, N, K) and the bytes of each input moved from the host or
+another device. Those quantities are what the cost model fits; `op_timing` rebuilds the op's
+record and plan from them and asks `time_op`, so the GEMM tile and wave efficiency is that of the
+step's own M, N, K (not a line through the counted ones).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from op_formulas.cost import Cost
+
+from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.kernels import gemm_dims
+from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
+
+COST_FIELDS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs", "bytes_read", "bytes_written",
+               "comm_bytes")
+#: The quantities of an op, in order; a GEMM adds (batch, M, N, K), then one entry per moved input.
+QUANTITIES = (*COST_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes")
+#: Quantities that grow with the cached keys and values (scaled by a KV-cache dtype).
+KV_QUANTITIES = tuple(QUANTITIES.index(q) for q in ("bytes_read", "bytes_written", "removed_bytes"))
+_DIMS = len(QUANTITIES)
+
+
+@dataclass(frozen=True)
+class OpForm:
+    """What stays fixed of one op of the step across batch compositions."""
+
+    op: str
+    scope: str
+    dtype: str
+    device: str                     # the device that runs it
+    in_rms_norm: bool               # inside a module whose class name ends in "RMSNorm"
+    kernel: bool                    # launches its own kernel (runtime)
+    host: str                       # "op", "graph" or "" (runtime)
+    share: float                    # tensor-parallel share of this device
+    group: int                      # tensor-parallel group size
+    gemm: bool                      # has GEMM dims
+    sources: tuple[str, ...] = ()   # per moved input: the device it comes from, "" for the host
+
+
+def op_form(r: OpRecord, device: str, in_rms_norm: bool, plan: OpPlan, sources: Sequence[str]) -> OpForm:
+    return OpForm(r.op, r.scope, r.dtype, device, in_rms_norm, plan.kernel, plan.host, plan.share, plan.group,
+                  gemm_dims(r) is not None, tuple(sources))
+
+
+def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, ...]:
+    """The op's quantities (QUANTITIES, GEMM dims, bytes of each moved input)."""
+    c = r.cost
+    values = [getattr(c, f) or 0 for f in COST_FIELDS]
+    values += [r.out_elements, r.param_bytes, r.param_elements, plan.removed_bytes, plan.allreduce_bytes]
+    dims = gemm_dims(r)
+    return (*values, *(dims or ()), *moved)
+
+
+def moved_inputs(records: Sequence[OpRecord], devices_of: Sequence[Device], a: int, b: int,
+                 moved: set) -> list[tuple[list[str], list[int]]]:
+    """Per record of [a, b): (source devices, bytes) of the inputs the simulator moves to its
+    device (a host input, or one made on another device; once per tensor and destination over
+    the count, as `time_op` remembers them in ``moved``)."""
+    out = []
+    for i in range(a, b):
+        d = devices_of[i]
+        sources, sizes = [], []
+        for producer, nbytes, tensor in records[i].inputs:
+            if producer == UNRECORDED or not nbytes:          # nothing to move (an empty cache at first)
+                continue
+            src = "" if producer == HOST else devices_of[producer].name
+            key = (producer, tensor, d.name)
+            if src == d.name or key in moved:
+                continue
+            moved.add(key)
+            sources.append(src)
+            sizes.append(nbytes)
+        out.append((sources, sizes))
+    return out
+
+
+def gemm_shapes(op: str, batch: int, m: int, n: int, k: int) -> tuple[tuple[int, ...], ...]:
+    """Argument shapes of a GEMM record with these dims (`gemm_dims` reads them back)."""
+    a, b = ((m, k), (k, n)) if op in ("aten.mm", "aten.addmm") else ((batch, m, k), (batch, k, n))
+    return ((n,), a, b) if op in ("aten.addmm", "aten.baddbmm") else (a, b)
+
+
+def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device], weight_dtype: str | None
+              ) -> OpTiming:
+    """`time_op` of the op of ``form`` with these quantities (the record and plan rebuilt)."""
+    v = values
+    cost = Cost(*v[:8], bytes_read=v[8], bytes_written=v[9], comm_bytes=v[10])
+    rest = v[_DIMS:]
+    shapes: tuple[tuple[int, ...], ...] = ()
+    if form.gemm:
+        dims = [max(0, round(x)) for x in rest[:4]]
+        shapes = gemm_shapes(form.op, *dims)
+        rest = rest[4:]
+    device = devices[form.device]
+    devices_of = [device] + [devices[s] for s in form.sources if s]
+    inputs, j = [], 1
+    for n, (src, nbytes) in enumerate(zip(form.sources, rest)):
+        inputs.append((j if src else HOST, nbytes, n))
+        j += bool(src)
+    record = OpRecord(form.op, form.scope, "decode", form.dtype, cost, None, tuple(inputs), round(v[12]),
+                      round(v[13]), v[11], shapes)
+    plan = OpPlan(v[14], form.kernel, form.host, 1.0, form.share, v[15], form.group)
+    return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
+
+
+__all__ = ["COST_FIELDS", "KV_QUANTITIES", "QUANTITIES", "OpForm", "gemm_shapes", "moved_inputs", "op_form",
+           "op_timing", "quantities"]
