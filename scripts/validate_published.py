@@ -27,6 +27,7 @@ import csv
 import dataclasses
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -39,6 +40,7 @@ HOST = {"eager": ("host_overhead_us", (4.0, 7.0, 10.0, 15.0, 20.0, 30.0)),   # p
         "serving": ("graph_launch_us", (20.0, 100.0, 300.0))}
 WEIGHT_ONLY = ("int8", "int4")                                 # weight-only quantized rows
 WOE = (1.0, 0.85, 0.7, 0.55, 0.4)                              # per device and dtype: weight_only_efficiency
+DYNAMIC = (1.0, 1.5, 2.0, 2.5, 3.0)      # per device with two energy fit rows or more: dynamic energy scale
 FAMILIES = {"tpot": "TPOT", "e2e_per_token": "TPOT", "ttft": "TTFT", "throughput": "throughput",
             "energy_per_token": "energy"}
 LLAMA2 = {"llama-2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
@@ -95,14 +97,63 @@ def predict_row(row: dict, model) -> dict:
     return result
 
 
+def predict_continuous(row: dict, model) -> dict:
+    """Per variant, for a row measured under continuous batching at saturation (``scheduling`` =
+    continuous: an engine keeping ``batch`` sequences running, a finished one replaced at once):
+    the steady state of the engine's steps, from the serving step cost model
+    (`dispatchprof.serving.cost`). Each step runs the ``batch`` slots; lambda = batch / output
+    sequences finish per step on average (Little's law), so a step admits k ~ Poisson(lambda) new
+    prompts, each prefilled in that step (chunked prefill: one mixed step) while the other batch - k
+    decode. A running sequence has generated E[O^2] / (2 E[O]) = output_dispersion * output / 2
+    tokens on average (a long response holds its slot longer: length-biased sampling), so the
+    decoders' mean context is prompt + that. Step time T(k) and energy E(k) from the cost model;
+    tpot = the median step's T (the median inter-token latency), throughput = batch / E[T],
+    e2e_per_token = tpot; (dynamic J, s) per step are means."""
+    from dispatchprof.serving.cost import Composition, fit_cost_models, kv_scale
+    from dispatchprof.sim.placement import scenarios_of
+
+    batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
+    wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
+    devs = variants(row["hardware"], row["runtime"], wd)
+    models = fit_cost_models(model, scenarios_of(list(devs.values())), wd, runtime=row["runtime"], tp=tp)
+    scale = kv_scale(row["kv_dtype"] or None, model)
+    dispersion = float(row["output_dispersion"] or 1.0)
+    lam = batch / out
+    weights, k = [], 0
+    while k <= batch and (k <= lam or weights[-1] > 1e-9):
+        weights.append(math.exp(-lam + k * math.log(lam) - math.lgamma(k + 1)))
+        k += 1
+    total = sum(weights)
+    weights = [w / total for w in weights]
+    cumulative, median_k = 0.0, 0
+    for median_k, w in enumerate(weights):
+        cumulative += w
+        if cumulative >= 0.5:
+            break
+    result = {}
+    for key, dev in devs.items():
+        cost = models[dev.name].with_kv_scale(scale)
+        steps = []
+        for k in range(len(weights)):
+            decoding = batch - k
+            c = Composition.decoding(decoding, decoding * (prompt + dispersion * out / 2), prompt + 2 * out)
+            steps.append(cost.cost(c.merge(Composition.of([(prompt, prompt)] * k)) if k else c))
+        time = sum(w * st.time_s for w, st in zip(weights, steps))
+        dynamic = sum(w * (st.energy_j - dev.static_power_w * st.time_s) for w, st in zip(weights, steps))
+        figures = {"tpot": steps[median_k].time_s, "e2e_per_token": steps[median_k].time_s,
+                   "ttft": float("nan"), "throughput": batch / time}
+        result[key] = (figures, dynamic, time, batch)
+    return result
+
+
 def _figure(row: dict, pred: list) -> float | None:
     """The row's metric from a generation's figures (energy is computed from its parts)."""
     return None if row["measure"] == "energy_per_token" else pred[0][row["measure"]]
 
 
-def energy(pred: tuple, static_w: float, tp: int) -> float:
+def energy(pred: tuple, static_w: float, tp: int, scale: float = 1.0) -> float:
     _, dynamic, time, tokens = pred
-    return tp * (dynamic + static_w * time) / tokens
+    return tp * (scale * dynamic + static_w * time) / tokens
 
 
 def error(measured: float, predicted: float) -> float:
@@ -116,12 +167,13 @@ def weight_only(row: dict) -> str | None:
 @dataclasses.dataclass
 class Fitted:
     """The fitted parameters: mme per device, host value per runtime, weight_only_efficiency per
-    (device, weight dtype), static power per device."""
+    (device, weight dtype), static power and a dynamic energy scale per device."""
 
     mme: dict
     host: dict
     woe: dict
     static: dict
+    dynamic: dict = dataclasses.field(default_factory=dict)
 
     def key(self, row: dict) -> str:
         """The variant of ``row``'s predictions these parameters select."""
@@ -133,8 +185,9 @@ class Fitted:
 def fit(rows: list[dict], preds: dict) -> Fitted:
     """Per device mme and per runtime host value (least mean capped |error| of the fit rows' times,
     weight-only int rows aside), then per device and weight dtype the weight_only_efficiency
-    (the same on those rows), then per device static power (median of the energy fit rows'
-    solutions)."""
+    (the same on those rows), then per device its energy: static power (the median of the energy
+    fit rows' solutions) and, on a device with two energy fit rows or more, a scale of the
+    profile's dynamic energy (pJ per FLOP and per bit) from DYNAMIC (least mean relative error)."""
     fit_rows = [r for r in rows if r["split"] == "fit" and r["measure"] != "energy_per_token"]
     plain = [r for r in fit_rows if not weight_only(r)]
     devices = sorted({r["hardware"] for r in rows})
@@ -156,13 +209,21 @@ def fit(rows: list[dict], preds: dict) -> Fitted:
         best.woe[(dev, wd)] = min(WOE, key=lambda w: mean_error(group, dataclasses.replace(
             best, woe={**best.woe, (dev, wd): w})))
     for dev in devices:
-        sol = []
-        for r in rows:
-            if r["split"] == "fit" and r["measure"] == "energy_per_token" and r["hardware"] == dev:
-                _, dynamic, time, tokens = preds[r["id"]][best.key(r)]
-                sol.append(max(0.0, (float(r["value"]) * tokens / int(r["tp"]) - dynamic) / time))
-        if sol:
-            best.static[dev] = statistics.median(sol)
+        group = [r for r in rows if r["split"] == "fit" and r["measure"] == "energy_per_token" and r["hardware"] == dev]
+        if not group:
+            continue
+        parts = [(float(r["value"]) * tokens / int(r["tp"]), dynamic, time)
+                 for r in group for _, dynamic, time, tokens in [preds[r["id"]][best.key(r)]]]
+
+        def static_for(scale: float) -> float:
+            return statistics.median(max(0.0, (m - scale * dyn) / t) for m, dyn, t in parts)
+
+        def energy_error(scale: float) -> float:
+            w = static_for(scale)
+            return statistics.fmean(abs(scale * dyn + w * t - m) / m for m, dyn, t in parts)
+
+        scale = min(DYNAMIC if len(group) > 1 else (1.0,), key=energy_error)
+        best.dynamic[dev], best.static[dev] = scale, static_for(scale)
     return best
 
 
@@ -187,13 +248,15 @@ def main(argv: list[str] | None = None) -> int:
         key = "/".join(r[k] for k in ("model", "hardware", "tp", "runtime", "weight_dtype", "batch", "prompt_len",
                                       "output_len"))             # rows of one generation share it
         key += f"/kv-{r['kv_dtype']}" if r["kv_dtype"] else ""
+        key += f"/continuous-{r['output_dispersion']}" if r["scheduling"] == "continuous" else ""
         wanted = set(variants(r["hardware"], r["runtime"], weight_only(r)))
         if key not in cache or not wanted <= set(cache[key]):
             if r["model"] not in models:
                 models.clear()             # one model alive at a time (a 405B fake model is large)
                 models[r["model"]] = build(r["model"])
             print(f"  {r['id']} ...", file=sys.stderr, flush=True)
-            cache[key] = predict_row(dict(r, measure="tpot"), models[r["model"]])
+            predict = predict_continuous if r["scheduling"] == "continuous" else predict_row
+            cache[key] = predict(dict(r, measure="tpot"), models[r["model"]])
             if args.cache:
                 json.dump(cache, open(args.cache, "w"))
         preds[r["id"]] = {k: (_figure(r, v), *v[1:]) for k, v in cache[key].items()}
@@ -204,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         pred = preds[r["id"]][fitted.key(r)]
         tp = int(r["tp"])
         if r["measure"] == "energy_per_token":
-            value = energy(pred, fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w), tp)
+            value = energy(pred, fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w), tp,
+                           fitted.dynamic.get(r["hardware"], 1.0))
         else:
             value = pred[0]
         e = error(float(r["value"]), value)
@@ -220,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("fitted per device: matrix_memory_efficiency " + ", ".join(f"{k} {v}" for k, v in fitted.mme.items())
           + "; static_power_w " + ", ".join(f"{k} {v:.0f}" for k, v in fitted.static.items())
+          + "; dynamic energy x " + ", ".join(f"{k} {v:g}" for k, v in fitted.dynamic.items())
           + "; weight_only_efficiency " + ", ".join(f"{d} {w} {v}" for (d, w), v in fitted.woe.items()))
     print("fitted per runtime: " + ", ".join(f"{k} {HOST[k][0]} {v:g}" for k, v in fitted.host.items()))
     for split in ("fit", "held-out"):
