@@ -9,7 +9,7 @@ import torch
 from dispatchprof.llm.models import build_model
 from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
 from dispatchprof.llm.generation import count_steps
-from dispatchprof.serving.cost import Composition, fit, count_design, kv_scale
+from dispatchprof.serving.cost import Composition, count_design, fit, integer_pseudo_inverse, kv_scale
 from dispatchprof.serving.work import KV_QUANTITIES, QUANTITIES
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.timeline import step_time
@@ -151,6 +151,12 @@ def test_equal_layers_are_grouped(fitted):
     assert m.ops == len(steps[0].keys)
     assert sum(g.count for g in m.groups) == m.ops
     assert len(m.groups) < m.ops          # the two decoder layers share their coefficients
+
+
+def test_integer_pseudo_inverse_by_hand():
+    # X = [[1, 0], [1, 1], [1, 2]]: X^T X = [[3, 3], [3, 5]], its inverse [[5, -3], [-3, 3]] / 6,
+    # times X^T: [[5, 2, -1], [-3, 0, 3]] / 6 (a line through (0, a), (1, b), (2, c))
+    assert integer_pseudo_inverse([[1, 0], [1, 1], [1, 2]]) == ([[5, 2, -1], [-3, 0, 3]], 6)
 
 
 def test_compositions_by_hand():

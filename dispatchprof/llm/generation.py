@@ -262,5 +262,5 @@ def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...])
                       timing, dict(profile.phase_peaks).get("decode", 0), kv_bytes, profile)
 
 
-__all__ = ["Profile", "StepSample", "StepSpan", "cache_bytes", "cache_layer_bytes", "kv_bytes_as", "kv_element_bits", "model_bits",
-           "count_steps", "profile_generation", "sample_step"]
+__all__ = ["Profile", "StepSample", "StepSpan", "cache_bytes", "cache_layer_bytes", "count_steps", "kv_bytes_as",
+           "kv_element_bits", "model_bits", "profile_generation", "sample_step"]

@@ -276,14 +276,6 @@ def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scena
             for k, s in enumerate(spans)]
 
 
-def count_step(model: torch.nn.Module, batch: int, q: int, past: int, scenarios: Scenarios,
-               weight_dtype: str | None = None, bound: bool = False, runtime: str = "serving",
-               tp: int = 1) -> CountedStep:
-    """One uniform step: ``batch`` sequences of ``q`` tokens after ``past`` cached tokens (a
-    counted prefill of ``past`` tokens first)."""
-    return count_steps(model, batch, [past, q] if past else [q], scenarios, weight_dtype, bound, runtime, tp)[-1]
-
-
 def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
                  bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
                  runtime: str = "serving", tp: int = 1) -> list[CountedStep]:
