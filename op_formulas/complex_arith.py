@@ -58,11 +58,10 @@ def complex_aware(fn: Formula) -> Formula:
     @functools.wraps(fn)
     def count(*args: Any, result: Any, **kwargs: Any) -> Cost:
         cost = fn(*args, result=result, **kwargs)
-        operands = _operands(args)
-        flags = [t.dtype.is_complex for t in operands]
-        if not any(flags):
+        flags = [t.dtype.is_complex for t in _operands(args)]
+        if True not in flags:          # the rule: real operands count as the formula says
             return cost
-        return as_complex(cost, all(flags))
+        return as_complex(cost, False not in flags)
 
     return count
 

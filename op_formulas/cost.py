@@ -6,7 +6,6 @@ COUNTING.md (restated in docs/counting.md); every formula returns one `Cost`.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -85,8 +84,8 @@ class Cost(Arithmetic):
 
     def __mul__(self, k: int) -> Cost:
         """Scale the arithmetic by an integer factor (rows, batch, steps)."""
-        return Cost(*(a * k for a in self._counts()),
-                    bytes_read=self.bytes_read, bytes_written=self.bytes_written, comm_bytes=self.comm_bytes)
+        return Cost(self.add * k, self.mult * k, self.div * k, self.sqrt * k, self.exp * k, self.cmp * k,
+                    self.other * k, self.macs * k, self.bytes_read, self.bytes_written, self.comm_bytes)
 
     __rmul__ = __mul__
 
@@ -95,7 +94,9 @@ class Cost(Arithmetic):
                 self.other, self.macs)
 
     def with_bytes(self, read: int | None = None, written: int | None = None) -> Cost:
-        return dataclasses.replace(self, bytes_read=read, bytes_written=written)
+        """This cost with its bytes set (built field by field: this runs once per counted op)."""
+        return Cost(self.add, self.mult, self.div, self.sqrt, self.exp, self.cmp, self.other, self.macs,
+                    read, written, self.comm_bytes)
 
 
 def _add_opt(a: int | None, b: int | None) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -42,19 +43,22 @@ class TensorLedger:
     produced_elements: int = 0
     _storages: dict[int, _Storage] = field(default_factory=dict)
     _closed: bool = False
+    _refs: dict[int, tuple[weakref.ref, int]] = field(default_factory=dict)   # id(ref) -> (ref, key)
 
-    def track(self, t: torch.Tensor, op_index: int, producer: int, not_new: set[int | None]) -> None:
+    def track(self, t: torch.Tensor, op_index: int, producer: int, not_new: Any) -> None:
         """Follow ``t``, written by ``producer``. A storage seen for the first time counts as
         allocated at ``op_index`` unless its key is in ``not_new`` (the op's inputs, parameters:
         a view or an in-place write of a tensor that existed before, which is not followed)."""
-        key = storage_key(t)
-        if key is None:
+        try:
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
             return
+        key = storage._cdata
         entry = self._storages.get(key)
         if entry is None:
             if key in not_new:
                 return
-            entry = self._storages[key] = _Storage(t.untyped_storage().nbytes(), op_index, producer)
+            entry = self._storages[key] = _Storage(storage.nbytes(), op_index, producer)
             self.live_bytes += entry.nbytes
             self.produced_elements += t.numel()
             if self.live_bytes > self.peak_bytes:
@@ -62,7 +66,15 @@ class TensorLedger:
         elif producer != UNRECORDED:
             entry.producer = producer       # an in-place write moves the tensor to its writer
         entry.refs += 1
-        weakref.finalize(t, self._release, key)
+        # A weak reference whose callback releases the storage when ``t`` dies (a cheaper
+        # weakref.finalize: the ledger keeps the reference alive until it is closed).
+        ref = weakref.ref(t, self._on_death)
+        self._refs[id(ref)] = (ref, key)
+
+    def _on_death(self, ref: weakref.ref) -> None:
+        held = self._refs.pop(id(ref), None)
+        if held is not None:
+            self._release(held[1])
 
     def _release(self, key: int) -> None:
         entry = None if self._closed else self._storages.get(key)
@@ -87,3 +99,4 @@ class TensorLedger:
         """Forget everything; finalizers that fire later find nothing to release."""
         self._closed = True
         self._storages.clear()
+        self._refs.clear()

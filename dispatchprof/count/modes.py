@@ -21,14 +21,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.tensors import iter_tensors
 from dispatchprof.errors import DataDependentOpError
-from op_formulas.registry import lookup
 
 aten = torch.ops.aten
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
-#: Ops whose output depends on tensor values: impossible on meta tensors.
-DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
-                            aten._unique2, aten.unique_consecutive, aten.unique_dim,
-                            aten.repeat_interleave, aten.bincount, aten.histc})
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
 class NestedTensorNotSupported(TypeError):
@@ -58,22 +55,24 @@ class CountingMode(TorchDispatchMode):
         state = self.state
         if isinstance(func, HigherOrderOperator):
             return self._higher_order(func, args, kwargs)
-        if any(isinstance(a, torch.Tensor) and a.is_nested for a in args):
-            raise NestedTensorNotSupported(str(func.overloadpacket))
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.is_nested:
+                raise NestedTensorNotSupported(str(func.overloadpacket))
         if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
                                   and state.in_fused_backward()):
             return func(*args, **kwargs)
-        if func.overloadpacket in DATA_DEPENDENT and any(t.device.type == "meta" for t in iter_tensors(args)):
-            raise DataDependentOpError(str(func.overloadpacket), state.scope_and_phase()[0])
-        if lookup(func.overloadpacket) is None and _decomposable(func):
+        info = state.op_infos.get(id(func)) or state.op_info(func)
+        if info.data_dependent and any(t.device.type == "meta" for t in iter_tensors(args)):
+            raise DataDependentOpError(info.name, state.scope_and_phase()[0])
+        if info.formula is None and info.decomposable:
             with self:
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
         out = run_once(func, args, kwargs)
-        state.count(func, args, kwargs, out)
+        with _NO_TORCH_FUNCTION():      # the counter's own tensor reads skip torch function modes
+            state.count(func, args, kwargs, out, info)
         return out
-
 
     def _higher_order(self, func: HigherOrderOperator, args: tuple, kwargs: dict) -> Any:
         body = _BODIES.get(func.name())
@@ -152,18 +151,6 @@ def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
     return func.redispatch(keys, *args, **kwargs)
 
 
-_DECOMPOSABLE: dict[Any, bool] = {}
-
-
-def _decomposable(func: Any) -> bool:
-    """Whether an aten overload has a CompositeImplicitAutograd kernel (cached)."""
-    known = _DECOMPOSABLE.get(func)
-    if known is None:
-        known = _DECOMPOSABLE[func] = func.namespace == "aten" and func.has_kernel_for_dispatch_key(
-            torch._C.DispatchKey.CompositeImplicitAutograd)
-    return known
-
-
 class FusedAttentionMode(TorchFunctionMode):
     """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
 
@@ -172,9 +159,10 @@ class FusedAttentionMode(TorchFunctionMode):
         self.state = state
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func is not _SDPA:           # every torch call of the model passes here: keep it short
+            return func(*args, **kwargs) if kwargs else func(*args)
         kwargs = kwargs or {}
-        if func is not torch.nn.functional.scaled_dot_product_attention or self.state.inside_fused \
-                or torch._C._current_graph_task_id() != -1:
+        if self.state.inside_fused or torch._C._current_graph_task_id() != -1:
             return func(*args, **kwargs)
         self.state.inside_fused += 1
         start = _next_sequence_nr()
@@ -182,7 +170,8 @@ class FusedAttentionMode(TorchFunctionMode):
             out = func(*args, **kwargs)
         finally:
             self.state.inside_fused -= 1
-        self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
+        with _NO_TORCH_FUNCTION():
+            self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
         if isinstance(out, torch.Tensor) and out.requires_grad:
             self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)
         return out

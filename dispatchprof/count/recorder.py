@@ -24,6 +24,13 @@ from op_formulas.cost import TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
 aten = torch.ops.aten
+Tensor = torch.Tensor
+_CONTAINERS = (list, tuple, dict)
+_graph_task_id = torch._C._current_graph_task_id
+#: Ops whose output depends on tensor values: impossible on meta tensors.
+DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
+                            aten._unique2, aten.unique_consecutive, aten.unique_dim,
+                            aten.repeat_interleave, aten.bincount, aten.histc})
 ATTENTION_OPS = frozenset({
     aten.scaled_dot_product_attention, aten._scaled_dot_product_flash_attention_for_cpu,
     aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
@@ -59,6 +66,7 @@ class Recorder:
         self.fused_spans: list[tuple[int, int, tuple]] = []
         self.fused_done: set[tuple[int, int]] = set()
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
+        self.op_infos: dict[int, OpInfo] = {}      # id(overload) -> OpInfo
 
     # --- optimizer steps ------------------------------------------------------------------
     def enter_optimizer(self) -> None:
@@ -105,62 +113,82 @@ class Recorder:
     def scope_and_phase(self) -> tuple[str, str]:
         if torch._C._current_graph_task_id() != -1:
             return self.tracker.backward_scope(), "backward"
-        return self.tracker.current.name, self.label
+        return self.tracker.stack[-1].name, self.label
 
-    def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any) -> None:
-        """Record one op call that has run and returned ``out``."""
-        packet = func.overloadpacket
+    def op_info(self, func: torch._ops.OpOverload) -> OpInfo:
+        """What the hot path needs to know of an overload, looked up once per counting context
+        (keyed by identity: overloads live as long as torch, and ``OpInfo`` holds each one)."""
+        info = self.op_infos.get(id(func))
+        if info is None:
+            info = self.op_infos[id(func)] = OpInfo(func)
+        return info
+
+    def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any,
+              info: OpInfo | None = None) -> None:
+        """Record one op call that has run and returned ``out`` (``info``: its `op_info`)."""
+        if info is None:
+            info = self.op_info(func)
         self.op_index += 1
-        fn = lookup(packet)
+        fn = info.formula
+        out_tensors = iter_tensors(out)
         if fn is None:
-            if packet in ZERO_COST or packet._qualified_op_name.split("::")[0] in ZERO_COST_NAMESPACES:
-                self._track(out, UNRECORDED, _ALL)          # views never allocate
-                self.zero_cost[str(packet)] += 1
+            if info.zero_cost:
+                self._track(out_tensors, UNRECORDED, _ALL)          # views never allocate
+                self.zero_cost[info.name] += 1
             else:
-                self._track(out, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
-                self._unknown(str(packet), "no formula registered")
+                self._track(out_tensors, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
+                self._unknown(info.name, "no formula registered")
             return
-        scope, phase = self.scope_and_phase()
+        if _graph_task_id() != -1:
+            scope, phase = self.tracker.backward_scope(), "backward"
+        else:
+            scope, phase = self.tracker.stack[-1].name, self.label
         now = time.perf_counter()
         self.phase_wall[phase] = self.phase_wall.get(phase, 0.0) + now - self.last_op_time
         self.last_op_time = now
-        extra: dict[str, Any] = {}
         causal = None
-        if packet in ATTENTION_OPS:
-            causal, extra["causal_computed"] = self._attention_rule(args, kwargs, scope)
-        elif packet in COLLECTIVES:
-            extra.update(_world())
+        meta_args = to_meta(args)
         try:
-            meta_args = to_meta(args)
-            cost = fn(*meta_args, result=to_meta(out), **to_meta(kwargs), **extra)
+            if info.attention:
+                causal, computed = self._attention_rule(args, kwargs, scope)
+                cost = fn(*meta_args, result=to_meta(out), **kwargs, causal_computed=computed)
+            elif info.collective:
+                cost = fn(*meta_args, result=to_meta(out), **kwargs, **_world())
+            else:
+                cost = fn(*meta_args, result=to_meta(out), **kwargs)   # tensors in kwargs go as they are
         except UnsupportedCall as e:
-            self._track(out, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
-            self._unknown(str(packet), str(e))
+            self._track(out_tensors, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
+            self._unknown(info.name, str(e))
             return
-        reads = _Reads(func, packet, args, kwargs, self)
-        written, out_elements = _written(func, args, kwargs, out)
-        cost = cost.with_bytes(reads.total if cost.bytes_read is None else cost.bytes_read,
-                               written if cost.bytes_written is None else cost.bytes_written)
+        total, sources, param_bytes, param_elements, keys, first = _reads(info, args, kwargs, self)
+        written, out_elements = _written(info, args, kwargs, out_tensors)
+        if cost.bytes_read is None or cost.bytes_written is None:
+            cost = cost.with_bytes(total if cost.bytes_read is None else cost.bytes_read,
+                                   written if cost.bytes_written is None else cost.bytes_written)
         index = len(self.records)
-        self.records.append(OpRecord(str(packet), scope, phase, _first_dtype(args, out), cost, causal,
-                                     tuple(reads.sources), reads.param_bytes, reads.param_elements,
+        if first is None and out_tensors:
+            first = out_tensors[0]
+        self.records.append(OpRecord(info.name, scope, phase, "" if first is None else dtype_name(first.dtype),
+                                     cost, causal, tuple(sources), param_bytes, param_elements,
                                      out_elements, _shapes(meta_args)))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
-        self._track(out, index, reads.keys)
-        for i in _schema_info(func)[1]:           # mutated arguments now live where this op ran
+        self._track(out_tensors, index, keys)
+        for i in info.mutated_positions:           # mutated arguments now live where this op ran
             if i < len(args):
-                self._track(args[i], index, reads.keys)
+                self._track(iter_tensors(args[i]), index, keys)
 
-    def _track(self, out: Any, producer: int, not_new: Any) -> None:
-        frame = self.tracker.current
-        for t in iter_tensors(out):
-            self.ledger.track(t, self.op_index, producer, not_new)
-        live = self.ledger.live_bytes
+    def _track(self, tensors: list[torch.Tensor], producer: int, not_new: Any) -> None:
+        ledger = self.ledger
+        for t in tensors:
+            ledger.track(t, self.op_index, producer, not_new)
+        live = ledger.live_bytes
+        frame = self.tracker.stack[-1]
         if live > frame.peak_bytes:
             frame.peak_bytes = live
-        if live - self.label_baseline > self.phase_peaks.get(self.label, 0):
-            self.phase_peaks[self.label] = live - self.label_baseline
+        above = live - self.label_baseline
+        if above > self.phase_peaks.get(self.label, 0):
+            self.phase_peaks[self.label] = above
 
     def unknown_call(self, name: str, reason: str) -> None:
         """Keep one call of ``name`` that is not counted, with the reason."""
@@ -194,7 +222,7 @@ class Recorder:
             return
         scope, _ = self.scope_and_phase()
         causal, computed = self._attention_rule(args, kwargs, scope)
-        info = (to_meta(tuple(args[:3])), causal, computed, _first_dtype(args, None))
+        info = (to_meta(tuple(args[:3])), causal, computed, _first_dtype(args))
         i = bisect.bisect_right(self.fused_starts, start)
         self.fused_starts.insert(i, start)
         self.fused_spans.insert(i, (start, end, info))
@@ -233,13 +261,26 @@ class Recorder:
                        tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())))
 
 
-_SCHEMA_CACHE: dict[torch._ops.OpOverload, tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]] = {}
+class OpInfo:
+    """One overload's entry on the hot path: its formula (None if it has none), name, schema
+    facts and the registry sets it belongs to. Built once per counting context."""
 
+    __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "skips_first",
+                 "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names")
 
-def _schema_info(func: torch._ops.OpOverload) -> tuple[frozenset[str], tuple[int, ...], tuple[str, ...]]:
-    """(write-only kwarg names, mutated positional indices, mutated kwarg names) of an overload."""
-    info = _SCHEMA_CACHE.get(func)
-    if info is None:
+    def __init__(self, func: torch._ops.OpOverload) -> None:
+        self.func = func
+        packet = self.packet = func.overloadpacket
+        self.name = str(packet)
+        self.formula = lookup(packet)
+        self.zero_cost = packet in ZERO_COST or packet._qualified_op_name.split("::")[0] in ZERO_COST_NAMESPACES
+        self.attention = packet in ATTENTION_OPS
+        self.collective = packet in COLLECTIVES
+        self.skips_first = packet in OVERWRITES_SELF    # first argument overwritten, not read
+        self.data_dependent = packet in DATA_DEPENDENT
+        #: an aten op with a CompositeImplicitAutograd kernel (decomposed when it has no formula)
+        self.decomposable = func.namespace == "aten" and func.has_kernel_for_dispatch_key(
+            torch._C.DispatchKey.CompositeImplicitAutograd)
         write_only, positions, names = set(), [], []
         for i, a in enumerate(func._schema.arguments):
             if a.alias_info is not None and a.alias_info.is_write:
@@ -248,39 +289,56 @@ def _schema_info(func: torch._ops.OpOverload) -> tuple[frozenset[str], tuple[int
                     names.append(a.name)
                 else:
                     positions.append(i)
-        info = _SCHEMA_CACHE[func] = (frozenset(write_only), tuple(positions), tuple(names))
-    return info
+        self.write_only = frozenset(write_only)       # write-only ``out=`` kwargs: not read
+        self.mutated_positions = tuple(positions)
+        self.mutated_names = tuple(names)
 
 
-class _Reads:
+def _reads(info: OpInfo, args: tuple, kwargs: dict, recorder: Recorder) -> tuple:
     """The generic read rule and where each read tensor comes from: every tensor input once
-    (stride-0 dims once), except write-only ``out=`` arguments and overwritten targets."""
-
-    __slots__ = ("total", "sources", "param_bytes", "param_elements", "keys")
-
-    def __init__(self, func: Any, packet: Any, args: tuple, kwargs: dict, recorder: Recorder) -> None:
-        self.total = self.param_bytes = self.param_elements = 0
-        self.sources: list[tuple[int, int, int]] = []
-        self.keys = _Existing(_input_keys(args, kwargs), recorder.tracker.resident)
-        write_only = _schema_info(func)[0]
-        skip_first = packet in OVERWRITES_SELF
-        for i, a in enumerate(args):
-            if not (skip_first and i == 0):
-                self._add(a, recorder)
-        for k, v in kwargs.items():
-            if k not in write_only:
-                self._add(v, recorder)
-
-    def _add(self, value: Any, recorder: Recorder) -> None:
-        for t in iter_tensors(value):
-            nbytes = stored_bytes(t)
-            self.total += nbytes
+    (stride-0 dims once), except write-only ``out=`` arguments and overwritten targets. One
+    walk over the arguments; returns (bytes read, sources, parameter bytes, parameter elements,
+    the storages that existed before the op, the first tensor of ``args``)."""
+    total = param_bytes = param_elements = 0
+    sources: list[tuple[int, int, int]] = []     # (producer record, bytes, storage id)
+    first = None
+    inputs: set[int | None] = set()
+    resident = recorder.tracker.resident
+    producer_of = recorder.ledger.producer_of
+    skip = 0 if info.skips_first else -1
+    read: list[tuple[Tensor, int | None]] = []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            tensors: Any = (a,)
+        elif isinstance(a, _CONTAINERS):
+            tensors = iter_tensors(a)
+        else:
+            continue
+        for t in tensors:
+            if first is None:
+                first = t
             key = storage_key(t)
-            if key in recorder.tracker.resident or isinstance(t, nn.Parameter):
-                self.param_bytes += nbytes
-                self.param_elements += nbytes // t.element_size() if t.element_size() else 0
-            else:
-                self.sources.append((recorder.ledger.producer_of(key), nbytes, key or 0))
+            inputs.add(key)
+            if i != skip:
+                read.append((t, key))
+    if kwargs:
+        write_only = info.write_only
+        for k, v in kwargs.items():
+            for t in iter_tensors(v):
+                key = storage_key(t)
+                inputs.add(key)
+                if k not in write_only:
+                    read.append((t, key))
+    for t, key in read:
+        nbytes = stored_bytes(t)
+        total += nbytes
+        if key in resident or isinstance(t, nn.Parameter):
+            param_bytes += nbytes
+            size = t.element_size()
+            param_elements += nbytes // size if size else 0
+        else:
+            sources.append((producer_of(key), nbytes, key or 0))
+    return total, sources, param_bytes, param_elements, _Existing(inputs, resident), first
 
 
 class _Existing:
@@ -309,13 +367,15 @@ def _input_keys(args: tuple, kwargs: dict) -> set[int | None]:
     return {storage_key(t) for t in iter_tensors((args, kwargs))}
 
 
-def _written(func: Any, args: tuple, kwargs: dict, out: Any) -> tuple[int, int]:
+def _written(info: OpInfo, args: tuple, kwargs: dict, out_tensors: list[Tensor]) -> tuple[int, int]:
     """(bytes, elements) written: every output and mutated argument, each tensor once."""
-    _, mutated_pos, mutated_kw = _schema_info(func)
-    targets = [out] + [args[i] for i in mutated_pos if i < len(args)] + [kwargs.get(k) for k in mutated_kw]
+    targets = out_tensors
+    if info.mutated_positions or info.mutated_names:
+        targets = out_tensors + iter_tensors([args[i] for i in info.mutated_positions if i < len(args)]
+                                             + [kwargs.get(k) for k in info.mutated_names])
     seen: set[int] = set()
     nbytes = elements = 0
-    for t in iter_tensors(targets):
+    for t in targets:
         if id(t) not in seen:
             seen.add(id(t))
             nbytes += stored_bytes(t)
@@ -351,12 +411,10 @@ def _kind_of(args: tuple, out: Any) -> str | None:
     return None
 
 
-def _first_dtype(args: tuple, out: Any) -> str:
+def _first_dtype(args: tuple) -> str:
     for t in iter_tensors(args):
-        return dtype_name(t.dtype)
-    for t in iter_tensors(out):
         return dtype_name(t.dtype)
     return ""
 
 
-__all__ = ["ATTENTION_OPS", "Recorder"]
+__all__ = ["ATTENTION_OPS", "DATA_DEPENDENT", "OpInfo", "Recorder"]

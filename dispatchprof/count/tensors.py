@@ -14,22 +14,31 @@ Tensor = torch.Tensor
 def stored_bytes(t: Tensor) -> int:
     """Bytes a tensor really stores: a dim with stride 0 (a broadcast) counts once."""
     try:
-        n = 1
-        for size, stride in zip(t.shape, t.stride()):
-            if stride != 0:
-                n *= size
-        return n * t.element_size()
+        strides = t.stride()
     except (RuntimeError, NotImplementedError):  # sparse or nested layouts have no strides
         return t.numel() * t.element_size()
+    if 0 not in strides:
+        return t.numel() * t.element_size()
+    n = 1
+    for size, stride in zip(t.shape, strides):
+        if stride != 0:
+            n *= size
+    return n * t.element_size()
 
 
 def to_meta(value: Any) -> Any:
     """Tensors to `TensorMeta`, lists of tensors to lists of `TensorMeta`, the rest as is."""
     if isinstance(value, Tensor):
-        return TensorMeta(tuple(int(s) for s in value.shape), value.dtype)
+        return TensorMeta(tuple(map(int, value.shape)), value.dtype)
     if isinstance(value, (list, tuple)):
-        return type(value)(to_meta(v) for v in value) if value else value
+        if not value:
+            return value
+        metas = [to_meta(v) if isinstance(v, _META_CONVERTED) else v for v in value]
+        return metas if type(value) is list else tuple(metas) if type(value) is tuple else type(value)(metas)
     return value
+
+
+_META_CONVERTED = (Tensor, list, tuple)
 
 
 def iter_tensors(value: Any) -> list[Tensor]:

@@ -29,6 +29,16 @@ from dispatchprof.count.moduletree import ModuleTree, relative_name, size_of
 
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
+_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_MISSING = object()
+
+
+def _is_causal(module: nn.Module) -> Any:
+    """``getattr(module, "is_causal", None)`` without nn.Module.__getattr__ raising for the many
+    modules that have none (its fallback finds only parameters, buffers and submodules)."""
+    if getattr(type(module), "is_causal", _MISSING) is _MISSING:
+        return module.__dict__.get("is_causal")
+    return getattr(module, "is_causal", None)
 
 
 @dataclass
@@ -120,6 +130,10 @@ class ModuleTracker:
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
         if threading.get_ident() != self._thread:
             return
+        with _NO_TORCH_FUNCTION():      # the tracker's own tensor reads skip torch function modes
+            self._push(module)
+
+    def _push(self, module: nn.Module) -> None:
         parent = self.stack[-1]
         name = self._name_of(module, parent)
         info = self.scopes.get(name)
@@ -128,8 +142,10 @@ class ModuleTracker:
                                                  None if name == "" else parent.name)
             self._own_tensors(info, module)
         info.calls += 1
-        if info.causal_hint is None and isinstance(getattr(module, "is_causal", None), bool):
-            info.causal_hint = module.is_causal
+        if info.causal_hint is None:
+            hint = _is_causal(module)
+            if isinstance(hint, bool):
+                info.causal_hint = hint
         frame = Frame(name, module, 0, in_backward=torch._C._current_graph_task_id() != -1)
         self._on_push(frame)
         self.stack.append(frame)
@@ -138,6 +154,10 @@ class ModuleTracker:
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
         if threading.get_ident() != self._thread:
             return
+        with _NO_TORCH_FUNCTION():
+            self._pop(module, output)
+
+    def _pop(self, module: nn.Module, output: Any) -> None:
         # Pop down to this module's frame (a frame left by a forward that raised is dropped too).
         for depth in range(len(self.stack) - 1, 0, -1):
             if self.stack[depth].module is module:
