@@ -367,7 +367,7 @@ def cases() -> list[Case]:
             backward_of("aten._softmax_backward_data", lambda x: x.softmax(-1)),
             backward_of("aten._log_softmax_backward_data", lambda x: x.log_softmax(-1)),
             backward_of("aten.native_layer_norm_backward", lambda x: F.layer_norm(x, x.shape[-1:]))]
-    return out + new_cases()
+    return out + new_cases() + flex_cases()
 
 
 def _image_backward(op: str, forward: Callable) -> Case:
@@ -437,6 +437,41 @@ def new_cases() -> list[Case]:
             Case("aten.huber_loss_backward", _loss_make(F.huber_loss), scales=False, backward=True,
                  generic_bytes=False)]
     return out
+
+
+_FLEX_MASKS = {"causal": lambda b, h, q, k: q >= k, "window": lambda b, h, q, k: (q >= k) & (q - k <= 64),
+               "document": lambda b, h, q, k: (q // 96) == (k // 96)}
+
+
+def _flex_make(backward: bool):
+    """flex_attention over a drawn length and mask (its BlockMask made of real tensors inside fn,
+    as a model does), with a score_mod; backward through the higher-order op (torch refuses the
+    public API's backward on CPU)."""
+    def make(draw, batch):
+        from torch._higher_order_ops.flex_attention import flex_attention as hop
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        length, h = draw(st.sampled_from([64, 128, 200, 256])), draw(st.integers(1, 2))
+        mask_mod = _FLEX_MASKS[draw(st.sampled_from(sorted(_FLEX_MASKS)))]
+
+        def score_mod(score, b, hh, q, k):
+            return score * 0.5 + (q - k)
+
+        def run(q, k, v):
+            mask = create_block_mask(mask_mod, None, None, length, length, device="cpu")
+            if not backward:
+                return flex_attention(q, k, v, score_mod=score_mod, block_mask=mask)
+            hop(q, k, v, score_mod, mask.as_tuple(), 0.25, {})[0].sum().backward()
+        tensors = [torch.randn(batch, h, length, 8) for _ in range(3)]
+        return run, [t.requires_grad_(backward) for t in tensors]
+    return make
+
+
+def flex_cases() -> list[Case]:
+    """flex_attention forward and backward (meta tensors: torch refuses flex_attention on meta)."""
+    return [Case("higher_order.flex_attention", _flex_make(False), kinds=("real", "fake"), generic_bytes=False),
+            Case("higher_order.flex_attention_backward", _flex_make(True), kinds=("real", "fake"),
+                 generic_bytes=False, backward=True)]
 
 
 UNCOVERED_REASON = ("no generator yet (most need structured arguments: indices, index lists, sizes, RNN "

@@ -20,7 +20,7 @@ from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
 from op_formulas.attention import fused_backward
 from op_formulas.collectives import COLLECTIVES
-from op_formulas.cost import TensorMeta
+from op_formulas.cost import Cost, TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
 aten = torch.ops.aten
@@ -151,6 +151,23 @@ class Recorder:
         for i in _schema_info(func)[1]:           # mutated arguments now live where this op ran
             if i < len(args):
                 self._track(args[i], index, reads.keys)
+
+    def count_cost(self, name: str, cost: Cost, args: tuple, out: Any) -> None:
+        """Record one call the counter costed itself (a higher-order op such as flex_attention):
+        every tensor in ``args`` read once and every tensor of ``out`` written once, unless the
+        cost says otherwise."""
+        self.op_index += 1
+        scope, phase = self.scope_and_phase()
+        outs = {id(t): t for t in iter_tensors(out)}.values()
+        read = sum(stored_bytes(t) for t in {id(t): t for t in iter_tensors(args)}.values())
+        written, out_elements = sum(stored_bytes(t) for t in outs), sum(t.numel() for t in outs)
+        cost = cost.with_bytes(read if cost.bytes_read is None else cost.bytes_read,
+                               written if cost.bytes_written is None else cost.bytes_written)
+        self.records.append(OpRecord(name, scope, phase, _first_dtype(args, out), cost,
+                                     out_elements=out_elements))
+        if self.tensor_kind is None:
+            self.tensor_kind = _kind_of(args, out)
+        self._track(out, len(self.records) - 1, _Existing(_input_keys(args, {}), self.tracker.resident))
 
     def _track(self, out: Any, producer: int, not_new: Any) -> None:
         frame = self.tracker.current
