@@ -14,7 +14,7 @@ rather than counted densely. Rules:
   (mv): s of each. addmm / _sparse_addmm / addmv add the dense term by the dense rule (M*N ADD,
   +M*N MULT per alpha, beta != 1). sparse @ sparse: its products depend on the index pattern:
   unknown.
-- sum of every stored element: s - 1 ADD (``_sparse_sum`` over dims: unknown).
+- sum of every stored element (``sum``, ``_sparse_sum``): s - 1 ADD (over dims: unknown).
 - coalesce (s stored in, s' out): sort s*ceil(log2 s) CMP, sum duplicates s - s' ADD.
 - dense -> sparse conversion: one test against zero per dense element (CMP); sparse -> dense and
   layout changes, constructors: data movement (0 arithmetic, the bytes stored).
@@ -111,9 +111,12 @@ formula(aten._sparse_mm, aten.smm)(sparse_mm)
 @formula(aten._sparse_sum)
 def sparse_sum(x: Any, *args: Any, result: Any, **kwargs: Any) -> Cost:
     """Sum of every stored element: s - 1 ADD."""
-    if args or kwargs.get("dim") is not None:
-        raise UnsupportedCall("_sparse_sum over dims: no rule (the rows depend on the index pattern)")
+    if any(not isinstance(a, torch.dtype) for a in args) or kwargs.get("dim") is not None:
+        raise UnsupportedCall("sparse sum over dims: no rule (the rows depend on the index pattern)")
     return Cost(add=max(x.numel - 1, 0))
+
+
+wrap(aten.sum, either(sparse_sum))
 
 
 @formula(aten.coalesce, aten._coalesce)

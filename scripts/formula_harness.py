@@ -367,7 +367,7 @@ def cases() -> list[Case]:
             backward_of("aten._softmax_backward_data", lambda x: x.softmax(-1)),
             backward_of("aten._log_softmax_backward_data", lambda x: x.log_softmax(-1)),
             backward_of("aten.native_layer_norm_backward", lambda x: F.layer_norm(x, x.shape[-1:]))]
-    return out + new_cases() + flex_cases()
+    return out + new_cases() + flex_cases() + sparse_cases()
 
 
 def _image_backward(op: str, forward: Callable) -> Case:
@@ -472,6 +472,26 @@ def flex_cases() -> list[Case]:
     return [Case("higher_order.flex_attention", _flex_make(False), kinds=("real", "fake"), generic_bytes=False),
             Case("higher_order.flex_attention_backward", _flex_make(True), kinds=("real", "fake"),
                  generic_bytes=False, backward=True)]
+
+
+def _sparse_make(op: str):
+    """A sparse COO matrix [batch*r, k] whose drawn pattern repeats per batch row block (so its
+    stored elements double with the batch), times a dense matrix, or an element-wise op on it."""
+    def make(draw, batch):
+        r, k, n = draw(st.integers(1, 3)), draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        keep = draw(st.lists(st.booleans(), min_size=r * k, max_size=r * k))
+        block = torch.randn(r, k) * torch.tensor(keep, dtype=torch.float32).reshape(r, k)
+        a = torch.cat([block] * batch).to_sparse()
+        call = {"aten.mm": lambda a, b: torch.mm(a, b), "aten.mul": lambda a, b: a * 3,
+                "aten.sin": lambda a, b: torch.sin(a)}[op]
+        return call, [a, torch.randn(k, n)]
+    return make
+
+
+def sparse_cases() -> list[Case]:
+    """Sparse COO inputs (real tensors only: torch's meta and fake sparse tensors store nothing)."""
+    return [Case(op, _sparse_make(op), kinds=("real",), direct=op == "aten.mm")
+            for op in ("aten.mm", "aten.mul", "aten.sin")]
 
 
 UNCOVERED_REASON = ("no generator yet (most need structured arguments: indices, index lists, sizes, RNN "

@@ -77,6 +77,8 @@ def test_pointwise_ops_count_the_stored_elements():
 def test_sums_conversions_and_coalesce():
     _, costs = records(lambda: torch.sparse.sum(A))
     assert sum(c.add for c in costs.values()) == 3                    # 4 stored values: 3 adds
+    _, costs = records(lambda: (A.sum(), A.to_sparse_csr().sum()))
+    assert costs["aten.sum"].add == 3
     _, costs = records(lambda: A.to_dense())
     assert (costs["aten._to_dense"].ops, costs["aten._to_dense"].bytes_written) == (0, 48)
     # dense [3,4] -> sparse: 12 tests against zero
@@ -93,4 +95,4 @@ def test_ops_without_a_sparse_rule_are_unknown_never_a_crash():
     reasons = {u.op: u.reason for u in c.unknown_ops()}
     assert set(reasons) == {"aten._sparse_softmax", "aten._sparse_sum", "aten.mm"}
     assert reasons["aten.mm"] == "sparse @ sparse: the products depend on the index pattern"
-    assert reasons["aten._sparse_sum"].startswith("_sparse_sum over dims: no rule")
+    assert reasons["aten._sparse_sum"].startswith("sparse sum over dims: no rule")
