@@ -367,7 +367,7 @@ def cases() -> list[Case]:
             backward_of("aten._softmax_backward_data", lambda x: x.softmax(-1)),
             backward_of("aten._log_softmax_backward_data", lambda x: x.log_softmax(-1)),
             backward_of("aten.native_layer_norm_backward", lambda x: F.layer_norm(x, x.shape[-1:]))]
-    return out + new_cases() + flex_cases() + sparse_cases()
+    return out + new_cases() + flex_cases() + sparse_cases() + quantized_cases()
 
 
 def _image_backward(op: str, forward: Callable) -> Case:
@@ -492,6 +492,27 @@ def sparse_cases() -> list[Case]:
     """Sparse COO inputs (real tensors only: torch's meta and fake sparse tensors store nothing)."""
     return [Case(op, _sparse_make(op), kinds=("real",), direct=op == "aten.mm")
             for op in ("aten.mm", "aten.mul", "aten.sin")]
+
+
+def _qconv_make(op: str):
+    """A static int8 convolution (torch.ao.nn.quantized) on a quantised input."""
+    def make(draw, batch):
+        import torch.ao.nn.quantized as nnq
+
+        cin, cout, k = draw(st.sampled_from([2, 4])), draw(st.sampled_from([2, 6])), draw(st.integers(1, 3))
+        groups = draw(st.sampled_from([1, 2]))
+        conv = {"quantized.conv2d": lambda: nnq.Conv2d(cin, cout, k, groups=groups, padding=1),
+                "quantized.conv_transpose2d": lambda: nnq.ConvTranspose2d(cin, cout, k, groups=groups, stride=2),
+                "quantized.conv1d": lambda: nnq.Conv1d(cin, cout, k, groups=groups)}[op]()
+        shape = (batch, cin, 5) if op.endswith("1d") else (batch, cin, 4, 4)
+        return (lambda x: conv(torch.quantize_per_tensor(x, 0.1, 0, torch.quint8))), [torch.randn(shape)]
+    return make
+
+
+def quantized_cases() -> list[Case]:
+    """Static int8 convolutions (real tensors: quantized kernels have no meta or fake kernels)."""
+    return [Case(op, _qconv_make(op), kinds=("real",), generic_bytes=False)
+            for op in ("quantized.conv2d", "quantized.conv_transpose2d", "quantized.conv1d")]
 
 
 UNCOVERED_REASON = ("no generator yet (most need structured arguments: indices, index lists, sizes, RNN "
