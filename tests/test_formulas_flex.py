@@ -146,3 +146,20 @@ def test_kept_scores_match_the_dense_mask(length):
     mask = flex.create_block_mask(causal, None, None, length, length, device="cpu")
     n = length // 128
     assert kept_scores(mask.as_tuple(), 1, 1, length, length).s == n * (n + 1) // 2 * BLOCK
+
+
+def test_gqa_and_a_per_batch_document_mask():
+    # GQA: 4 query heads share 2 kv heads; the rule counts query heads: 4 * 3 kept blocks
+    q, k, v = torch.randn(1, 4, 256, 16), torch.randn(1, 2, 256, 16), torch.randn(1, 2, 256, 16)
+    mask = flex.create_block_mask(causal, None, None, 256, 256, device="cpu")
+    cost = flex_records(flex.flex_attention, q, k, v, block_mask=mask, enable_gqa=True)
+    assert cost["higher_order.flex_attention"].exp == 4 * 3 * BLOCK
+    # a mask per batch: batch 0 holds two 128-token documents (2 full diagonal blocks), batch 1 one
+    # 256-token document (4 full blocks); 2 heads share each batch's mask: (2 + 4) * 2 blocks, none
+    # partial, so mask_mod is never evaluated: CMP = S - R (softmax maxima) only
+    docs = torch.tensor([[0] * 128 + [1] * 128, [0] * 256])
+    mask = flex.create_block_mask(lambda b, h, qi, ki: docs[b, qi] == docs[b, ki], 2, None, 256, 256, device="cpu")
+    q, k, v = qkv(2, 2, 256)
+    cost = flex_records(flex.flex_attention, q, k, v, block_mask=mask)["higher_order.flex_attention"]
+    s = (2 + 4) * 2 * BLOCK
+    assert (cost.exp, cost.cmp) == (s, s - 2 * 2 * 256)

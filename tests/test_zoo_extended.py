@@ -50,3 +50,19 @@ def test_the_zoo_error_cells_fail_without_the_counter(name, kind, where):
     files = "".join(f.filename for f in traceback.extract_tb(e.value.__traceback__))
     assert "count/modes.py" not in files and "count/recorder.py" not in files       # no OpCounter ran
     assert any(where in (f.line or "") or where in f.filename for f in frames)
+
+
+def test_detr_forward_in_eval_mode_counts_on_fake_tensors():
+    # the fake training cell fails on DETR's training-only isfinite() check; eval mode skips it
+    import warnings
+
+    import torch
+
+    from dispatchprof import OpCounter
+
+    model, inputs, _ = zoo.build("detr", "fake")
+    model.eval()
+    with warnings.catch_warnings(), torch.no_grad(), OpCounter() as c:
+        warnings.simplefilter("ignore")
+        model(**inputs)
+    assert list(c.unknown_ops()) == [] and c.total().macs > 0
