@@ -134,8 +134,9 @@ def to_sparse(x: Any, *args: Any, result: Any, **kwargs: Any) -> Cost:
 
 @formula(aten._to_dense, aten._sparse_coo_tensor_with_dims_and_tensors, aten._sparse_coo_tensor_unsafe,
          aten._sparse_csr_tensor_unsafe, aten._sparse_compressed_tensor_unsafe, aten.sparse_compressed_tensor,
-         aten.copy_sparse_to_sparse_)
+         aten.copy_sparse_to_sparse_, aten.sparse_mask, aten._sparse_mask_projection)
 def sparse_movement(*args: Any, result: Any, **kwargs: Any) -> Cost:
-    """Constructors and sparse -> dense: data movement, no arithmetic."""
+    """Constructors, sparse -> dense, and sparse_mask (a dense tensor's values gathered at a
+    sparse tensor's indices): data movement, no arithmetic."""
     return Cost()
 

@@ -96,3 +96,18 @@ def test_ops_without_a_sparse_rule_are_unknown_never_a_crash():
     assert set(reasons) == {"aten._sparse_softmax", "aten._sparse_sum", "aten.mm"}
     assert reasons["aten.mm"] == "sparse @ sparse: the products depend on the index pattern"
     assert reasons["aten._sparse_sum"].startswith("sparse sum over dims: no rule")
+
+
+def test_sparse_embedding_gradients_and_sparse_adam():
+    # nn.Embedding(sparse=True): the backward builds a COO gradient of the 6 looked-up rows of 4;
+    # SGD adds it into the weight: 6*4 = 24 stored elements, 1 ADD + 1 MULT (lr) each
+    emb = torch.nn.Embedding(10, 4, sparse=True)
+    ids = torch.tensor([[1, 2, 2], [3, 1, 0]])
+    c, _ = records(lambda: (emb(ids).sum().backward(), torch.optim.SGD(emb.parameters(), lr=0.1).step()))
+    (step,) = [r.cost for r in c.profile.records if r.phase == "optimizer"]
+    assert (step.add, step.mult) == (24, 24)
+    # the gradient: values [6,4] float32 (96 B) + indices [1,6] int64 (48 B)
+    (grad,) = [r.cost for r in c.profile.records if r.op == "aten._sparse_coo_tensor_with_dims_and_tensors"]
+    assert grad.bytes_written == 96 + 48
+    c, _ = records(lambda: (emb(ids).sum().backward(), torch.optim.SparseAdam(emb.parameters()).step()))
+    assert list(c.unknown_ops()) == []
