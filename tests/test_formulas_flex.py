@@ -163,3 +163,24 @@ def test_gqa_and_a_per_batch_document_mask():
     cost = flex_records(flex.flex_attention, q, k, v, block_mask=mask)["higher_order.flex_attention"]
     s = (2 + 4) * 2 * BLOCK
     assert (cost.exp, cost.cmp) == (s, s - 2 * 2 * 256)
+
+
+def test_a_mod_that_cannot_run_on_one_score_is_reported_not_raised():
+    # a score_mod that works in torch's (vmapped) kernel but raises on the counter's one-score probe:
+    # the call is counted without the mod's arithmetic and the mod is named as unknown
+    table = torch.randn(256)
+
+    def picky(score, b, h, qi, ki):
+        if score.dim() == 0 and not torch._C._functorch.is_batchedtensor(score):
+            raise ValueError("no scalars")
+        return score + table[qi]
+
+    q, k, v = qkv(1, 1, 256)
+    mask = flex.create_block_mask(causal, None, None, 256, 256, device="cpu")
+    with warnings.catch_warnings(), OpCounter() as c:
+        warnings.simplefilter("ignore")
+        flex.flex_attention(q, k, v, score_mod=picky, block_mask=mask)
+    (unknown,) = c.unknown_ops()
+    assert unknown.op == "picky (ValueError: cannot run on one score)"
+    (rec,) = [r for r in c.profile.records if r.op == "higher_order.flex_attention"]
+    assert rec.cost.exp == 3 * BLOCK                       # the attention itself is still counted

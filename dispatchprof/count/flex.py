@@ -75,8 +75,11 @@ def per_score(fn: Callable | None, q: torch.Tensor, n_int: int, extra: tuple, gr
     ints = tuple(q.new_zeros((), dtype=torch.int) for _ in range(4))
     tail = (q.new_ones((), dtype=work),) if grad else ()
     probe = _Probe()
-    with torch.no_grad(), TransformGetItemToIndex(), probe:
-        fn(*score, *ints, *tail, *extra)
+    try:
+        with torch.no_grad(), TransformGetItemToIndex(), probe:
+            fn(*score, *ints, *tail, *extra)
+    except Exception as e:  # a mod that cannot run on one score: its arithmetic is left out, named
+        return Cost(), [f"{getattr(fn, '__name__', type(fn).__name__)} ({type(e).__name__}: cannot run on one score)"]
     return probe.cost, probe.unknown
 
 
