@@ -75,7 +75,7 @@ def pack(*args: Any, result: Any, **kwargs: Any) -> Cost:
 # variants: the integer convolution by the float rule (conv.py: per output (Cin/g)*prod(k) MULT and
 # MACs, (Cin/g)*prod(k) - 1 ADD, +1 ADD with bias; transposed: the scatter rule), then per output
 # the int8 linear's rescale (1 MULT) and zero-point correction (1 MULT + 1 ADD), requantisation
-# (QUANTIZE); fused relu +1 CMP; fused add (conv2d_add): the accumulator dequantised and added
+# (QUANTIZE; the dynamic kernels quantise their float input instead and return floats); fused relu +1 CMP; fused add (conv2d_add): the accumulator dequantised and added
 # (2 ADD + 1 MULT). The packed weight (an opaque object) gives the weight's shape, groups, stride,
 # padding, dilation and bias. Bytes: the int8 input, the int8 weight (1 byte per element), a float32
 # bias (4 bytes per output channel) and the accumulator read, the int8 output written.
@@ -101,7 +101,7 @@ def int8_conv(qx: TensorMeta, packed: Any, out: TensorMeta, extra: Cost, accum: 
     """The block comment's integer convolution and per-output work, with its bytes."""
     w, has_bias, stride, padding, dilation, transposed = _packed_conv(packed, len(qx.shape) - 2)
     conv = convolution(qx, w, 0 if has_bias else None, stride, padding, dilation, transposed, result=out)
-    cost = conv + (Cost(mult=2, add=1) + QUANTIZE + extra) * out.numel
+    cost = conv + (Cost(mult=2, add=1) + extra) * out.numel
     read = qx.nbytes + w.numel + (4 * out.shape[1] if has_bias else 0)
     read += accum.nbytes if isinstance(accum, TensorMeta) else 0
     return cost.with_bytes(read=read, written=out.nbytes)
@@ -109,14 +109,14 @@ def int8_conv(qx: TensorMeta, packed: Any, out: TensorMeta, extra: Cost, accum: 
 
 def _conv_formula(extra: Cost) -> Any:
     def count(qx: TensorMeta, packed: Any, *args: Any, result: Any, **kwargs: Any) -> Cost:
-        return int8_conv(qx, packed, first_meta(result), extra)
-    count.__doc__ = f"int8 convolution, +{extra} per output."
+        return int8_conv(qx, packed, first_meta(result), QUANTIZE + extra)
+    count.__doc__ = f"int8 convolution, requantised, +{extra} per output."
     return count
 
 
 def _conv_add_formula(extra: Cost) -> Any:
     def count(qx: TensorMeta, accum: TensorMeta, packed: Any, *args: Any, result: Any, **kwargs: Any) -> Cost:
-        return int8_conv(qx, packed, first_meta(result), extra, accum)
+        return int8_conv(qx, packed, first_meta(result), QUANTIZE + extra, accum)
     count.__doc__ = f"int8 convolution, then the accumulator added, +{extra} per output."
     return count
 
@@ -126,6 +126,14 @@ formula(quantized.conv1d, quantized.conv2d, quantized.conv3d, quantized.conv_tra
 formula(quantized.conv1d_relu, quantized.conv2d_relu, quantized.conv3d_relu)(_conv_formula(RELU))
 formula(quantized.conv2d_add)(_conv_add_formula(ADD_ACCUM))
 formula(quantized.conv2d_add_relu)(_conv_add_formula(ADD_ACCUM + RELU))
+@formula(quantized.conv1d_dynamic, quantized.conv2d_dynamic, quantized.conv3d_dynamic,
+         quantized.conv_transpose1d_dynamic, quantized.conv_transpose2d_dynamic, quantized.conv_transpose3d_dynamic)
+def conv_dynamic(x: TensorMeta, packed: Any, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """Float input quantised dynamically (range, then QUANTIZE per element), the int8 convolution,
+    a float output (no requantisation)."""
+    return dynamic_range(x.numel) + QUANTIZE * x.numel + int8_conv(x, packed, first_meta(result), Cost())
+
+
 formula(quantized.conv1d_prepack, quantized.conv2d_prepack, quantized.conv3d_prepack, quantized.conv_prepack,
         quantized.conv_transpose1d_prepack, quantized.conv_transpose2d_prepack,
         quantized.conv_transpose3d_prepack)(pack)

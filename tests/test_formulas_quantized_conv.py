@@ -93,3 +93,22 @@ def test_static_quantized_model_counts_every_op():
     assert list(c.unknown_ops()) == []
     (conv,) = [r for r in c.profile.records if r.op.startswith("quantized.conv")]
     assert conv.cost.macs == 4 * 4 * 4 * 27                      # out [1,4,4,4], 3*9 products each
+
+
+def test_dynamic_int8_conv2d_by_hand():
+    import torch.ao.nn.quantized.dynamic as nnqd
+
+    # float x [2,4,5,5] = 200 elements: range 2*(200-1) = 398 CMP + 2 ADD + 1 DIV + 1 OTHER, then
+    # quantise each: 1 DIV, 1 ADD, 1 OTHER, 2 CMP. Conv [6,4,3,3], no padding: out [2,6,3,3] = 108
+    # outputs of 36 products, 35 + 1 (bias) ADD, then 2 MULT + 1 ADD; float output, no requantising
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with OpCounter() as c:
+            nnqd.Conv2d(4, 6, 3)(torch.randn(2, 4, 5, 5))
+    assert list(c.unknown_ops()) == []
+    (r,) = [r for r in c.profile.records if r.op == "quantized.conv2d_dynamic"]
+    assert counts(r.cost) == {"cmp": 398 + 400, "add": 2 + 200 + 108 * 37, "div": 1 + 200,
+                              "other": 1 + 200, "mult": 108 * 38}
+    assert r.cost.macs == 108 * 36
+    # bytes: float input 800 B, int8 weight 216 B, bias 24 B; float output 432 B
+    assert (r.cost.bytes_read, r.cost.bytes_written) == (800 + 216 + 24, 432)
