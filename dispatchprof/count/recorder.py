@@ -152,6 +152,20 @@ class Recorder:
             if i < len(args):
                 self._track(args[i], index, reads.keys)
 
+    def _track(self, out: Any, producer: int, not_new: Any) -> None:
+        frame = self.tracker.current
+        for t in iter_tensors(out):
+            self.ledger.track(t, self.op_index, producer, not_new)
+        live = self.ledger.live_bytes
+        if live > frame.peak_bytes:
+            frame.peak_bytes = live
+        if live - self.label_baseline > self.phase_peaks.get(self.label, 0):
+            self.phase_peaks[self.label] = live - self.label_baseline
+
+    def unknown_call(self, name: str, reason: str) -> None:
+        """Keep one call of ``name`` that is not counted, with the reason."""
+        self._unknown(name, reason)
+
     def count_cost(self, name: str, cost: Cost, args: tuple, out: Any) -> None:
         """Record one call the counter costed itself (a higher-order op such as flex_attention):
         every tensor in ``args`` read once and every tensor of ``out`` written once, unless the
@@ -167,21 +181,8 @@ class Recorder:
                                      out_elements=out_elements))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
-        self._track(out, len(self.records) - 1, _Existing(_input_keys(args, {}), self.tracker.resident))
-
-    def _track(self, out: Any, producer: int, not_new: Any) -> None:
-        frame = self.tracker.current
-        for t in iter_tensors(out):
-            self.ledger.track(t, self.op_index, producer, not_new)
-        live = self.ledger.live_bytes
-        if live > frame.peak_bytes:
-            frame.peak_bytes = live
-        if live - self.label_baseline > self.phase_peaks.get(self.label, 0):
-            self.phase_peaks[self.label] = live - self.label_baseline
-
-    def unknown_call(self, name: str, reason: str) -> None:
-        """Keep one call of ``name`` that is not counted, with the reason."""
-        self._unknown(name, reason)
+        self._track(iter_tensors(out), len(self.records) - 1,
+                    _Existing(_input_keys(args, {}), self.tracker.resident))
 
     def _unknown(self, name: str, reason: str) -> None:
         scope, _ = self.scope_and_phase()

@@ -32,9 +32,8 @@ def sparse_meta(t: Tensor) -> SparseMeta:
 
 
 def stored_bytes(t: Tensor) -> int:
-    """Bytes a tensor really stores: a dim with stride 0 (a broadcast) counts once; a sparse
-    tensor stores its values and indices."""
-    if t.layout is not _STRIDED:
+    """Bytes a tensor really stores: a dim with stride 0 (a broadcast) counts once."""
+    if t.layout is not _STRIDED:          # a sparse tensor stores its values and indices
         return sparse_meta(t).nbytes if t.layout in _SPARSE_PARTS else t.numel() * t.element_size()
     try:
         n = 1
@@ -47,11 +46,10 @@ def stored_bytes(t: Tensor) -> int:
 
 
 def to_meta(value: Any) -> Any:
-    """Tensors to `TensorMeta` (sparse ones to `SparseMeta`), lists of tensors to lists of them, the
-    rest as is."""
+    """Tensors to `TensorMeta`, lists of tensors to lists of `TensorMeta`, the rest as is."""
+    if isinstance(value, Tensor) and value.layout is not _STRIDED and value.layout in _SPARSE_PARTS:
+        return sparse_meta(value)         # a sparse tensor: SparseMeta (stored elements and bytes)
     if isinstance(value, Tensor):
-        if value.layout is not _STRIDED and value.layout in _SPARSE_PARTS:
-            return sparse_meta(value)
         return TensorMeta(tuple(int(s) for s in value.shape), value.dtype)
     if isinstance(value, (list, tuple)):
         return type(value)(to_meta(v) for v in value) if value else value
