@@ -1,5 +1,5 @@
-"""A padded attention mask: the op streams of real and fake tensors differ by transformers'
-value checks only (docs/counting.md, "Where real and fake op streams differ")."""
+"""Where the op streams of real, meta and fake tensors differ, they differ by the model's or
+torch's own ops only (docs/counting.md, "Where real and fake op streams differ")."""
 
 import warnings
 from collections import Counter
@@ -39,3 +39,28 @@ def test_padded_mask_streams_differ_only_by_transformers_value_checks():
     assert real.total().flops - fake.total().flops == 2 * (n - 1)
     attention = [[r.cost for r in c.profile.records if "attention" in r.op] for c in (real, fake)]
     assert attention[0] == attention[1] and attention[0]       # the attention itself counts the same
+
+
+def _lstm_backward(kind):
+    model, inputs, loss = zoo.build("lstm", kind)
+    with warnings.catch_warnings(), OpCounter() as c:
+        warnings.simplefilter("ignore")
+        zoo.training_step(model, inputs, loss)
+    return [r for r in c.profile.records if r.phase == "backward"], c
+
+
+def test_lstm_backward_bytes_match_and_fake_adds_torch_copies():
+    (real, rc), (fake, fc) = _lstm_backward("real"), _lstm_backward("fake")
+    layers = [[r.cost for r in recs if r.op == "aten.mkldnn_rnn_layer_backward"] for recs in (real, fake)]
+    assert layers[0] == layers[1] and len(layers[0]) == 2     # the oneDNN workspace is not traffic
+    # layer 1 (I=16, H=32, T=5, B=2) reads x 640 B, weights 8192 + 16384 + 512 + 512, hx, cx 256 each,
+    # output 1280, hy, cy 256 each, grad_output 1280 (h_n, c_n are unused: no grad_hy, grad_cy);
+    # not its 32768-byte workspace
+    assert layers[0][1].bytes_read == 640 + 8192 + 16384 + 1024 + 512 + 1280 + 512 + 1280 == 29824
+    # torch's fake kernel returns one tensor for both bias gradients; autograd then copies one of
+    # them (new_empty_strided + copy_ of the [128] bias, 512 B) per layer: fake-only ops
+    extra = Counter(r.op for r in fake)
+    extra.subtract(Counter(r.op for r in real))
+    assert +extra == Counter({"aten.new_empty_strided": 2, "aten.copy_": 2}) and -extra == Counter()
+    assert rc.total().macs == fc.total().macs
+    assert fc.total().bytes_read - rc.total().bytes_read == 4 * 512
