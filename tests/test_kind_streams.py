@@ -64,3 +64,22 @@ def test_lstm_backward_bytes_match_and_fake_adds_torch_copies():
     assert +extra == Counter({"aten.new_empty_strided": 2, "aten.copy_": 2}) and -extra == Counter()
     assert rc.total().macs == fc.total().macs
     assert fc.total().bytes_read - rc.total().bytes_read == 4 * 512
+
+
+def test_swin_fake_copies_gradients_that_torch_lays_out_differently():
+    # torch's fake native_layer_norm_backward returns grad_input in its (permuted) input's layout,
+    # the CPU kernel a contiguous one; a later reshape then copies on fake tensors only: 3 clones
+    # of a [2,16,32] float gradient (4096 B read and written each); the arithmetic is the same
+    counters = {}
+    for kind in ("real", "fake"):
+        model, inputs, loss = zoo.build("swin", kind)
+        with warnings.catch_warnings(), OpCounter() as c:
+            warnings.simplefilter("ignore")
+            zoo.training_step(model, inputs, loss)
+        counters[kind] = c
+    ops = Counter((r.op, r.phase) for r in counters["fake"].profile.records)
+    ops.subtract(Counter((r.op, r.phase) for r in counters["real"].profile.records))
+    assert +ops == Counter({("aten.clone", "backward"): 3}) and -ops == Counter()
+    real, fake = counters["real"].total(), counters["fake"].total()
+    assert (real.flops, real.macs, real.ops) == (fake.flops, fake.macs, fake.ops)
+    assert fake.bytes_read - real.bytes_read == fake.bytes_written - real.bytes_written == 3 * 4096
