@@ -272,7 +272,9 @@ def build(name: str, kind: str, *, seed: int = 0) -> tuple[nn.Module, dict, Call
         model = e.build()
         inputs = e.inputs()
         if kind == "meta":
-            model = model.to("meta")
+            model = model.to("meta")       # torch makes new parameters here: tied ones come apart
+            if hasattr(model, "tie_weights"):
+                model.tie_weights()         # transformers ties them again (real and fake stay tied)
             inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         model.train()
     return model, inputs, e.loss
