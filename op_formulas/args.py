@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from op_formulas.cost import TensorMeta
+from op_formulas.cost import SparseMeta, TensorMeta
 
 
 def numel(shape: Sequence[int]) -> int:
@@ -15,9 +15,10 @@ def numel(shape: Sequence[int]) -> int:
 
 
 def first_meta(value: Any) -> TensorMeta:
-    """The first TensorMeta in ``value`` (a TensorMeta or a tuple/list of them)."""
-    if isinstance(value, TensorMeta):
-        return value
+    """The first TensorMeta in ``value`` (a TensorMeta or a tuple/list of them); a sparse
+    result's `SparseMeta` (its numel and nbytes are the stored elements) stands in for one."""
+    if isinstance(value, (TensorMeta, SparseMeta)):
+        return value  # type: ignore[return-value]
     for v in value:
         if isinstance(v, TensorMeta):
             return v

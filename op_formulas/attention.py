@@ -62,13 +62,19 @@ def attention_cost(b: int, h: int, lq: int, lk: int, e: int, ev: int, *, masked:
                    dropout: bool, causal_computed: bool | str) -> Cost:
     """The forward rule of the module docstring for one attention call."""
     s, rows, _ = scores(lq, lk, causal_computed)
-    per_head = Cost(
+    return forward_of_scores(s, rows, e, ev, masked=masked, dropout=dropout) * (b * h)
+
+
+def forward_of_scores(s: int, rows: int, e: int, ev: int, *, masked: bool, dropout: bool) -> Cost:
+    """The forward rule for S scores in R rows (one head, or summed over heads: the rule is
+    linear in S and R)."""
+    cost = Cost(
         mult=s * e + s + ev * s,
         add=s * (e - 1) + s * int(masked) + (2 * s - rows) + ev * (s - rows),
         cmp=s - rows, exp=s, div=s, macs=s * (e + ev))
     if dropout:
-        per_head += Cost(other=s, mult=s)   # one draw and one mask-and-scale per probability
-    return per_head * (b * h)
+        cost += Cost(other=s, mult=s)   # one draw and one mask-and-scale per probability
+    return cost
 
 
 def attention_backward_cost(b: int, h: int, hk: int, lq: int, lk: int, e: int, ev: int, *,
@@ -83,12 +89,22 @@ def attention_backward_cost(b: int, h: int, hk: int, lq: int, lk: int, e: int, e
     GQA: dK and dV are summed over the H/Hk query heads of each kv head:
     B*Hk*Lk*(E+Ev)*(H/Hk-1) ADD. MACs = S*(2E + 2Ev)."""
     s, rows, cols = scores(lq, lk, causal_computed)
-    per_head = Cost(
+    return backward_of_scores(Scores(s, rows, cols), lq, e, ev) * (b * h) + group_sum_cost(b, h, hk, lk, e, ev)
+
+
+def backward_of_scores(sc: Scores, lq: int, e: int, ev: int) -> Cost:
+    """The backward rule without the GQA sum, for S scores, R rows, C columns and Lq queries (one
+    head, or summed over heads: the rule is linear in all four)."""
+    s, rows, cols = sc
+    return Cost(
         mult=ev * s + s * ev + lq * ev + 2 * s + s * e + s * e,
         add=ev * (s - cols) + s * (ev - 1) + lq * (ev - 1) + s + e * (s - rows) + e * (s - cols),
         macs=s * (2 * e + 2 * ev))
-    group_sum = Cost(add=b * hk * lk * (e + ev) * (h // hk - 1))
-    return per_head * (b * h) + group_sum
+
+
+def group_sum_cost(b: int, h: int, hk: int, lk: int, e: int, ev: int) -> Cost:
+    """GQA: dK and dV summed over the H/Hk query heads of each kv head."""
+    return Cost(add=b * hk * lk * (e + ev) * (h // hk - 1))
 
 
 def _shapes(q: TensorMeta, k: TensorMeta, v: TensorMeta) -> tuple[int, ...]:

@@ -37,6 +37,54 @@ class TensorMeta(NamedTuple):
         return self.numel * self.itemsize
 
 
+class UnsupportedCall(Exception):
+    """Raised by a formula for a call it cannot count (an unsupported mode or layout).
+    The counter records the call as unknown, with this message as the reason."""
+
+
+class SparseShapeError(UnsupportedCall):
+    """A formula without a sparse rule asked for the dense shape of a sparse tensor."""
+
+
+class SparseMeta:
+    """What a formula may know of a sparse tensor (COO, CSR, CSC, BSR, BSC): its dense shape, its
+    dtype, its layout, the elements it stores and their bytes (values plus indices).
+
+    ``numel`` and ``nbytes`` are the *stored* elements and bytes, so a formula that counts per
+    output element counts the stored ones; ``shape`` raises `SparseShapeError` (an
+    UnsupportedCall): a formula that needs the dense shape has no sparse rule, and the counter
+    reports the call as unknown rather than counting the dense arithmetic. Sparse rules read
+    ``dense_shape``."""
+
+    __slots__ = ("dense_shape", "dtype", "layout", "nnz", "numel", "nbytes")
+
+    def __init__(self, dense_shape: tuple[int, ...], dtype: torch.dtype, layout: str, nnz: int,
+                 numel: int, nbytes: int) -> None:
+        self.dense_shape, self.dtype, self.layout = dense_shape, dtype, layout
+        self.nnz, self.numel, self.nbytes = nnz, numel, nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        raise SparseShapeError(f"sparse ({self.layout}) input: this op has no sparse rule")
+
+    def __iter__(self) -> None:
+        raise SparseShapeError(f"sparse ({self.layout}) input: this op has no sparse rule")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SparseMeta) and all(
+            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    def __hash__(self) -> int:
+        return hash((self.dense_shape, self.layout, self.nnz))
+
+    def __repr__(self) -> str:
+        return f"SparseMeta({self.dense_shape}, {self.dtype}, {self.layout}, nnz={self.nnz})"
+
+
 def T(*shape: int, dtype: torch.dtype = torch.float32) -> TensorMeta:
     """Shorthand for tests and docs: ``T(2, 3)`` is a float32 tensor of shape (2, 3)."""
     return TensorMeta(tuple(shape), dtype)

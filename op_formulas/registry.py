@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 import torch
 
-from op_formulas.cost import Cost
+from op_formulas.cost import Cost, UnsupportedCall  # noqa: F401  (re-exported: formulas raise it)
 
 Formula = Callable[..., Cost]
 Packet = torch._ops.OpOverloadPacket
@@ -90,11 +90,6 @@ def overwrites_self(*packets: Packet) -> None:
     """Declare in-place ops whose first argument is written but not read."""
     _check_packets(packets, "overwrites_self")
     OVERWRITES_SELF.update(packets)
-
-
-class UnsupportedCall(Exception):
-    """Raised by a formula for a call it cannot count (an unsupported mode or layout).
-    The counter records the call as unknown, with this message as the reason."""
 
 
 def wrap(packet: Packet, wrapper: Callable[[Formula], Formula]) -> None:

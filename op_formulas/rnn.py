@@ -70,7 +70,10 @@ def mkldnn_rnn_layer_backward(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta,
                               result: Any, **kwargs: Any) -> Cost:
     """steps*batch `lstm_step_backward`, plus weight gradients summed over the n = steps*batch
     rows: dW_ih 4H*I*n MULT and MACs, 4H*I*(n-1) ADD; dW_hh 4H*H*n, 4H*H*(n-1); db
-    4H*(n-1) ADD (b_hh's gradient equals b_ih's: a copy)."""
+    4H*(n-1) ADD (b_hh's gradient equals b_ih's: a copy). Reads every tensor argument but the
+    oneDNN workspace (as the forward does not write it: empty on fake and meta tensors); writes all
+    seven gradients (the fake kernel returns one tensor for both bias gradients: counted twice,
+    as the real kernel writes two), so real and fake tensors give the same bytes."""
     mode, hidden, has_biases, batch_first = args[11], args[12], args[14], args[18]
     if mode != LSTM_MODE:
         raise UnsupportedCall(f"mkldnn_rnn_layer_backward mode {mode} (only LSTM has a formula)")
@@ -78,4 +81,6 @@ def mkldnn_rnn_layer_backward(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta,
     n, h = t * b, hidden
     weights = Cost(mult=4 * h * (i + h) * n, macs=4 * h * (i + h) * n,
                    add=4 * h * (i + h) * (n - 1) + 4 * h * (n - 1) * int(has_biases))
-    return lstm_step_backward(i, h) * n + weights
+    read = sum(a.nbytes for a in (x, w_ih, w_hh, *args[:10]) if isinstance(a, TensorMeta))
+    written = sum(r.nbytes for r in result if isinstance(r, TensorMeta))
+    return (lstm_step_backward(i, h) * n + weights).with_bytes(read=read, written=written)

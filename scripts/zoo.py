@@ -129,7 +129,7 @@ class Entry:
 
     name: str
     build: Callable[[], nn.Module]
-    inputs: Callable[[], dict]          # real CPU inputs; moved or faked per kind
+    inputs: Callable[[], dict]          # real CPU inputs (tensors moved or faked per kind; flags as is)
     loss: Callable[[object], torch.Tensor]
 
 
@@ -211,7 +211,8 @@ def _extended_entries() -> dict[str, Entry]:
         "wav2vec2": Entry("wav2vec2", lambda: tf.Wav2Vec2ForCTC(tf.Wav2Vec2Config(
             hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
             conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
-            num_conv_pos_embedding_groups=2, vocab_size=32, mask_time_prob=0.0)),
+            num_conv_pos_embedding_groups=2, vocab_size=32, mask_time_prob=0.0,
+            layerdrop=0.0)),   # LayerDrop skips the layer on a CPU random draw: kinds would differ by chance
             lambda: {"input_values": torch.randn(BATCH, 400)}, logits2),
         "clip": Entry("clip", lambda: tf.CLIPModel(tf.CLIPConfig(
             text_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
@@ -219,9 +220,18 @@ def _extended_entries() -> dict[str, Entry]:
             vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                                image_size=32, patch_size=8), projection_dim=16)),
             lambda: {"input_ids": torch.randint(3, VOCAB, (BATCH, SEQ)), "pixel_values": torch.randn(BATCH, 3, 32, 32),
-                     "return_loss": torch.tensor(True)}, loss),
+                     "return_loss": True}, loss),       # a Python bool: a tensor flag has no value on meta
         "bart": Entry("bart", lambda: tf.BartForConditionalGeneration(tf.BartConfig(
             **_seq2seq(max_position_embeddings=64))), _lm_inputs, loss),
+        # DETR: a small transformers ResNet backbone (no timm, no download); trained on a
+        # logits + boxes loss (its Hungarian-matching loss needs scipy and real values)
+        "detr": Entry("detr", lambda: tf.DetrForObjectDetection(tf.DetrConfig(
+            use_timm_backbone=False, use_pretrained_backbone=False,
+            backbone_config=tf.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1],
+                                            layer_type="basic", out_features=["stage2"]),
+            d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
+            encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=5, num_labels=3)),
+            _image(labels=False), lambda out: out.logits.float().square().mean() + out.pred_boxes.float().mean()),
         "gru": Entry("gru", GRUTagger, lambda: {"x": torch.randn(BATCH, 5, 16)}, lambda out: out.square().mean()),
         "unet": Entry("unet", UNetish, lambda: {"x": torch.randn(BATCH, 3, 16, 16)}, lambda out: out.abs().mean()),
         "audio-conv": Entry("audio-conv", AudioConv, lambda: {"x": torch.randn(BATCH, 1, 400)},
@@ -232,7 +242,7 @@ def _extended_entries() -> dict[str, Entry]:
 
 ZOO_NAMES = ("llama", "mistral", "qwen2", "gemma2", "phi3", "gpt2", "bert", "t5", "vit", "resnet", "lstm")
 #: More families (scripts/coverage.py runs them; the tests run a few, to keep CI short).
-EXTENDED_NAMES = ("convnext", "resnet-hf", "swin", "segformer", "whisper", "wav2vec2", "clip", "bart",
+EXTENDED_NAMES = ("convnext", "resnet-hf", "swin", "segformer", "detr", "whisper", "wav2vec2", "clip", "bart",
                   "gru", "unet", "audio-conv")
 ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES
 
@@ -257,13 +267,15 @@ def build(name: str, kind: str, *, seed: int = 0) -> tuple[nn.Module, dict, Call
             model = fake_model(e.build)
             model.train()
             with fake_mode(model):
-                inputs = {k: _fake_like(v) for k, v in e.inputs().items()}
+                inputs = {k: _fake_like(v) if isinstance(v, torch.Tensor) else v for k, v in e.inputs().items()}
             return model, inputs, e.loss
         model = e.build()
         inputs = e.inputs()
         if kind == "meta":
-            model = model.to("meta")
-            inputs = {k: v.to("meta") for k, v in inputs.items()}
+            model = model.to("meta")       # torch makes new parameters here: tied ones come apart
+            if hasattr(model, "tie_weights"):
+                model.tie_weights()         # transformers ties them again (real and fake stay tied)
+            inputs = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
         model.train()
     return model, inputs, e.loss
 

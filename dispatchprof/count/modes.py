@@ -18,6 +18,7 @@ from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from dispatchprof.count.flex import FLEX_OPS, run_flex
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.tensors import iter_tensors
 from dispatchprof.errors import DataDependentOpError
@@ -40,9 +41,9 @@ class CountingMode(TorchDispatchMode):
     """Sees every aten op; counts it unless a fused op above already did. An op with no formula
     that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
     ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere.
-    A higher-order op (cond, while_loop, map, flex_attention, ...) runs its dense reference
-    kernel with this mode active, so the ops of its bodies are counted one by one; one with no
-    such kernel runs as is and is reported unknown with the reason."""
+    A higher-order op (cond, while_loop, map) runs its body with this mode active, so its ops
+    are counted one by one; flex_attention is one record over the blocks its BlockMask keeps
+    (`dispatchprof.count.flex`); any other runs as is and is reported unknown with the reason."""
 
     supports_higher_order_operators = True
 
@@ -79,10 +80,8 @@ class CountingMode(TorchDispatchMode):
         if body is not None:
             with self:
                 return body(*args, **kwargs)
-        dense = func.py_kernels.get(torch._C.DispatchKey.CompositeExplicitAutograd)
-        if func.name() in _DENSE_UNDER_MODE and dense is not None:
-            with self:
-                return dense(*args, **kwargs)
+        if func.name() in FLEX_OPS:
+            return run_flex(self.state, func, args, kwargs)
         self.state.unknown_call(f"higher_order.{func.name()}", "higher-order op: its body is run but "
                                 "not counted (no rule to run it under the counter)")
         return func(*args, **kwargs)
@@ -124,8 +123,6 @@ def _map(f: Any, xs: Any, pos_args: Any = ()) -> Any:
 
 #: Higher-order ops run through their bodies with the counter active (ops counted one by one).
 _BODIES = {"cond": _cond, "while_loop": _while_loop, "map_impl": _map}
-#: Higher-order ops whose dense reference kernel runs under a mode (its ops are counted).
-_DENSE_UNDER_MODE = frozenset({"flex_attention", "flex_attention_backward"})
 
 
 _BELOW_PYTHON = torch._C._dispatch_keyset_full_after(torch._C.DispatchKey.Python)

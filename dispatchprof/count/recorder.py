@@ -20,7 +20,7 @@ from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
 from op_formulas.attention import fused_backward
 from op_formulas.collectives import COLLECTIVES
-from op_formulas.cost import TensorMeta
+from op_formulas.cost import Cost, TensorMeta
 from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
 aten = torch.ops.aten
@@ -193,6 +193,24 @@ class Recorder:
     def unknown_call(self, name: str, reason: str) -> None:
         """Keep one call of ``name`` that is not counted, with the reason."""
         self._unknown(name, reason)
+
+    def count_cost(self, name: str, cost: Cost, args: tuple, out: Any) -> None:
+        """Record one call the counter costed itself (a higher-order op such as flex_attention):
+        every tensor in ``args`` read once and every tensor of ``out`` written once, unless the
+        cost says otherwise."""
+        self.op_index += 1
+        scope, phase = self.scope_and_phase()
+        outs = {id(t): t for t in iter_tensors(out)}.values()
+        read = sum(stored_bytes(t) for t in {id(t): t for t in iter_tensors(args)}.values())
+        written, out_elements = sum(stored_bytes(t) for t in outs), sum(t.numel() for t in outs)
+        cost = cost.with_bytes(read if cost.bytes_read is None else cost.bytes_read,
+                               written if cost.bytes_written is None else cost.bytes_written)
+        self.records.append(OpRecord(name, scope, phase, _first_dtype(args, out), cost,
+                                     out_elements=out_elements))
+        if self.tensor_kind is None:
+            self.tensor_kind = _kind_of(args, out)
+        self._track(iter_tensors(out), len(self.records) - 1,
+                    _Existing(_input_keys(args, {}), self.tracker.resident))
 
     def _unknown(self, name: str, reason: str) -> None:
         scope, _ = self.scope_and_phase()

@@ -6,13 +6,35 @@ from typing import Any
 
 import torch
 
-from op_formulas.cost import TensorMeta
+from op_formulas.cost import SparseMeta, TensorMeta
 
 Tensor = torch.Tensor
 
 
+_STRIDED = torch.strided
+#: Sparse layouts: (name, the methods that return what a tensor of that layout stores).
+_SPARSE_PARTS = {
+    torch.sparse_coo: ("coo", ("_values", "_indices")),
+    torch.sparse_csr: ("csr", ("values", "crow_indices", "col_indices")),
+    torch.sparse_bsr: ("bsr", ("values", "crow_indices", "col_indices")),
+    torch.sparse_csc: ("csc", ("values", "ccol_indices", "row_indices")),
+    torch.sparse_bsc: ("bsc", ("values", "ccol_indices", "row_indices")),
+}
+
+
+def sparse_meta(t: Tensor) -> SparseMeta:
+    """A sparse tensor as formulas see it: its stored values' elements, and the bytes of its values
+    and indices."""
+    name, methods = _SPARSE_PARTS[t.layout]
+    parts = [getattr(t, m)() for m in methods]
+    nbytes = sum(p.numel() * p.element_size() for p in parts)
+    return SparseMeta(tuple(int(s) for s in t.shape), t.dtype, name, int(t._nnz()), parts[0].numel(), nbytes)
+
+
 def stored_bytes(t: Tensor) -> int:
     """Bytes a tensor really stores: a dim with stride 0 (a broadcast) counts once."""
+    if t.layout is not _STRIDED:          # a sparse tensor stores its values and indices
+        return sparse_meta(t).nbytes if t.layout in _SPARSE_PARTS else t.numel() * t.element_size()
     try:
         strides = t.stride()
     except (RuntimeError, NotImplementedError):  # sparse or nested layouts have no strides
@@ -28,6 +50,8 @@ def stored_bytes(t: Tensor) -> int:
 
 def to_meta(value: Any) -> Any:
     """Tensors to `TensorMeta`, lists of tensors to lists of `TensorMeta`, the rest as is."""
+    if isinstance(value, Tensor) and value.layout is not _STRIDED and value.layout in _SPARSE_PARTS:
+        return sparse_meta(value)         # a sparse tensor: SparseMeta (stored elements and bytes)
     if isinstance(value, Tensor):
         return TensorMeta(tuple(map(int, value.shape)), value.dtype)
     if isinstance(value, (list, tuple)):
