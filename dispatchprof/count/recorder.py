@@ -205,11 +205,11 @@ class Recorder:
         written, out_elements = sum(stored_bytes(t) for t in outs), sum(t.numel() for t in outs)
         cost = cost.with_bytes(read if cost.bytes_read is None else cost.bytes_read,
                                written if cost.bytes_written is None else cost.bytes_written)
-        self.records.append(OpRecord(name, scope, phase, _first_dtype(args, out), cost,
+        self.records.append(OpRecord(name, scope, phase, _first_dtype((args, out)), cost,
                                      out_elements=out_elements))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
-        self._track(iter_tensors(out), len(self.records) - 1,
+        self._track(list(outs), len(self.records) - 1,
                     _Existing(_input_keys(args, {}), self.tracker.resident))
 
     def _unknown(self, name: str, reason: str) -> None:
