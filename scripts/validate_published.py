@@ -3,16 +3,19 @@ scripts/data/published_gpu.csv, fit a few parameters on the rows marked "fit", r
 
     python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE]
 
-Each row (a model on a GPU, tensor-parallel degree, runtime, weight dtype, batch, prompt and output
-length, one measured metric, its source) is one `profile_generation` on weightless (fake) models,
+Each row (a model on a GPU, tensor-parallel degree, runtime, weight and KV-cache dtype, batch,
+prompt and output length, one measured metric, its source) is predicted on weightless (fake) models,
 simulated side by side on variants of the row's device profile: every combination of a per-device
-parameter (matrix_memory_efficiency, the achieved fraction of bandwidth of GEMM/GEMV streams) and a
-per-runtime parameter (host_overhead_us for eager, graph_launch_us for compiled and serving). The fit
-picks, on the fit rows only, the per-device and per-runtime values with the least mean absolute
-error of the time rows (each capped at 100%: a median would be flat in a parameter that moves only
-a few rows, such as the eager host cost, and one wild row should not decide a device), then each device's static power from its energy fit rows (energy per token
-is linear in it: the median of (measured * tokens / tp - dynamic energy) / time). Nothing is fitted
-per model or per row; the held-out rows never enter the fit.
+parameter (matrix_memory_efficiency, the achieved fraction of bandwidth of GEMM/GEMV streams), a
+per-runtime parameter (host_overhead_us for eager, graph_launch_us for compiled and serving) and,
+for weight-only int8/int4 rows, a per-device weight_only_efficiency. A `static` row is one
+`profile_generation`; a `continuous` row (an engine keeping `batch` sequences running) is the
+steady state of the serving step cost model (`predict_continuous`). The fit picks, on the fit rows
+only, the per-device and per-runtime values with the least mean absolute error of the time rows
+(each capped at 100%: a median would be flat in a parameter that moves only a few rows, such as the
+eager host cost, and one wild row should not decide a device), then the weight-only efficiencies
+on their int rows, then each device's static power and dynamic energy scale from its energy fit
+rows (`fit`). Nothing is fitted per model or per row; the held-out rows never enter the fit.
 
 Metrics: tpot = decode time per step (mean); e2e_per_token = (prefill + decode time) / output tokens;
 ttft = prefill time; throughput = batch * output tokens / (prefill + decode time) of the whole group;
