@@ -20,12 +20,13 @@ from torch._subclasses import FakeTensor
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dispatchprof.count.tensors import iter_tensors, to_meta
+from dispatchprof.count.recorder import OpInfo
+from dispatchprof.count.tensors import to_meta
 from op_formulas.cost import Cost
 from op_formulas.flex import (
     KV_IDX, KV_NUM, MASK_MOD, KeptScores, dense_scores, flex_backward_cost, flex_forward_cost, kept_scores,
 )
-from op_formulas.registry import ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
+from op_formulas.registry import UnsupportedCall
 
 #: The higher-order ops this module counts.
 FLEX_OPS = frozenset({"flex_attention", "flex_attention_backward"})
@@ -39,25 +40,27 @@ class _Probe(TorchDispatchMode):
         super().__init__()
         self.cost = Cost()
         self.unknown: list[str] = []
+        self._infos: dict[Any, OpInfo] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        packet = func.overloadpacket
-        fn = lookup(packet)
-        if fn is None and func.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+        info = self._infos.get(func)
+        if info is None:
+            info = self._infos[func] = OpInfo(func)     # the counter's own facts of the overload
+        if info.formula is None and info.decomposable:
             with self:                  # aten.__and__ and the like: count their parts
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
         out = func(*args, **kwargs)
-        if fn is not None:
+        if info.formula is not None:
             try:
-                cost = fn(*to_meta(args), result=to_meta(out), **to_meta(kwargs))
+                cost = info.formula(*to_meta(args), result=to_meta(out), **to_meta(kwargs))
                 self.cost += cost.with_bytes(None, None)
             except UnsupportedCall:
-                self.unknown.append(str(packet))
-        elif packet not in ZERO_COST and packet._qualified_op_name.split("::")[0] not in ZERO_COST_NAMESPACES:
-            self.unknown.append(str(packet))
+                self.unknown.append(info.name)
+        elif not info.zero_cost:
+            self.unknown.append(info.name)
         return out
 
 

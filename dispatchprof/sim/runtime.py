@@ -43,6 +43,8 @@ RUNTIMES: tuple[str, ...] = get_args(Runtime)
 UNFUSED_OPS = frozenset({"aten.cat", "aten.embedding", "aten.index_select", "aten.index", "aten.copy_",
                          "aten.arange", "aten.scatter", "aten.gather", "aten.index_add", "aten.sort", "aten.topk"})
 LM_HEAD_NAMES = ("lm_head", "embed_out", "output")
+#: Storage bits of a record's dtype key (dtype_key), for the KV-cache narrowing.
+_ELEMENT_BITS = {"fp64": 64, **WEIGHT_BITS}
 
 
 def check_runtime(runtime: str, where: str = "runtime") -> str:
@@ -161,7 +163,7 @@ def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: R
     kv_bits = WEIGHT_BITS[kv_dtype]
     out, narrowed = list(plans), 0
     for k, r in enumerate(records):
-        bits = {"fp64": 64, **WEIGHT_BITS}.get(dtype_key(r.dtype))
+        bits = _ELEMENT_BITS.get(dtype_key(r.dtype))
         if bits is None or kv_bits >= bits:
             continue
         if is_attention(r):
