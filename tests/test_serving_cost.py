@@ -227,15 +227,6 @@ def test_speculative_step_counts_draft_and_target(model):
     assert spec.config.decode_gain == pytest.approx(3.3616) and spec.config.decode_q == 5
 
 
-def test_encoder_decoder_is_refused_in_one_line():
-    from transformers import T5Config
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        t5 = build_model(T5Config(vocab_size=256, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4))
-    with pytest.raises(ValueError, match="T5Model is an encoder-decoder model: serving simulates decoder-only"):
-        prepare_serving(t5, "H100-SXM")
-
-
 def test_draft_with_another_vocabulary_is_refused(model):
     with pytest.raises(ValueError, match="the draft model has a vocabulary of 1000 tokens and the target 512"):
         prepare_serving(model, "H100-SXM", draft=tiny(vocab=1000, layers=1))

@@ -148,8 +148,7 @@ def test_decode_runs_equal_step_by_step():
     cfg = SchedulerConfig(num_blocks=60, block_size=4, max_batched_tokens=32, max_seqs=8)
 
     def cost(prefill, decoding, images):
-        n, c_sum, _ = decoding
-        return 0.002 + 1e-5 * (sum(q for q, _ in prefill) + n) + 1e-7 * c_sum, 0.0
+        return 0.002 + 1e-5 * (sum(q for q, *_ in prefill) + decoding.n) + 1e-7 * decoding.computed_sum, 0.0
 
     fast, _ = run_engine(reqs, cfg, cost)
     import dispatchprof.serving.engine as engine

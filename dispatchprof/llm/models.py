@@ -28,11 +28,17 @@ def token_ids(model: torch.nn.Module, *shape: int) -> torch.Tensor:
     return fake_inputs(model, *shape, high=int(getattr(model.config, "vocab_size", 2) or 2))
 
 
-def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.nn.Module:
-    """A weightless model (fake tensors) from a catalog name, path, hub id or config."""
+def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16, *, generator: bool = False
+                ) -> torch.nn.Module:
+    """A weightless model (fake tensors) from a catalog name, path, hub id or config.
+    ``generator=True`` builds an encoder-decoder config as its conditional-generation model
+    (T5ForConditionalGeneration, WhisperForConditionalGeneration: the LM head that serving and
+    generation need) instead of the bare model."""
     import transformers
 
     config = load_config(spec) if isinstance(spec, (str, os.PathLike)) else spec
+    if generator and getattr(config, "is_encoder_decoder", False):
+        return _build_seq2seq(config, dtype)
     entry = catalog_entry(spec)
     auto = entry.auto if entry is not None else default_auto(config)
     kwargs: dict[str, Any] = {}
@@ -45,6 +51,20 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16) -> torch.
     except (ValueError, TypeError) as e:
         raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a "
                              f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
+
+
+def _build_seq2seq(config: Any, dtype: torch.dtype | None) -> torch.nn.Module:
+    """An encoder-decoder's text or speech conditional-generation model."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+
+    speech = getattr(config, "model_type", "") in MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES
+    cls = transformers.AutoModelForSpeechSeq2Seq if speech else transformers.AutoModelForSeq2SeqLM
+    try:
+        return fake_model(lambda: cls.from_config(config), dtype=dtype)
+    except (ValueError, TypeError) as e:
+        raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a sequence-to-sequence "
+                             f"model: {e}") from None
 
 
 def default_auto(config: Any) -> str:

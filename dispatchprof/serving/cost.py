@@ -54,8 +54,9 @@ from typing import Sequence
 
 import torch
 
+from dispatchprof.llm.generation import StepSpan, kv_element_bits, model_bits
 from dispatchprof.llm.generation import count_steps as generation_steps
-from dispatchprof.llm.generation import kv_element_bits, model_bits
+from dispatchprof.results.profile import Profile
 from dispatchprof.serving.work import KV_QUANTITIES, OpForm, moved_inputs, op_form, op_timing, quantities
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
@@ -84,11 +85,11 @@ class Composition:
     x: tuple[float, ...]
 
     @staticmethod
-    def of(pairs: Sequence[tuple[int, int]]) -> Composition:
-        """From (q_i, k_i) per scheduled sequence."""
+    def of(pairs: Sequence[tuple[int, ...]]) -> Composition:
+        """From (q_i, k_i) per scheduled sequence (further entries ignored)."""
         t = n = kk = a = ac = 0
         qm = km = 0
-        for q, k in pairs:
+        for q, k, *_ in pairs:
             t += q
             n += 1
             kk += k
@@ -142,6 +143,12 @@ class CountedStep:
     devices: dict[str, dict[str, Device]]    # scenario -> its devices by name (bound ones with bound)
     static_power_w: dict[str, float]          # scenario -> static power of its devices
     weight_dtype: str | None = None
+    x: tuple[int, ...] | None = None          # its feature row; None: Composition.uniform(batch, q, past)
+
+    def features(self) -> tuple[int, ...]:
+        """The row of the design matrix this step contributes."""
+        return self.x if self.x is not None else tuple(int(v) for v in Composition.uniform(self.batch, self.q,
+                                                                                          self.past).x)
 
 
 @dataclass(frozen=True)
@@ -240,7 +247,17 @@ def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scena
     scenario under ``runtime`` and ``tp``."""
     c, spans = generation_steps(model, batch, tokens, scenarios, weight_dtype=weight_dtype, bound=bound,
                                 runtime=runtime, tp=tp, logits_to_keep=1)
-    profile = c.profile
+    past = spans[-1].past + spans[-1].tokens
+    per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / tp
+    return counted_steps(c.profile, spans, scenarios, batch, per_token, weight_dtype=weight_dtype, bound=bound,
+                         runtime=runtime, tp=tp)
+
+
+def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenarios, batch: int,
+                  kv_bytes_per_token: float, *, weight_dtype: str | None = None, bound: bool = False,
+                  runtime: str = "serving", tp: int = 1) -> list[CountedStep]:
+    """Every op's form and quantities per scenario, for each span of a count (the spans' records
+    planned as one count, as the simulator plans them: kernels, launches, moved inputs)."""
     records = profile.records
     module_type = {s.name: s.module_type for s in profile.scopes}
     starts = tuple(s.start for s in spans)
@@ -268,11 +285,9 @@ def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scena
         memory[name] = (None if None in caps else sum(caps), sum(ch.weights_bytes for ch in checks))
         devices[name] = {d.name: d for d in placement.devices}
         static[name] = sum(d.static_power_w for d in placement.devices)
-    past = spans[-1].past + spans[-1].tokens
-    per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / tp
     return [CountedStep(batch, s.tokens, s.past, tuple((r.op, r.scope, r.dtype) for r in records[s.start:s.end]),
-                        {name: per_scenario[name][k] for name in scenarios}, per_token, memory, devices, static,
-                        weight_dtype)
+                        {name: per_scenario[name][k] for name in scenarios}, kv_bytes_per_token, memory, devices,
+                        static, weight_dtype)
             for k, s in enumerate(spans)]
 
 
@@ -299,7 +314,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
             raise ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from "
                              f"that of {first.batch} x {first.q} after {first.past}: this model's steps are not "
                              f"one op stream, which the serving cost model needs")
-    rows = [tuple(int(v) for v in Composition.uniform(s.batch, s.q, s.past).x) for s in steps]
+    rows = [s.features() for s in steps]
     pinv, denominator = integer_pseudo_inverse(rows)
     models = {}
     for name, ops in first.ops.items():

@@ -6,9 +6,10 @@ routed to a replica (`route`): ``round_robin`` (the i-th arrival to replica i mo
 a tie); an idle replica starts a step at once. When a step completes, its sequences advance (the
 rules in `dispatchprof.serving.scheduler`) and the replica plans its next step at that instant,
 with every request that arrived meanwhile in its queue. A step's duration and energy come from
-``step_cost(prefill, decoding, images)``: (q, k) per prefilling sequence, (number, sum and
-maximum of ``computed``) of the decoding ones, and the images of prompts whose first chunk runs
-in this step (their encoder runs before the step).
+``step_cost(prefill, decoding, images)``: (q, k, prompt tokens) per prefilling sequence, the
+decoding ones as a `DecodeBatch` (number; sum and maximum of ``computed`` and of the prompts;
+maximum generated), and the images of prompts whose first chunk runs in this step (their
+encoder runs before the step).
 
 **Decode runs.** When every running sequence of a replica decodes and nothing can join them
 (no queue, or ``max_seqs`` already run), its next steps differ only in their cache lengths. It
@@ -25,15 +26,33 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Sequence
+from typing import Callable, Literal, NamedTuple, Sequence
 
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, blocks_for, plan_step
 
+
+class DecodeBatch(NamedTuple):
+    """The decoding sequences of a step, as the engine tracks them: how many, their ``computed``
+    tokens (sum, maximum), their prompts (sum, maximum) and generated tokens (maximum)."""
+
+    n: int
+    computed_sum: float
+    computed_max: float
+    prompt_sum: float = 0.0
+    prompt_max: float = 0.0
+    generated_max: float = 0.0
+
+    def advanced(self, tokens: float) -> DecodeBatch:
+        """The same sequences ``tokens`` tokens further on (a decode run)."""
+        return self._replace(computed_sum=self.computed_sum + self.n * tokens, computed_max=self.computed_max + tokens,
+                             generated_max=self.generated_max + tokens)
+
+
 Router = Literal["round_robin", "least_loaded"]
 ROUTERS: tuple[Router, ...] = ("round_robin", "least_loaded")
-#: (prefill (q, k) pairs, decoding (n, sum computed, max computed), images) -> (seconds, joules)
-StepCostFn = Callable[[Sequence[tuple[int, int]], tuple[int, float, float], int], tuple[float, float]]
+#: (prefill (q, k, prompt tokens) per prefilling sequence, the decoding ones, images) -> (seconds, joules)
+StepCostFn = Callable[[Sequence[tuple[int, int, int]], DecodeBatch, int], tuple[float, float]]
 
 
 @dataclass(slots=True)
@@ -155,22 +174,30 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
         rep.running.append(rep.waiting.popleft())
     if not plan.scheduled:
         raise RuntimeError(f"replica {rep.index} scheduled nothing with {len(rep.waiting)} requests waiting")
-    prefill, images = [], 0
-    n, c_sum, c_max = 0, 0.0, 0.0
+    prefill, images, decoding = [], 0, []
     for i, q, new_blocks in plan.scheduled:
         s = seqs[i]
         rep.free_blocks -= new_blocks
         s.blocks += new_blocks
         if s.prefilled:
-            n, c_sum, c_max = n + 1, c_sum + s.computed, max(c_max, s.computed)
+            decoding.append(s)
         else:
-            prefill.append((q, int(s.computed) + q))
+            prefill.append((q, int(s.computed) + q, s.request.prompt_tokens))
             if s.computed == 0 and s.first_token_s is None:
                 images += s.request.images
-    seconds, joules = step_cost(prefill, (n, c_sum, c_max), images)
+    seconds, joules = step_cost(prefill, decode_batch(decoding), images)
     _account(rep, t, seconds, joules, 1)
     rep.plan = plan
     heapq.heappush(done, (t + seconds, rep.index))
+
+
+def decode_batch(decoding: Sequence[SeqState]) -> DecodeBatch:
+    """The DecodeBatch of these decoding sequences."""
+    if not decoding:
+        return DecodeBatch(0, 0.0, 0.0)
+    return DecodeBatch(len(decoding), sum(s.computed for s in decoding), max(s.computed for s in decoding),
+                       sum(s.request.prompt_tokens for s in decoding), max(s.request.prompt_tokens for s in decoding),
+                       max(s.generated for s in decoding))
 
 
 def _account(rep: Replica, t: float, seconds: float, joules: float, steps: int) -> None:
@@ -202,11 +229,10 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if blocks_after(mid) <= rep.free_blocks else (lo, mid - 1)
         limit = lo
-    c_sum = sum(s.computed for s in running)
-    c_max = max(s.computed for s in running)
+    batch = decode_batch(running)
     end, seconds, joules, m = t, 0.0, 0.0, 0
     while m < limit:
-        dt, dj = step_cost((), (n, c_sum + m * n * gain, c_max + m * gain), 0)
+        dt, dj = step_cost((), batch.advanced(m * gain), 0)
         if m and end + dt >= t_next_arrival:
             break
         end, seconds, joules, m = end + dt, seconds + dt, joules + dj, m + 1

@@ -14,6 +14,12 @@ Speculative decoding (``draft=``, ``spec_tokens=k``, ``acceptance=a``): each ste
 sequence runs k draft decode steps and one target step over k + 1 tokens, and gains the
 expected accepted tokens (1 - a^(k+1)) / (1 - a) (k + 1 when a = 1) (`expected_tokens`). The
 draft's first step also prefills the prompt chunks of the step.
+
+Encoder-decoder models (T5, BART, Whisper; `dispatchprof.serving.seq2seq`): a request's prompt
+is its encoder input; each prompt scheduled in a step runs its encoder and first decoder step on
+its own (its cost counted once per prompt length), and the decoding sequences run one decoder
+step with cross-attention over their prompts. Their prefill is never chunked (an encoder reads
+its whole input at once, as vLLM runs these models); speculative decoding and images are refused.
 """
 
 from __future__ import annotations
@@ -26,10 +32,13 @@ import torch
 
 from dispatchprof.serving.cost import Composition, StepCostModel, count_design, fit, kv_scale
 from dispatchprof.serving.encoder import image_cost
-from dispatchprof.serving.engine import Router, run_engine
+from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
 from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
+from dispatchprof.serving.seq2seq import (
+    PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt, is_encoder_decoder,
+)
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import check_runtime
@@ -62,6 +71,8 @@ class ServingSetup:
     image_cost: tuple[float, float] = (0.0, 0.0)     # one image through the encoder: (s, J)
     runtime: str = "serving"
     tp: int = 1                                      # devices per replica (tensor parallelism)
+    prompt: PromptCost | None = None                 # an encoder-decoder's prompt cost (seq2seq)
+    fixed_prompt: int | None = None                  # Whisper: the prompt length its encoder reads
 
     def num_blocks(self, block_size: int, memory_utilization: float) -> int:
         """KV blocks of one replica (module docstring)."""
@@ -74,23 +85,39 @@ class ServingSetup:
                              f"{self.device} ({self.capacity_bytes / 1e9:.2f} GB x {memory_utilization})")
         return blocks
 
-    def step_cost(self, prefill: Sequence[tuple[int, int]], decoding: tuple[int, float, float],
+    def step_cost(self, prefill: Sequence[tuple[int, int, int]], decoding: DecodeBatch,
                   images: int) -> tuple[float, float]:
         """(seconds, joules) of one step (engine.StepCostFn): the target over the prefill chunks
         and the decoding sequences (k + 1 tokens each under speculative decoding), the image
-        encoder, and the draft's k steps; joules of the whole tensor-parallel group (tp x one
-        device's)."""
-        n, c_sum, c_max = decoding
+        encoder, and the draft's k steps; for an encoder-decoder, each prompt's encoder and first
+        decoder step and one decoder step of the decoding sequences. Joules of the whole
+        tensor-parallel group (tp x one device's)."""
+        if self.prompt is not None:
+            return self._seq2seq_step(prefill, decoding)
+        n = decoding.n
         q = self.spec_tokens + 1 if self.draft is not None else 1
         chunks = Composition.of(prefill)
-        c = self.cost.cost(chunks.merge(Composition.decoding(n, c_sum, c_max, q)))
+        c = self.cost.cost(chunks.merge(Composition.decoding(n, decoding.computed_sum, decoding.computed_max, q)))
         time, energy = c.time_s + images * self.image_cost[0], c.energy_j + images * self.image_cost[1]
         if self.draft is not None:
-            drafting = Composition.decoding(n, c_sum, c_max, 1)
+            drafting = Composition.decoding(n, decoding.computed_sum, decoding.computed_max, 1)
             first = self.draft.cost(chunks.merge(drafting))
             rest = self.draft.cost(drafting) if n else None
             time += first.time_s + (self.spec_tokens - 1) * (rest.time_s if rest else 0.0)
             energy += first.energy_j + (self.spec_tokens - 1) * (rest.energy_j if rest else 0.0)
+        return time, energy * self.tp
+
+    def _seq2seq_step(self, prefill: Sequence[tuple[int, int, int]], decoding: DecodeBatch) -> tuple[float, float]:
+        """Prompts one after another (a recomputed one pays its prompt again, not its generated
+        tokens), then the decode step."""
+        assert self.prompt is not None
+        time = energy = 0.0
+        for _, _, prompt_tokens in prefill:
+            c = self.prompt.cost(prompt_tokens)
+            time, energy = time + c.time_s, energy + c.energy_j
+        if decoding.n:
+            c = self.cost.cost(decode_composition(decoding))
+            time, energy = time + c.time_s, energy + c.energy_j
         return time, energy * self.tp
 
 
@@ -119,7 +146,7 @@ def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
     if isinstance(spec, torch.nn.Module):
         return spec
     from dispatchprof.llm.models import build_model
-    return build_model(spec, dtype=dtype)
+    return build_model(spec, dtype=dtype, generator=True)
 
 
 def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloat16, weight_dtype: str | None = None,
@@ -136,7 +163,9 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
     name = next(iter(scenarios))
     target = _model(model, dtype)
-    check_decoder_only(target)
+    if is_encoder_decoder(target):
+        return _prepare_seq2seq(target, scenarios, name, draft=draft, image_size=image_size, weight_dtype=weight_dtype,
+                                kv_dtype=kv_dtype, bound=bound, price_usd_per_h=price_usd_per_h, runtime=runtime, tp=tp)
     heads = getattr(getattr(target, "config", None), "num_attention_heads", None)
     check_tp(tp, [heads] if isinstance(heads, int) else [], scenarios[name].devices)
     scale = kv_scale(kv_dtype, target)
@@ -164,12 +193,30 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
                         spec_tokens if draft is not None else 0, acceptance, images, runtime, tp)
 
 
-def check_decoder_only(model: torch.nn.Module) -> None:
-    """The step cost model counts decoder steps over one KV cache: an encoder-decoder (T5,
-    Whisper) is refused with a ValueError naming it."""
-    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
-        raise ValueError(f"{type(model).__name__} is an encoder-decoder model: serving simulates decoder-only "
-                         f"models (and vision-language models); encoder-decoder serving is not built yet")
+def _prepare_seq2seq(model: torch.nn.Module, scenarios: Any, name: str, *, draft: Any, image_size: int | None,
+                     weight_dtype: str | None, kv_dtype: str | None, bound: bool, price_usd_per_h: float | None,
+                     runtime: str, tp: int) -> ServingSetup:
+    """The ServingSetup of an encoder-decoder (`dispatchprof.serving.seq2seq`)."""
+    kind = type(model).__name__
+    if draft is not None:
+        raise ValueError(f"{kind} is an encoder-decoder model: speculative decoding is simulated for decoder-only "
+                         f"models")
+    if image_size is not None:
+        raise ValueError(f"{kind} is an encoder-decoder model: images need a vision-language model")
+    if not hasattr(model, "get_encoder") or model.get_output_embeddings() is None:
+        raise ValueError(f"{kind} has no LM head: serving an encoder-decoder needs its conditional-generation model "
+                         f"(such as T5ForConditionalGeneration or WhisperForConditionalGeneration; a config or "
+                         f"catalog name is built so)")
+    heads = getattr(model.config, "decoder_attention_heads", None) or getattr(model.config, "num_heads", None)
+    check_tp(tp, [heads] if isinstance(heads, int) else [], scenarios[name].devices)
+    scale = kv_scale(kv_dtype, model)
+    options = dict(weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp)
+    steps, per_token = count_decode_model(model, scenarios, **options)
+    prompt = count_prompt_model(model, scenarios, **options)[name]
+    capacity, weights = steps[0].memory[name]
+    price = price_usd_per_h if price_usd_per_h is not None else scenarios[name].devices[0].price_usd_per_hour
+    return ServingSetup(name, fit(steps)[name].with_kv_scale(scale), per_token * scale, capacity, weights, price,
+                        runtime=runtime, tp=tp, prompt=prompt, fixed_prompt=fixed_prompt(model))
 
 
 def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
@@ -202,9 +249,11 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
         raise ValueError(f"replicas must be a whole number >= 1, got {replicas!r}")
     if not 0 < memory_utilization <= 1:
         raise ValueError(f"memory_utilization must be in (0, 1], got {memory_utilization!r}")
+    if setup.fixed_prompt is not None:
+        check_fixed_prompts(requests, setup.fixed_prompt)
     blocks = kv_blocks if kv_blocks is not None else setup.num_blocks(block_size, memory_utilization)
     gain = expected_tokens(setup.acceptance, setup.spec_tokens) if setup.draft is not None else 1.0
-    config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill,
+    config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
                              setup.spec_tokens + 1 if setup.draft is not None else 1, gain)
     seqs, reps = run_engine(requests, config, setup.step_cost, replicas=replicas, router=router)
     results = request_results(seqs)
@@ -215,6 +264,15 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
                         price_usd_per_h=None if setup.price_usd_per_h is None else setup.price_usd_per_h * setup.tp)
     return ServingResult(setup.device, tuple(results), summary, tuple(tuple(r.timeline) for r in reps), config,
                          replicas)
+
+
+def check_fixed_prompts(requests: Sequence[Request], positions: int) -> None:
+    """Every prompt of a fixed-window encoder (Whisper) has its window's positions."""
+    for i, r in enumerate(requests):
+        if r.prompt_tokens != positions:
+            raise ValueError(f"request {i} has prompt_tokens={r.prompt_tokens}; this model's encoder reads one fixed "
+                             f"audio window of {positions} positions, so every request's prompt_tokens must be "
+                             f"{positions}")
 
 
 __all__ = ["ServingResult", "ServingSetup", "expected_tokens", "prepare_serving", "simulate_serving"]
