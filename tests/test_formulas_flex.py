@@ -9,6 +9,7 @@ import torch.nn.attention.flex_attention as flex
 from torch._higher_order_ops.flex_attention import flex_attention as flex_hop
 from torch._subclasses import FakeTensorMode
 
+from conftest import count
 from dispatchprof import OpCounter
 from op_formulas.flex import KeptScores, dense_scores
 
@@ -28,10 +29,7 @@ def shifted(score, b, h, qi, ki):
 
 
 def flex_records(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with OpCounter() as c:
-            fn(*args, **kwargs)
+    c = count(fn, *args, **kwargs)
     assert list(c.unknown_ops()) == []
     return {r.op: r.cost for r in c.profile.records if "flex" in r.op}
 
