@@ -9,18 +9,10 @@ import pytest
 import torch
 from accelerate import Accelerator
 from accelerate.utils import ProfileKwargs
-from torch import nn
 
+from conftest import MLP_FWD_MACS, mlp
 from dispatchprof import OpCounter
 from dispatchprof.integrations.accelerate import CountKwargs, profile
-
-# The MLP, batch 4: forward MACs 4*64*256 + 4*256*10 = 75,776.
-FWD_MACS = 75_776
-
-
-def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
 def aten_rows(torch_prof) -> dict[str, int]:
@@ -83,5 +75,5 @@ def test_nesting_sees_each_op_once_and_counts_exactly(accelerator_and_traces, pl
     rows = aten_rows(torch_prof)
     assert {op: rows.get(op, 0) for op in plain_rows} == plain_rows      # each of the model's ops once
     assert len(traces) == 1 and isinstance(traces[0], torch.profiler.profile)
-    assert len(counted) == 1 and counted[0].total().macs == FWD_MACS
-    assert counted[0].total().mult == FWD_MACS and counted[0].total().cmp == 4 * 256      # ReLU: 1 CMP each
+    assert len(counted) == 1 and counted[0].total().macs == MLP_FWD_MACS
+    assert counted[0].total().mult == MLP_FWD_MACS and counted[0].total().cmp == 4 * 256      # ReLU: 1 CMP each

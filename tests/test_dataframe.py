@@ -11,14 +11,10 @@ import pytest
 import torch
 from torch import nn
 
+from conftest import MICRO_LLAMA, mlp, tiny_model
 from dispatchprof import OpCounter
 from dispatchprof.report.dataframe import write_table
 from dispatchprof.results.records import COUNT_FIELDS, TOTAL_COLUMNS
-
-
-def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
 @pytest.fixture(scope="module")
@@ -154,12 +150,8 @@ def test_html_views_are_tables(simulated, trained):
 
 
 def test_generation_html():
-    from transformers import LlamaConfig
-
     from dispatchprof.llm.generation import profile_generation
-    from dispatchprof.llm.models import build_model
-    model = build_model(LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                    num_attention_heads=2, num_key_value_heads=2), dtype=torch.float32)
+    model = tiny_model(**MICRO_LLAMA)
     g = profile_generation(model, batch=1, prompt_len=4, new_tokens=3, devices=["PIM-AI-1chip"])
     counts, devices, modules = tables(g._repr_html_())
     rows = cells(counts)

@@ -4,6 +4,7 @@ import textwrap
 
 import pytest
 
+from conftest import TINY_DEVICE_YAML
 from dispatchprof import Device, DeviceProfileError, list_devices, load_device
 from dispatchprof.sim.catalog import catalog
 
@@ -54,22 +55,7 @@ def test_lookup_is_case_insensitive_and_exact():
         load_device(3)
 
 
-GOOD = """\
-    family: test
-    source: hand-made for a test
-    devices:
-      Tiny:
-        memory_capacity_gb: 1
-        memory_bandwidth_gb_per_s: 10
-        memory_pj_per_bit: 1
-        host_to_device_gb_per_s: 1
-        host_to_device_pj_per_bit: 5
-        device_to_host_gb_per_s: 1
-        device_to_host_pj_per_bit: 5
-        matrix_tflops: {fp32: 1}
-        vector_tflops: {fp32: 0.5}
-        pj_per_flop: 1
-"""
+GOOD = TINY_DEVICE_YAML
 
 
 def write(tmp_path, text, name="dev.yaml"):
@@ -86,9 +72,9 @@ def test_users_own_yaml_loads_like_a_bundled_one(tmp_path):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (("pj_per_flop: 1", "pj_per_flop: 1\n        flops: 3"), r"device 'Tiny': unknown field 'flops'; allowed: source, "),
-    (("        pj_per_flop: 1\n", ""), r"device 'Tiny': missing field 'pj_per_flop'"),
-    (("pj_per_flop: 1", "pj_per_flop: 1\n        pj_per_flop: 2"), r"duplicated key 'pj_per_flop' at line 15"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    flops: 3"), r"device 'Tiny': unknown field 'flops'; allowed: source, "),
+    (("    pj_per_flop: 1\n", ""), r"device 'Tiny': missing field 'pj_per_flop'"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    pj_per_flop: 2"), r"duplicated key 'pj_per_flop' at line 15"),
     (("memory_bandwidth_gb_per_s: 10", "memory_bandwidth_gb_per_s: fast"),
      r"device 'Tiny': field 'memory_bandwidth_gb_per_s' must be int or float, got str 'fast'"),
     (("memory_bandwidth_gb_per_s: 10", "memory_bandwidth_gb_per_s: 0"),
@@ -101,9 +87,9 @@ def test_users_own_yaml_loads_like_a_bundled_one(tmp_path):
      r"field 'matrix_tflops' has unknown key 'fp31'; allowed: fp64, fp32"),
     (("vector_tflops: {fp32: 0.5}", "vector_tflops: {bf16: 0.5}"), r"'vector_tflops' needs an 'fp32' entry"),
     (("pj_per_flop: 1", "pj_per_flop: true"), r"field 'pj_per_flop' must be int or float, got bool True"),
-    (("    source: hand-made for a test\n", ""), r"missing field 'source'"),
+    (("source: hand-made for a test\n", ""), r"missing field 'source'"),
     (("family: test", "famly: test"), r"unknown top-level key 'famly'; allowed: family, source, defaults, devices"),
-    (("pj_per_flop: 1", "pj_per_flop: 1\n        compute_efficiency: 1.5"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    compute_efficiency: 1.5"),
      r"field 'compute_efficiency' must be in \(0, 1\], got 1.5"),
 ])
 def test_strict_loading_names_file_device_and_field(tmp_path, edit, message):

@@ -7,10 +7,10 @@ import warnings
 import pytest
 import torch
 
+from conftest import TINY_LLAMA, tiny_model
 from dispatchprof import OpCounter, scenarios_of
 from dispatchprof.cli import main
 from dispatchprof.llm.generation import profile_generation
-from dispatchprof.llm.models import build_model
 from dispatchprof.report.roofline import plot_roofline
 from dispatchprof.sim import loader
 
@@ -50,20 +50,10 @@ def parses(monkeypatch):
     return seen
 
 
-def tiny_llama():
-    import transformers as tf
-
-    config = tf.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                            num_key_value_heads=2, vocab_size=100, max_position_embeddings=256)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return build_model(config, dtype=torch.float32)
-
-
 def test_a_device_yaml_is_parsed_once_per_generation(my_chip, parses):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        g = profile_generation(tiny_llama(), 1, 8, 48, devices=[my_chip, "PIM-AI-4chip"])
+        g = profile_generation(tiny_model(), 1, 8, 48, devices=[my_chip, "PIM-AI-4chip"])
     assert g.steps_counted >= 4                      # several counts, each simulated on MyChip
     assert parses.count(my_chip) == 1                # ... and the file was read once
     assert g.devices["MyChip"].ttft_s > 0
@@ -88,8 +78,7 @@ def test_roofline_of_a_device_given_as_a_yaml_file(my_chip, tmp_path):
 def test_cli_roofline_for_a_yaml_device(my_chip, tmp_path, capsys, parses):
     import transformers as tf
 
-    config = tf.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                            num_key_value_heads=2, vocab_size=100, max_position_embeddings=256).to_dict()
+    config = tf.LlamaConfig(**TINY_LLAMA).to_dict()
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(config))
     png = tmp_path / "r.png"

@@ -11,15 +11,11 @@ import torch
 from torch import nn
 
 import deepspeed_side_by_side  # scripts/, on the path (conftest)
+from conftest import MICRO_LLAMA, MLP_FWD_MACS, mlp
 from test_reports import Tiny
 
 from dispatchprof import flops_profiler as fp
 from dispatchprof.flops_profiler import FlopsProfiler, get_model_profile
-
-
-def mlp():
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
 
 
 # The issue's MLP, batch 4. Forward MACs: 4*64*256 + 4*256*10 = 65536 + 10240 = 75,776.
@@ -27,7 +23,24 @@ def mlp():
 # 10,240) = 86,016, so forward + backward = 161,792: DeepSpeed reports the forward only.
 # DeepSpeed's FLOPs: 2 x MACs (bias not counted) + one per ReLU element (4*256):
 # 151,552 + 1,024 = 152,576 -> '152.58 K'. Params: 64*256+256 + 256*10+10 = 16,640 + 2,570 = 19,210.
-FWD_MACS, DS_FLOPS, PARAMS = 75_776, 152_576, 19_210
+FWD_MACS, DS_FLOPS, PARAMS = MLP_FWD_MACS, 152_576, 19_210
+
+
+def profiled_tiny() -> FlopsProfiler:
+    """A started FlopsProfiler on a seeded Tiny (test_reports), after one forward of batch 2."""
+    torch.manual_seed(0)
+    model = Tiny()
+    prof = FlopsProfiler(model)
+    prof.start_profile()
+    model(torch.randn(2, 3))
+    return prof
+
+
+def assert_nothing_left(model: nn.Module) -> None:
+    """No profiler attribute (``__flops__``, ...) and no forward hook left on any module."""
+    for m in model.modules():
+        assert not [k for k in vars(m) if k.startswith("__")], m
+        assert not (m._forward_hooks or m._forward_pre_hooks)
 
 
 def test_training_loop_counts_the_forward_only_and_leaves_nothing_behind():
@@ -57,9 +70,7 @@ def test_training_loop_counts_the_forward_only_and_leaves_nothing_behind():
     assert model.__expert_params__ == 0 and lin0.__duration__ > 0
     assert prof.get_total_duration() == model.__duration__ > 0
     prof.end_profile()
-    for m in model.modules():
-        assert not [k for k in vars(m) if k.startswith("__")], m
-        assert not (m._forward_hooks or m._forward_pre_hooks)
+    assert_nothing_left(model)
     assert torch.equal(model(x), model(x))
 
 
@@ -96,8 +107,7 @@ def test_get_model_profile_deepspeed_defaults(capsys):
     assert re.search(r"^  \(1\): ReLU\(0 = 0% Params, 0 MACs = 0% MACs, ", out, re.M)
     assert get_model_profile(model, args=[torch.randn(4, 64)], print_profile=False, as_string=False) == \
         (DS_FLOPS, FWD_MACS, PARAMS)
-    for m in model.modules():
-        assert not [k for k in vars(m) if k.startswith("__")]
+    assert_nothing_left(model)
 
 
 def test_get_model_profile_our_rules_and_ignore_list(tmp_path):
@@ -127,11 +137,7 @@ def test_get_model_profile_our_rules_and_ignore_list(tmp_path):
 
 
 def test_aggregated_profile_by_depth(capsys):
-    torch.manual_seed(0)
-    model = Tiny()
-    prof = FlopsProfiler(model)
-    prof.start_profile()
-    model(torch.randn(2, 3))
+    prof = profiled_tiny()
     prof.print_model_aggregated_profile(module_depth=3, top_modules=2)
     out = capsys.readouterr().out.splitlines()
     prof.end_profile()
@@ -163,17 +169,13 @@ def test_hooks_and_attributes_removed_when_forward_raises():
         model(torch.randn(1, 2))
     assert model[0].__macs__ == 2 * 2      # the Linear ran before the error: 1*2*2 MACs
     prof.end_profile()
-    for m in model.modules():
-        assert not [k for k in vars(m) if k.startswith("__")]
-        assert not (m._forward_hooks or m._forward_pre_hooks)
+    assert_nothing_left(model)
 
 
 def test_generate_mode_on_a_tiny_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
-    model = LlamaForCausalLM(cfg)
+    model = LlamaForCausalLM(LlamaConfig(**MICRO_LLAMA, max_position_embeddings=64))
     ids = torch.randint(0, 64, (1, 5))
     kw = dict(max_new_tokens=3, min_new_tokens=3, do_sample=False)
     # 3 forwards: a prefill of 5 tokens and 2 decode steps of 1 token over 6 and 7 positions.
@@ -268,11 +270,7 @@ def test_matches_what_deepspeed_printed(name, model, args, printed):
 
 
 def test_detailed_profile_tree(capsys):
-    torch.manual_seed(0)
-    model = Tiny()
-    prof = FlopsProfiler(model)
-    prof.start_profile()
-    model(torch.randn(2, 3))
+    prof = profiled_tiny()
     prof.print_model_profile(top_modules=1)
     prof.end_profile()
     out = capsys.readouterr().out.splitlines()

@@ -1,15 +1,13 @@
 """FlexAttention: the attention rule over the blocks a BlockMask keeps, with score_mod / mask_mod
 arithmetic per kept score (op_formulas/flex.py, dispatchprof/count/flex.py)."""
 
-import warnings
-
 import pytest
 import torch
 import torch.nn.attention.flex_attention as flex
 from torch._higher_order_ops.flex_attention import flex_attention as flex_hop
 from torch._subclasses import FakeTensorMode
 
-from dispatchprof import OpCounter
+from conftest import count
 from op_formulas.flex import KeptScores, dense_scores
 
 BLOCK = 128 * 128
@@ -28,10 +26,7 @@ def shifted(score, b, h, qi, ki):
 
 
 def flex_records(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with OpCounter() as c:
-            fn(*args, **kwargs)
+    c = count(fn, *args, **kwargs)
     assert list(c.unknown_ops()) == []
     return {r.op: r.cost for r in c.profile.records if "flex" in r.op}
 
@@ -177,9 +172,7 @@ def test_a_mod_that_cannot_run_on_one_score_is_reported_not_raised():
 
     q, k, v = qkv(1, 1, 256)
     mask = flex.create_block_mask(causal, None, None, 256, 256, device="cpu")
-    with warnings.catch_warnings(), OpCounter() as c:
-        warnings.simplefilter("ignore")
-        flex.flex_attention(q, k, v, score_mod=picky, block_mask=mask)
+    c = count(flex.flex_attention, q, k, v, score_mod=picky, block_mask=mask)
     (unknown,) = c.unknown_ops()
     assert unknown.op == "picky (ValueError: cannot run on one score)"
     (rec,) = [r for r in c.profile.records if r.op == "higher_order.flex_attention"]

@@ -6,23 +6,12 @@ import warnings
 import pytest
 import torch
 
+from conftest import tiny_model
 from dispatchprof import OpCounter, fake_inputs
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import balanced_split, build_model
 
 DEVICES = ["PIM-AI-1chip", "H100-SXM"]
-
-
-def tiny(family: str, **extra):
-    import transformers as tf
-
-    common = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-                  num_key_value_heads=2, vocab_size=100, max_position_embeddings=256)
-    cls = {"llama": tf.LlamaConfig, "mistral": tf.MistralConfig, "gemma2": tf.Gemma2Config,
-           "qwen2": tf.Qwen2Config, "mixtral": tf.MixtralConfig}[family]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return build_model(cls(**common, **extra), dtype=torch.float32)
 
 
 def both_ways(model, batch, prompt, new):
@@ -39,7 +28,7 @@ def both_ways(model, batch, prompt, new):
     ("gemma2", {"head_dim": 16, "sliding_window": 8}, 3, 20),
 ])
 def test_fast_decode_path_equals_counting_every_step(family, extra, prompt, new):
-    fast, slow = both_ways(tiny(family, **extra), 2, prompt, new)
+    fast, slow = both_ways(tiny_model(family, **extra), 2, prompt, new)
     assert slow.steps_counted == new - 1
     assert fast.steps_counted < slow.steps_counted
     assert fast.decode_totals == slow.decode_totals                    # every category, exactly
@@ -57,7 +46,7 @@ def test_fast_decode_path_equals_counting_every_step(family, extra, prompt, new)
 
 
 def test_per_phase_figures_by_hand():
-    model = tiny("llama")
+    model = tiny_model()
     g = profile_generation(model, batch=2, prompt_len=5, new_tokens=4, devices=["PIM-AI-1chip"])
     d = g.devices["PIM-AI-1chip"]
     assert g.tokens == {"prefill": 2, "decode": 6}
@@ -84,12 +73,12 @@ def test_per_phase_figures_by_hand():
 def test_bad_generation_arguments(bad, message):
     args = {"batch": 1, "prompt_len": 2, "new_tokens": 2, **bad}
     with pytest.raises(ValueError, match=message):
-        profile_generation(tiny("llama"), **args)
+        profile_generation(tiny_model(), **args)
 
 
 def test_moe_balanced_routing_matches_closed_form():
     t, k, experts, hidden, inter = 2 * 5, 2, 4, 64, 96
-    model = tiny("mixtral", num_local_experts=experts, num_experts_per_tok=k)
+    model = tiny_model("mixtral", num_local_experts=experts, num_experts_per_tok=k)
     with torch.no_grad(), OpCounter() as c:
         model(fake_inputs(model, 2, 5, high=100))
     assert c.unknown_ops() == []

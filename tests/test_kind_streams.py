@@ -1,13 +1,13 @@
 """Where the op streams of real, meta and fake tensors differ, they differ by the model's or
 torch's own ops only (docs/counting.md, "Where real and fake op streams differ")."""
 
-import warnings
 from collections import Counter
 
 import torch
 
 import zoo
-from dispatchprof import OpCounter, fake_mode
+from conftest import count
+from dispatchprof import fake_mode
 
 
 def _run(kind):
@@ -20,10 +20,8 @@ def _run(kind):
     else:
         mask = torch.ones(ids.shape, dtype=torch.long)
         mask[0, :3] = 0                                        # left padding in the first row
-    with warnings.catch_warnings(), torch.no_grad(), OpCounter() as c:
-        warnings.simplefilter("ignore")
-        model(input_ids=ids, attention_mask=mask)
-    return c
+    with torch.no_grad():
+        return count(model, input_ids=ids, attention_mask=mask)
 
 
 def test_padded_mask_streams_differ_only_by_transformers_value_checks():
@@ -43,9 +41,7 @@ def test_padded_mask_streams_differ_only_by_transformers_value_checks():
 
 def _lstm_backward(kind):
     model, inputs, loss = zoo.build("lstm", kind)
-    with warnings.catch_warnings(), OpCounter() as c:
-        warnings.simplefilter("ignore")
-        zoo.training_step(model, inputs, loss)
+    c = count(zoo.training_step, model, inputs, loss)
     return [r for r in c.profile.records if r.phase == "backward"], c
 
 
@@ -73,10 +69,7 @@ def test_swin_fake_copies_gradients_that_torch_lays_out_differently():
     counters = {}
     for kind in ("real", "fake"):
         model, inputs, loss = zoo.build("swin", kind)
-        with warnings.catch_warnings(), OpCounter() as c:
-            warnings.simplefilter("ignore")
-            zoo.training_step(model, inputs, loss)
-        counters[kind] = c
+        counters[kind] = count(zoo.training_step, model, inputs, loss)
     ops = Counter((r.op, r.phase) for r in counters["fake"].profile.records)
     ops.subtract(Counter((r.op, r.phase) for r in counters["real"].profile.records))
     assert +ops == Counter({("aten.clone", "backward"): 3}) and -ops == Counter()

@@ -6,20 +6,15 @@ import warnings
 import pytest
 import torch
 
+from conftest import tiny_device_yaml, tiny_model
 from dispatchprof import OpCounter
 from dispatchprof.llm.generation import profile_generation
-from dispatchprof.llm.models import build_model
 
 
 def tiny_llama():
-    import transformers as tf
-
     # 2 layers, 8 query heads and 2 KV heads of head_dim 32 (hidden 256), bf16
-    cfg = tf.LlamaConfig(vocab_size=1000, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
-                         num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=256)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return build_model(cfg, dtype=torch.bfloat16)
+    return tiny_model(dtype=torch.bfloat16, vocab_size=1000, hidden_size=256, intermediate_size=512,
+                      num_attention_heads=8)
 
 
 def decode_traffic(model, runtime: str, kv_dtype: str | None) -> tuple[float, str]:
@@ -80,27 +75,11 @@ def test_bad_kv_dtype_names_the_allowed_ones():
 
 
 def test_weight_only_efficiency_slows_the_narrow_weight_stream_by_hand(tmp_path):
-    import textwrap
-
     from dispatchprof import DeviceProfileError, load_device
 
-    text = textwrap.dedent("""\
-        family: test
-        source: hand-made for a test
-        devices:
-          Tiny:
-            memory_capacity_gb: 1
-            memory_bandwidth_gb_per_s: 10
-            memory_pj_per_bit: 1
-            host_to_device_gb_per_s: 1000
-            host_to_device_pj_per_bit: 5
-            device_to_host_gb_per_s: 1000
-            device_to_host_pj_per_bit: 5
-            matrix_tflops: {fp32: 1000}
-            vector_tflops: {fp32: 1000}
-            pj_per_flop: 1
-            weight_only_efficiency: {int4: 0.5}
-        """)
+    # the Tiny device at 10 GB/s memory; host links and compute 1000x faster, so the memory stream decides
+    text = tiny_device_yaml(host_to_device_gb_per_s=1000, device_to_host_gb_per_s=1000, matrix_tflops="{fp32: 1000}",
+                            vector_tflops="{fp32: 1000}", weight_only_efficiency="{int4: 0.5}")
     path = tmp_path / "tiny.yaml"
     path.write_text(text)
     lin = torch.nn.Linear(1000, 1000, bias=False)

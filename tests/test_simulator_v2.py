@@ -9,9 +9,9 @@ import warnings
 import pytest
 import torch
 
+from conftest import tiny_model
 from dispatchprof import OpCounter, load_device
 from dispatchprof.llm.generation import profile_generation
-from dispatchprof.llm.models import build_model
 from dispatchprof.results.records import OpRecord
 from op_formulas.cost import Cost
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
@@ -85,18 +85,8 @@ def test_kv_cache_written_in_place_moves_the_new_token_only():
     assert eager[1].removed_bytes == 0 and eager[1].host == "op"
 
 
-def tiny_llama(layers=2, heads=4):
-    import transformers as tf
-
-    cfg = tf.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=layers, num_attention_heads=heads,
-                         num_key_value_heads=2, vocab_size=100, max_position_embeddings=256)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return build_model(cfg, dtype=torch.float32)
-
-
 def test_serving_computes_last_position_logits_only():
-    model = tiny_llama()
+    model = tiny_model()
     with torch.no_grad(), OpCounter(devices="H100-SXM", runtime="serving", bound=True) as c:
         with c.phase("prefill"):
             model(torch.zeros(1, 8, dtype=torch.long))
@@ -138,7 +128,7 @@ def test_tp2_allreduce_by_hand():
 
 
 def test_tp2_splits_blocks_and_all_reduces_twice_per_layer():
-    model = tiny_llama(layers=3)
+    model = tiny_model(num_hidden_layers=3)
     x = torch.zeros(1, 4, dtype=torch.long)
     with torch.no_grad(), OpCounter(devices="H100-SXM", tp=2, bound=True) as two, \
             OpCounter(devices="H100-SXM", bound=True) as one:
@@ -172,7 +162,7 @@ def test_static_energy_by_hand():
 
 
 def test_fast_decode_path_matches_every_step_under_each_runtime_and_tp():
-    model = tiny_llama()
+    model = tiny_model()
     h100 = dataclasses.replace(load_device("H100-SXM"), static_power_w=80.0)
     for runtime, tp in itertools.product(("eager", "compiled", "serving"), (1, 2)):
         with warnings.catch_warnings():
@@ -192,9 +182,9 @@ def test_bad_runtime_and_tp():
                                          r"'serving'\), got 'jit'"):
         OpCounter(devices="H100-SXM", runtime="jit")
     with pytest.raises(ValueError, match=r"runtime must be one of \('eager', 'compiled', 'serving'\)"):
-        profile_generation(tiny_llama(), 1, 2, 2, devices="H100-SXM", runtime="vllm")
+        profile_generation(tiny_model(), 1, 2, 2, devices="H100-SXM", runtime="vllm")
     with pytest.raises(ValueError, match="tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"):
-        profile_generation(tiny_llama(), 1, 2, 2, devices="H100-SXM", tp=3)
+        profile_generation(tiny_model(), 1, 2, 2, devices="H100-SXM", tp=3)
     with pytest.raises(ValueError, match="tp=2 needs a device-to-device interconnect, and 'RTX-4090' has no "
                                          "interconnect_gb_per_s figure"):
         OpCounter(devices="RTX-4090", tp=2)
@@ -205,7 +195,7 @@ def test_bad_runtime_and_tp():
 def test_trace_has_a_host_track_and_a_track_per_device_of_the_group():
     from dispatchprof.report.trace import trace_events
 
-    model = tiny_llama()
+    model = tiny_model()
     with torch.no_grad(), OpCounter(devices="H100-SXM", tp=2) as c:
         model(torch.zeros(1, 4, dtype=torch.long))
     sim = c.simulated()
@@ -223,7 +213,7 @@ def test_trace_has_a_host_track_and_a_track_per_device_of_the_group():
 def test_weight_dtype_changes_simulated_time_not_the_counted_bytes():
     from dispatchprof.report.generation import generation_summary
 
-    model = tiny_llama()
+    model = tiny_model()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = profile_generation(model, 1, 4, 4, devices="H100-SXM", bound=True)

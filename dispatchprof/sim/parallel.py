@@ -10,8 +10,9 @@ by `dispatchprof.sim.timing.allreduce` (ring: 2 (N-1)/N * bytes over the interco
 latency). Every device of the group runs the same ops, so one device is simulated and the group's
 energy is N times its energy.
 
-Checked: N must divide the attention heads of every attention op (query [B, heads, T, D]), and
-the device needs an interconnect figure.
+Checked: N must divide the attention heads of every attention op (query [B, heads, T, D]; which
+records are attention ops is `dispatchprof.sim.attention`'s rule), and the device needs an
+interconnect figure.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from typing import Mapping, Sequence
 
 from dispatchprof.results.records import OpRecord
+from dispatchprof.sim.attention import attention_heads  # noqa: F401  (still imported from here by serving.cost)
 from dispatchprof.sim.device import Device
 
 #: Module classes split over the group (searched in the class name, case-insensitive).
@@ -42,11 +44,6 @@ def check_tp(tp: int, heads: Sequence[int], devices: Sequence[Device], where: st
             raise ValueError(f"{where}={tp} needs a device-to-device interconnect, and {d.name!r} has no "
                              f"interconnect_gb_per_s figure; give its profile one, or use tp=1")
     return tp
-
-
-def attention_heads(records: Sequence[OpRecord]) -> list[int]:
-    """Heads of every attention op (query [B, heads, T, D])."""
-    return [r.shapes[0][1] for r in records if "attention" in r.op and r.shapes and len(r.shapes[0]) == 4]
 
 
 def split_blocks(scopes: Mapping[str, str], parents: Mapping[str, str | None]) -> dict[str, str]:

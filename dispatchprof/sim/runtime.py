@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
 from dispatchprof.results.records import OpRecord
+from dispatchprof.sim.attention import query_positions, reads_kv
 from dispatchprof.sim.device import WEIGHT_BITS, dtype_key
 from dispatchprof.sim.timing import OpPlan
 
@@ -136,7 +137,7 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
     share = [1.0] * n
     logits = 1.0
     if runtime == "serving":
-        positions = _positions(records)
+        positions = query_positions(records)
         for k, r in enumerate(records):
             if r.cost.macs and r.scope.rsplit(".", 1)[-1] in LM_HEAD_NAMES and positions.get(r.phase, 1) > 1:
                 share[k] = logits = 1.0 / positions[r.phase]
@@ -144,11 +145,6 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
                     activation_share=share[k]) for k in range(n)]
     changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits)
     return plans, changes
-
-
-def is_attention(r: OpRecord) -> bool:
-    """A fused attention op (SDPA, flash, efficient, flex): inputs query, key, value, ..."""
-    return "attention" in r.op and bool(r.cost.macs) and len(r.inputs) >= 3
 
 
 def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: RuntimeChanges,
@@ -166,7 +162,7 @@ def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: R
         bits = _ELEMENT_BITS.get(dtype_key(r.dtype))
         if bits is None or kv_bits >= bits:
             continue
-        if is_attention(r):
+        if reads_kv(r):
             cache = r.inputs[1][1] + r.inputs[2][1]
         elif is_kv_append(r, records):
             cache = (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - plans[k].removed_bytes
@@ -204,13 +200,3 @@ def _fuse(records: Sequence[OpRecord], i: int, j: int, consumers: dict[int, set[
         users = consumers.get(k, set())
         if users and all(i <= u <= j for u in users):
             removed[k] += r.cost.bytes_written or 0
-
-
-def _positions(records: Sequence[OpRecord]) -> dict[str, int]:
-    """Token positions per phase: the query length of the phase's first attention op
-    (query [B, heads, T, head_dim])."""
-    out: dict[str, int] = {}
-    for r in records:
-        if "attention" in r.op and r.shapes and len(r.shapes[0]) == 4:
-            out.setdefault(r.phase, r.shapes[0][2])
-    return out

@@ -23,9 +23,10 @@ from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.profile import Profile, roll_up
 from dispatchprof.results.records import OpRecord
 from dispatchprof.sim import frame
+from dispatchprof.sim.attention import attention_heads
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
-from dispatchprof.sim.parallel import attention_heads, check_tp, split_blocks, tp_split
+from dispatchprof.sim.parallel import check_tp, split_blocks, tp_split
 from dispatchprof.sim.placement import Placement
 from dispatchprof.sim.runtime import RuntimeChanges, check_runtime, narrow_kv_cache, plan_runtime
 from dispatchprof.sim.timeline import elapsed

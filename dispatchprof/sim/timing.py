@@ -210,7 +210,7 @@ def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
         raise ValueError(f"tensor parallelism needs an interconnect figure; device {d.name!r} has no "
                          f"interconnect_gb_per_s")
     sent = 2 * (group - 1) / group * nbytes
-    pj = d.interconnect_pj_per_bit if d.interconnect_pj_per_bit is not None else d.device_to_host_pj_per_bit
+    pj = _interconnect_pj_per_bit(d)
     return sent / (d.interconnect_gb_per_s / 2 * 1e9) + d.interconnect_latency_us * 1e-6, 8 * sent * pj * 1e-12
 
 
@@ -219,9 +219,14 @@ def _communication(nbytes: int, d: Device) -> tuple[float, float]:
     if not nbytes:
         return 0.0, 0.0
     if d.interconnect_gb_per_s is not None:
-        pj = d.interconnect_pj_per_bit if d.interconnect_pj_per_bit is not None else d.device_to_host_pj_per_bit
+        pj = _interconnect_pj_per_bit(d)
         return nbytes / (d.interconnect_gb_per_s * 1e9), 8 * nbytes * pj * 1e-12
     return nbytes / (d.device_to_host_gb_per_s * 1e9), 8 * nbytes * d.device_to_host_pj_per_bit * 1e-12
+
+
+def _interconnect_pj_per_bit(d: Device) -> float:
+    """Energy per bit over the interconnect: its own figure, else the device-to-host link's."""
+    return d.interconnect_pj_per_bit if d.interconnect_pj_per_bit is not None else d.device_to_host_pj_per_bit
 
 
 def _override(r: OpRecord, d: Device, t_compute: float, in_rms_norm: bool) -> float:
