@@ -26,10 +26,10 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 
 from dispatchprof.count.ledger import storage_key
 from dispatchprof.count.moduletree import ModuleTree, relative_name, size_of
+from dispatchprof.count.tensors import NO_TORCH_FUNCTION
 
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
-_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _MISSING = object()
 
 
@@ -130,7 +130,7 @@ class ModuleTracker:
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
         if threading.get_ident() != self._thread:
             return
-        with _NO_TORCH_FUNCTION():      # the tracker's own tensor reads skip torch function modes
+        with NO_TORCH_FUNCTION():      # the tracker's own tensor reads skip torch function modes
             self._push(module)
 
     def _push(self, module: nn.Module) -> None:
@@ -154,7 +154,7 @@ class ModuleTracker:
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
         if threading.get_ident() != self._thread:
             return
-        with _NO_TORCH_FUNCTION():
+        with NO_TORCH_FUNCTION():
             self._pop(module, output)
 
     def _pop(self, module: nn.Module, output: Any) -> None:
