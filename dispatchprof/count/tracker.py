@@ -228,8 +228,21 @@ class ModuleTracker:
                     self.resident.add(key)
         tree = self._tree
         info.params = tree.params(module) if tree is not None else size_of(module.parameters())
-        own = [p for p in module.parameters(recurse=False) if id(p) not in self._owned]
+        own = [p for p in _direct(module, "_parameters") if id(p) not in self._owned]
         self._owned.update(id(p) for p in own)     # a tied parameter is owned by the first scope
         info.params_self = size_of(own)
         info.buffers = tree.buffers(module) if tree is not None else size_of(module.buffers())
-        info.buffers_self = size_of(module.buffers(recurse=False))
+        info.buffers_self = size_of(_direct(module, "_buffers"))
+
+
+_ITERATORS = {"_parameters": "named_parameters", "_buffers": "named_buffers"}
+
+
+def _direct(module: nn.Module, kind: str) -> Any:
+    """``module.parameters(recurse=False)`` (kind "_parameters") or ``buffers(recurse=False)``
+    ("_buffers"): each tensor once, in order. Read off the module's dict, without torch's
+    generator, unless its class overrides the iterator."""
+    method = _ITERATORS[kind]
+    if getattr(type(module), method) is not getattr(nn.Module, method):
+        return [t for _, t in getattr(module, method)(recurse=False)]
+    return list({id(t): t for t in getattr(module, kind).values() if t is not None}.values())
