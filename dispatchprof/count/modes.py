@@ -26,6 +26,7 @@ from dispatchprof.errors import DataDependentOpError
 aten = torch.ops.aten
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
 _eval_frame_callback = torch._C._dynamo.eval_frame.get_eval_frame_callback
+_PROFILER = torch.autograd.profiler       # ``_is_profiler_enabled``: whether a profiler records ops now
 _SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
@@ -78,7 +79,7 @@ class CountingMode(TorchDispatchMode):
                                   and state.in_fused_backward()):
             return func(*args, **kwargs)
         if info.view:                              # views and metadata queries: the common case
-            out = run_once(func, args, kwargs)
+            out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
             with NO_TORCH_FUNCTION():
                 state.count_view(info, out)
             return out
@@ -89,7 +90,7 @@ class CountingMode(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        out = run_once(func, args, kwargs)
+        out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
         with NO_TORCH_FUNCTION():      # the counter's own tensor reads skip torch function modes
             state.count(func, args, kwargs, out, info)
         return out
@@ -170,7 +171,7 @@ def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
     profiler is on, an op on plain tensors is redispatched below the Python key instead, a step
     the dispatcher does not record, so it is seen once. Tensor subclasses (fake tensors) and
     runs without a profiler take the ordinary path."""
-    if not torch.autograd.profiler._is_profiler_enabled:
+    if not _PROFILER._is_profiler_enabled:
         return func(*args, **kwargs)
     keys = None
     for t in iter_tensors((args, kwargs)):

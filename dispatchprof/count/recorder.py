@@ -293,10 +293,13 @@ class OpInfo:
 
     __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "skips_first",
                  "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names",
-                 "view")
+                 "view", "call")
 
     def __init__(self, func: torch._ops.OpOverload) -> None:
         self.func = func
+        #: runs the op: the C++ callable ``OpOverload.__call__`` calls (one Python frame less per
+        #: op), or the overload itself for subclasses that override ``__call__`` (TorchBind)
+        self.call = func._op if type(func) is torch._ops.OpOverload else func
         packet = self.packet = func.overloadpacket
         self.name = str(packet)
         self.formula = lookup(packet)
