@@ -3,13 +3,16 @@
     python scripts/bench_overhead.py                    # Llama-3.1-8B and -70B shapes, batch 1, seq 4096
     python scripts/bench_overhead.py --models llama-3.1-8b --seq 512
     python scripts/bench_overhead.py --depth 100 400 1000      # cost against module depth
+    python scripts/bench_overhead.py --models llama-3.1-8b --calls   # Python calls counting adds
 
 Every model is built weightless on fake tensors. Each measurement runs in a fresh
 subprocess so that its peak RSS is its own; each first runs one tiny op under OpCounter and
 FlopCounterMode, so one-time imports are not timed, and reports the best of 3 forwards. Prints one table row per model: the
 counted forward over the plain one (all categories, bytes, module tree), beside
 FlopCounterMode on the same forward. ``--depth`` times a chain of N nested modules (one op
-each) plain and counted: cost per module should stay flat as N grows.
+each) plain and counted: cost per module should stay flat as N grows. ``--calls`` counts the
+Python function calls (cProfile) of one plain and one counted forward: unlike times, the same on
+every run, so a change to the hot path can be judged on a noisy machine.
 """
 
 from __future__ import annotations
@@ -119,6 +122,43 @@ def depth_row(n: int, repeats: int = 3) -> list:
     return [n, f"{plain:.4f}", f"{counted:.4f}", f"{counted / n * 1e6:.0f}"]
 
 
+def calls_row(model_name: str, batch: int, seq: int) -> list:
+    """[model, plain calls, counted calls, added calls, added per op]: one forward each under
+    cProfile, after one of each untimed (fake tensors cache their dispatches)."""
+    import cProfile
+    import pstats
+
+    import torch
+    import transformers as tf
+
+    from dispatchprof import OpCounter, fake_inputs, fake_model
+
+    warnings.simplefilter("ignore")
+    _warm_up()
+    cfg = tf.LlamaConfig(**SHAPES[model_name], tie_word_embeddings=False)
+    model = fake_model(lambda: tf.LlamaForCausalLM(cfg), dtype=torch.bfloat16)
+    ids = fake_inputs(model, batch, seq, high=1000)
+    calls = []
+    with torch.no_grad():
+        model(ids)
+        with OpCounter():
+            model(ids)
+        for counted in (False, True):
+            prof = cProfile.Profile()
+            prof.enable()
+            if counted:
+                with OpCounter() as c:
+                    model(ids)
+            else:
+                model(ids)
+            prof.disable()
+            calls.append(pstats.Stats(prof).total_calls)
+    p = c.profile
+    ops = p.total().calls + sum(n for _, n in p.zero_cost_calls)
+    added = calls[1] - calls[0]
+    return [model_name, f"{batch}x{seq}", calls[0], calls[1], added, f"{added / ops:.1f}"]
+
+
 def run_isolated(model_name: str, mode: str, batch: int, seq: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--one", model_name, mode, str(batch), str(seq)],
                          check=True, capture_output=True, text=True)
@@ -132,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seq", type=int, default=4096)
     p.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
     p.add_argument("--depth", nargs="+", type=int, help="time chains of this many nested modules instead")
+    p.add_argument("--calls", action="store_true", help="count Python calls (cProfile) instead of timing")
     args = p.parse_args(argv)
     if args.one:
         name, mode, batch, seq = args.one
@@ -144,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = [depth_row(n) for n in args.depth]
         print(tabulate(rows, headers=["nested modules", "plain s", "counted s", "counted us / module"],
                        tablefmt="github"))
+        return 0
+    if args.calls:
+        rows = [calls_row(name, args.batch, args.seq) for name in args.models]
+        print(tabulate(rows, headers=["model (fake tensors)", "batch x seq", "plain calls", "counted calls",
+                                      "added calls", "added per op"], tablefmt="github"))
         return 0
     rows = []
     for name in args.models:

@@ -20,12 +20,13 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from dispatchprof.count.flex import FLEX_OPS, run_flex
 from dispatchprof.count.recorder import Recorder
-from dispatchprof.count.tensors import iter_tensors
+from dispatchprof.count.tensors import NO_TORCH_FUNCTION, iter_tensors
 from dispatchprof.errors import DataDependentOpError
 
 aten = torch.ops.aten
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
-_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
+_eval_frame_callback = torch._C._dynamo.eval_frame.get_eval_frame_callback
+_PROFILER = torch.autograd.profiler       # ``_is_profiler_enabled``: whether a profiler records ops now
 _SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
@@ -47,22 +48,41 @@ class CountingMode(TorchDispatchMode):
 
     supports_higher_order_operators = True
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: torch would wrap ``__torch_dispatch__`` in ``torch._disable_dynamo``, several
+        Python frames on every op. Dynamo skips its frame instead (`_hide_from_dynamo`), and
+        the op runs through that wrapper only while torch.compile is tracing (cond, while_loop
+        and map compile themselves even in eager mode)."""
+        return False
+
     def __init__(self, state: Recorder) -> None:
         super().__init__()
         self.state = state
+        _hide_from_dynamo()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
+        tracing = _eval_frame_callback()
+        if tracing is not None and tracing is not False:     # inside torch.compile's tracing
+            return _dispatch_without_dynamo(self, func, types, args, kwargs)
         state = self.state
-        if isinstance(func, HigherOrderOperator):
-            return self._higher_order(func, args, kwargs)
+        info = state.op_infos.get(id(func))        # every op but the first call of each overload
+        if info is None:
+            if isinstance(func, HigherOrderOperator):
+                return self._higher_order(func, args, kwargs or {})
+            info = state.op_info(func)
         for a in args:
             if isinstance(a, torch.Tensor) and a.is_nested:
-                raise NestedTensorNotSupported(str(func.overloadpacket))
+                raise NestedTensorNotSupported(info.name)
+        kwargs = kwargs or {}
         if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
                                   and state.in_fused_backward()):
             return func(*args, **kwargs)
-        info = state.op_infos.get(id(func)) or state.op_info(func)
+        if info.view:                              # views and metadata queries: the common case
+            out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
+            with NO_TORCH_FUNCTION():
+                state.count_view(info, out)
+            return out
         if info.data_dependent and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(info.name, state.scope_and_phase()[0])
         if info.formula is None and info.decomposable:
@@ -70,8 +90,8 @@ class CountingMode(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        out = run_once(func, args, kwargs)
-        with _NO_TORCH_FUNCTION():      # the counter's own tensor reads skip torch function modes
+        out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
+        with NO_TORCH_FUNCTION():      # the counter's own tensor reads skip torch function modes
             state.count(func, args, kwargs, out, info)
         return out
 
@@ -85,6 +105,21 @@ class CountingMode(TorchDispatchMode):
         self.state.unknown_call(f"higher_order.{func.name()}", "higher-order op: its body is run but "
                                 "not counted (no rule to run it under the counter)")
         return func(*args, **kwargs)
+
+
+_dispatch_without_dynamo = torch._disable_dynamo(CountingMode.__torch_dispatch__, recursive=True)
+_hidden = False
+
+
+def _hide_from_dynamo() -> None:
+    """Tell Dynamo never to trace `CountingMode.__torch_dispatch__` (once per process; imports
+    torch._dynamo, as torch's own wrapper would on the first op)."""
+    global _hidden
+    if not _hidden:
+        from torch._dynamo.eval_frame import skip_code
+
+        skip_code(CountingMode.__torch_dispatch__.__code__)
+        _hidden = True
 
 
 def eager_flex_attention(value: bool | None) -> bool | None:
@@ -136,7 +171,7 @@ def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
     profiler is on, an op on plain tensors is redispatched below the Python key instead, a step
     the dispatcher does not record, so it is seen once. Tensor subclasses (fake tensors) and
     runs without a profiler take the ordinary path."""
-    if not torch.autograd.profiler._is_profiler_enabled:
+    if not _PROFILER._is_profiler_enabled:
         return func(*args, **kwargs)
     keys = None
     for t in iter_tensors((args, kwargs)):
@@ -167,7 +202,7 @@ class FusedAttentionMode(TorchFunctionMode):
             out = func(*args, **kwargs)
         finally:
             self.state.inside_fused -= 1
-        with _NO_TORCH_FUNCTION():
+        with NO_TORCH_FUNCTION():
             self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
         if isinstance(out, torch.Tensor) and out.requires_grad:
             self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)

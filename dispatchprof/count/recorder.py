@@ -178,6 +178,14 @@ class Recorder:
             if i < len(args):
                 self._track(iter_tensors(args[i]), index, keys)
 
+    def count_view(self, info: OpInfo, out: Any) -> None:
+        """Record one call of a zero-cost op (``info.view``: a view or a metadata query) that
+        returned ``out``: no record, a call in ``zero_cost``; its output tensors are followed
+        (views never allocate). What `count` does for such an op, with fewer steps."""
+        self.op_index += 1
+        self._track([out] if isinstance(out, Tensor) else iter_tensors(out), UNRECORDED, _ALL)
+        self.zero_cost[info.name] += 1
+
     def _track(self, tensors: list[torch.Tensor], producer: int, not_new: Any) -> None:
         ledger = self.ledger
         for t in tensors:
@@ -284,10 +292,14 @@ class OpInfo:
     facts and the registry sets it belongs to. Built once per counting context."""
 
     __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "skips_first",
-                 "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names")
+                 "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names",
+                 "view", "call")
 
     def __init__(self, func: torch._ops.OpOverload) -> None:
         self.func = func
+        #: runs the op: the C++ callable ``OpOverload.__call__`` calls (one Python frame less per
+        #: op), or the overload itself for subclasses that override ``__call__`` (TorchBind)
+        self.call = func._op if type(func) is torch._ops.OpOverload else func
         packet = self.packet = func.overloadpacket
         self.name = str(packet)
         self.formula = lookup(packet)
@@ -310,6 +322,9 @@ class OpInfo:
         self.write_only = frozenset(write_only)       # write-only ``out=`` kwargs: not read
         self.mutated_positions = tuple(positions)
         self.mutated_names = tuple(names)
+        #: zero-cost and nothing else to check: the mode's short path (`Recorder.count_view`)
+        self.view = (self.formula is None and self.zero_cost and not self.decomposable
+                     and not self.data_dependent)
 
 
 def _reads(info: OpInfo, args: tuple, kwargs: dict, recorder: Recorder) -> tuple:

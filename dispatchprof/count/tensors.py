@@ -9,6 +9,9 @@ import torch
 from op_formulas.cost import SparseMeta, TensorMeta
 
 Tensor = torch.Tensor
+#: The counter's own tensor reads (storages, sizes, strides) run inside this guard, so they skip
+#: torch function modes (the counter's FusedAttentionMode and any of the user's).
+NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
 _STRIDED = torch.strided
@@ -49,20 +52,23 @@ def stored_bytes(t: Tensor) -> int:
 
 
 def to_meta(value: Any) -> Any:
-    """Tensors to `TensorMeta`, lists of tensors to lists of `TensorMeta`, the rest as is."""
-    if isinstance(value, Tensor) and value.layout is not _STRIDED and value.layout in _SPARSE_PARTS:
-        return sparse_meta(value)         # a sparse tensor: SparseMeta (stored elements and bytes)
+    """Tensors to `TensorMeta` (sparse ones to `SparseMeta`), lists and tuples of them to lists
+    and tuples of metas, the rest as is."""
     if isinstance(value, Tensor):
-        return TensorMeta(tuple(map(int, value.shape)), value.dtype)
+        return _tensor_meta(value)
     if isinstance(value, (list, tuple)):
         if not value:
             return value
-        metas = [to_meta(v) if isinstance(v, _META_CONVERTED) else v for v in value]
+        metas = [_tensor_meta(v) if isinstance(v, Tensor) else to_meta(v) if isinstance(v, (list, tuple)) else v
+                 for v in value]
         return metas if type(value) is list else tuple(metas) if type(value) is tuple else type(value)(metas)
     return value
 
 
-_META_CONVERTED = (Tensor, list, tuple)
+def _tensor_meta(t: Tensor) -> Any:
+    if t.layout is not _STRIDED and t.layout in _SPARSE_PARTS:
+        return sparse_meta(t)         # a sparse tensor: SparseMeta (stored elements and bytes)
+    return TensorMeta(tuple(map(int, t.shape)), t.dtype)
 
 
 def iter_tensors(value: Any) -> list[Tensor]:

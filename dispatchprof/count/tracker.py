@@ -26,10 +26,10 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 
 from dispatchprof.count.ledger import storage_key
 from dispatchprof.count.moduletree import ModuleTree, relative_name, size_of
+from dispatchprof.count.tensors import NO_TORCH_FUNCTION
 
 _next_sequence_nr: Callable[[], int] = torch._C._autograd._get_sequence_nr
 _NO_SEQUENCE = 2**63  # AccumulateGrad and other nodes made outside a forward
-_NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 _MISSING = object()
 
 
@@ -130,7 +130,7 @@ class ModuleTracker:
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
         if threading.get_ident() != self._thread:
             return
-        with _NO_TORCH_FUNCTION():      # the tracker's own tensor reads skip torch function modes
+        with NO_TORCH_FUNCTION():      # the tracker's own tensor reads skip torch function modes
             self._push(module)
 
     def _push(self, module: nn.Module) -> None:
@@ -154,7 +154,7 @@ class ModuleTracker:
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
         if threading.get_ident() != self._thread:
             return
-        with _NO_TORCH_FUNCTION():
+        with NO_TORCH_FUNCTION():
             self._pop(module, output)
 
     def _pop(self, module: nn.Module, output: Any) -> None:
@@ -228,8 +228,21 @@ class ModuleTracker:
                     self.resident.add(key)
         tree = self._tree
         info.params = tree.params(module) if tree is not None else size_of(module.parameters())
-        own = [p for p in module.parameters(recurse=False) if id(p) not in self._owned]
+        own = [p for p in _direct(module, "_parameters") if id(p) not in self._owned]
         self._owned.update(id(p) for p in own)     # a tied parameter is owned by the first scope
         info.params_self = size_of(own)
         info.buffers = tree.buffers(module) if tree is not None else size_of(module.buffers())
-        info.buffers_self = size_of(module.buffers(recurse=False))
+        info.buffers_self = size_of(_direct(module, "_buffers"))
+
+
+_ITERATORS = {"_parameters": "named_parameters", "_buffers": "named_buffers"}
+
+
+def _direct(module: nn.Module, kind: str) -> Any:
+    """``module.parameters(recurse=False)`` (kind "_parameters") or ``buffers(recurse=False)``
+    ("_buffers"): each tensor once, in order. Read off the module's dict, without torch's
+    generator, unless its class overrides the iterator."""
+    method = _ITERATORS[kind]
+    if getattr(type(module), method) is not getattr(nn.Module, method):
+        return [t for _, t in getattr(module, method)(recurse=False)]
+    return list({id(t): t for t in getattr(module, kind).values() if t is not None}.values())
