@@ -9,6 +9,7 @@ import torch
 from dispatchprof.llm.models import build_model
 from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
 from dispatchprof.llm.generation import count_steps
+from dispatchprof.serving.engine import DecodeBatch
 from dispatchprof.serving.cost import Composition, count_design, fit, integer_pseudo_inverse, kv_scale
 from dispatchprof.serving.work import KV_QUANTITIES, QUANTITIES
 from dispatchprof.sim.placement import scenarios_of
@@ -136,7 +137,7 @@ def test_tensor_parallel_steps_by_hand(model):
     comm = sum(g.count * x.t_comm for g, x in zip(two.cost.groups, timings))
     assert comm == pytest.approx(4 * one_reduce, rel=1e-9)
     # energy of a step: both devices of the group
-    seconds, joules = two.step_cost([(45, 45), (45, 45)], (0, 0.0, 0.0), 0)
+    seconds, joules = two.step_cost([(45, 45, 45), (45, 45, 45)], DecodeBatch(0, 0.0, 0.0), 0)
     step = two.cost.cost(Composition.uniform(2, 45, 0))
     assert seconds == step.time_s and joules == pytest.approx(2 * step.energy_j, rel=1e-12)
     with pytest.raises(ValueError, match="tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"):
@@ -216,7 +217,7 @@ def test_speculative_step_counts_draft_and_target(model):
     small = prepare_serving(draft, "H100-SXM")
     # 3 decoding sequences holding 10, 20, 30 tokens: the target verifies 5 tokens each,
     # the draft runs 4 single-token steps
-    t, e = setup.step_cost((), (3, 60, 30), 0)
+    t, e = setup.step_cost((), DecodeBatch(3, 60, 30), 0)
     verify = target.cost.cost(Composition.decoding(3, 60, 30, 5))
     drafting = small.cost.cost(Composition.decoding(3, 60, 30, 1))
     assert t == pytest.approx(verify.time_s + 4 * drafting.time_s, rel=1e-12)

@@ -60,7 +60,8 @@ from dispatchprof.results.profile import Profile
 from dispatchprof.serving.work import KV_QUANTITIES, OpForm, moved_inputs, op_form, op_timing, quantities
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
-from dispatchprof.sim.parallel import attention_heads, check_tp
+from dispatchprof.sim.attention import attention_heads
+from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import Scenarios
 from dispatchprof.sim.simulate import op_plans
 from dispatchprof.sim.timeline import step_time

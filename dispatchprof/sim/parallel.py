@@ -21,7 +21,6 @@ import re
 from typing import Mapping, Sequence
 
 from dispatchprof.results.records import OpRecord
-from dispatchprof.sim.attention import attention_heads  # noqa: F401  (still imported from here by serving.cost)
 from dispatchprof.sim.device import Device
 
 #: Module classes split over the group (searched in the class name, case-insensitive).
