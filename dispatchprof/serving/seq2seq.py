@@ -56,6 +56,7 @@ DECODE_DESIGN = ((1, 2, 3), (2, 3, 2), (3, 5, 1), (1, 6, 1))
 
 
 def is_encoder_decoder(model: torch.nn.Module) -> bool:
+    """Whether the model's config says it is an encoder-decoder (T5, BART, Whisper)."""
     return bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
 
 
