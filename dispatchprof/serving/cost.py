@@ -206,11 +206,12 @@ class StepCostModel:
         dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings))
         return StepCost(time, dynamic + self.static_power_w * time)
 
-    def with_kv_scale(self, scale: float) -> StepCostModel:
-        """The model with the bytes that grow with the cached keys and values (the K coefficient
-        of bytes read, written and removed) scaled: a KV-cache dtype."""
+    def with_kv_scale(self, scale: float, cached: Sequence[int] = (_K,)) -> StepCostModel:
+        """The model with the bytes that grow with the cached keys and values (the coefficients
+        of the features ``cached`` (K by default) in bytes read, written and removed) scaled: a
+        KV-cache dtype."""
         def scaled(q: int, v: tuple[float, ...]) -> tuple[float, ...]:
-            return tuple(a * scale if q in KV_QUANTITIES and i == _K else a for i, a in enumerate(v))
+            return tuple(a * scale if q in KV_QUANTITIES and i in cached else a for i, a in enumerate(v))
         groups = [OpGroup(g.count, g.form, tuple(scaled(q, v) for q, v in enumerate(g.coeffs))) for g in self.groups]
         return StepCostModel(self.scenario, groups, self.order, self.devices, self.static_power_w, self.weight_dtype)
 

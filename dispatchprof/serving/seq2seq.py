@@ -53,6 +53,8 @@ PROMPT_DESIGN = (2, 3, 4, 6)
 #: Decode chains counted for the step cost: (sequences, prompt positions, decode steps after the
 #: first decoder step); six coefficients and one check.
 DECODE_DESIGN = ((1, 2, 3), (2, 3, 2), (3, 5, 1), (1, 6, 1))
+#: The decode features whose bytes are cached keys and values (self K, cross E): a KV dtype scales them.
+CACHED_FEATURES = (2, 4)
 
 
 def is_encoder_decoder(model: torch.nn.Module) -> bool:
@@ -171,5 +173,5 @@ def count_decode_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_d
     return steps, per_token
 
 
-__all__ = ["DECODE_DESIGN", "PROMPT_DESIGN", "PromptCost", "count_decode_model", "count_prompt_model",
+__all__ = ["CACHED_FEATURES", "DECODE_DESIGN", "PROMPT_DESIGN", "PromptCost", "count_decode_model", "count_prompt_model",
            "decode_composition", "fixed_prompt", "is_encoder_decoder"]
