@@ -173,5 +173,6 @@ def count_decode_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_d
     return steps, per_token
 
 
-__all__ = ["CACHED_FEATURES", "DECODE_DESIGN", "PROMPT_DESIGN", "PromptCost", "count_decode_model", "count_prompt_model",
+__all__ = ["CACHED_FEATURES", "DECODE_DESIGN", "PROMPT_DESIGN", "PromptCost", "count_decode_model",
+           "count_prompt_model",
            "decode_composition", "fixed_prompt", "is_encoder_decoder"]

@@ -37,7 +37,8 @@ from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
 from dispatchprof.serving.seq2seq import (
-    CACHED_FEATURES, PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt, is_encoder_decoder,
+    CACHED_FEATURES, PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt,
+    is_encoder_decoder,
 )
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import scenarios_of
@@ -215,7 +216,8 @@ def _prepare_seq2seq(model: torch.nn.Module, scenarios: Any, name: str, *, draft
     prompt = count_prompt_model(model, scenarios, **options)[name]
     capacity, weights = steps[0].memory[name]
     price = price_usd_per_h if price_usd_per_h is not None else scenarios[name].devices[0].price_usd_per_hour
-    return ServingSetup(name, fit(steps)[name].with_kv_scale(scale, CACHED_FEATURES), per_token * scale, capacity, weights, price,
+    cost = fit(steps)[name].with_kv_scale(scale, CACHED_FEATURES)
+    return ServingSetup(name, cost, per_token * scale, capacity, weights, price,
                         runtime=runtime, tp=tp, prompt=prompt, fixed_prompt=fixed_prompt(model))
 
 
