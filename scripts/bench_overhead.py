@@ -5,11 +5,14 @@
     python scripts/bench_overhead.py --depth 100 400 1000      # cost against module depth
     python scripts/bench_overhead.py --models llama-3.1-8b --calls   # Python calls counting adds
 
-Every model is built weightless on fake tensors. Each measurement runs in a fresh
-subprocess so that its peak RSS is its own; each first runs one tiny op under OpCounter and
-FlopCounterMode, so one-time imports are not timed, and reports the best of 3 forwards. Prints one table row per model: the
-counted forward over the plain one (all categories, bytes, module tree), beside
-FlopCounterMode on the same forward. ``--depth`` times a chain of N nested modules (one op
+Every model is built weightless on fake tensors, once per model in a fresh subprocess, after one
+tiny op under OpCounter and FlopCounterMode (one-time imports are not timed) and one untimed
+forward per mode (fake tensors cache their dispatches). Then ``--rounds`` rounds (default 9) each
+time one plain, one FlopCounterMode and one OpCounter forward back to back, so a slow spell of
+the shared machine hits all three alike. Prints one row per model: each mode's best time, the
+ratio of the best times (counted / plain: all categories, bytes, module tree) and the median of
+the per-round ratios; peak RSS comes from another fresh process that runs one counted forward.
+``--depth`` times a chain of N nested modules (one op
 each) plain and counted: cost per module should stay flat as N grows. ``--calls`` counts the
 Python function calls (cProfile) of one plain and one counted forward: unlike times, the same on
 every run, so a change to the hot path can be judged on a noisy machine.
@@ -21,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -33,14 +37,17 @@ SHAPES = {   # MODELS.md
                           num_attention_heads=64, num_key_value_heads=8),
 }
 MODES = ("plain", "flop_counter", "opcounter")
-REPEATS = 3          # best of 3 forwards: the machine is shared, and fake tensors cache dispatches
+ROUNDS = 9           # timed rounds; each runs the three modes back to back, in the same process
 
 
-def measure(model_name: str, mode: str, batch: int, seq: int) -> dict:
-    """Build the model on fake tensors, run REPEATS forwards under ``mode``; the best time and the count."""
+def measure(model_name: str, batch: int, seq: int, rounds: int) -> dict:
+    """Build the model on fake tensors once; run ``rounds`` rounds of one forward in each mode,
+    interleaved so that a slow spell of the shared machine hits every mode alike. Returns each
+    mode's best time (seconds), the median of the per-round ratios to plain, and the op count."""
+    import gc
+
     import torch
     import transformers as tf
-    from torch.utils.flop_counter import FlopCounterMode
 
     from dispatchprof import OpCounter, fake_inputs, fake_model
 
@@ -49,23 +56,52 @@ def measure(model_name: str, mode: str, batch: int, seq: int) -> dict:
     cfg = tf.LlamaConfig(**SHAPES[model_name], tie_word_embeddings=False)
     model = fake_model(lambda: tf.LlamaForCausalLM(cfg), dtype=torch.bfloat16)
     ids = fake_inputs(model, batch, seq, high=1000)
-    ops, seconds = 0, float("inf")
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
     with torch.no_grad():
-        for _ in range(REPEATS):
-            start = time.perf_counter()
-            if mode == "plain":
-                model(ids)
-            elif mode == "flop_counter":
-                with FlopCounterMode(display=False):
-                    model(ids)
-            else:
-                with OpCounter() as c:
-                    model(ids)
-            seconds = min(seconds, time.perf_counter() - start)
-        if mode == "opcounter":
-            p = c.profile
-            ops = p.total().calls + sum(n for _, n in p.zero_cost_calls)
-    return {"seconds": seconds, "ops": ops, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+        for mode in MODES:                  # untimed: fake tensors fill their dispatch cache
+            _forward(model, ids, mode)
+        for _ in range(rounds):
+            for mode in MODES:
+                gc.collect()                # each forward starts with the same garbage: none
+                start = time.perf_counter()
+                counter = _forward(model, ids, mode)
+                times[mode].append(time.perf_counter() - start)
+    p = counter.profile
+    ops = p.total().calls + sum(n for _, n in p.zero_cost_calls)
+    ratios = {mode: statistics.median(t / plain for t, plain in zip(times[mode], times["plain"]))
+              for mode in MODES}
+    return {"best": {mode: min(t) for mode, t in times.items()}, "median_ratio": ratios, "ops": ops}
+
+
+def _forward(model, ids, mode: str):
+    """One forward in ``mode``; the OpCounter for "opcounter"."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from dispatchprof import OpCounter
+
+    if mode == "plain":
+        model(ids)
+        return None
+    counter = FlopCounterMode(display=False) if mode == "flop_counter" else OpCounter()
+    with counter:
+        model(ids)
+    return counter
+
+
+def peak_rss(model_name: str, batch: int, seq: int) -> dict:
+    """Peak RSS (MB) of a fresh process that builds the model and runs one counted forward."""
+    import torch
+    import transformers as tf
+
+    from dispatchprof import fake_inputs, fake_model
+
+    warnings.simplefilter("ignore")
+    cfg = tf.LlamaConfig(**SHAPES[model_name], tie_word_embeddings=False)
+    model = fake_model(lambda: tf.LlamaForCausalLM(cfg), dtype=torch.bfloat16)
+    ids = fake_inputs(model, batch, seq, high=1000)
+    with torch.no_grad():
+        _forward(model, ids, "opcounter")
+    return {"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def _warm_up() -> None:
@@ -159,9 +195,9 @@ def calls_row(model_name: str, batch: int, seq: int) -> list:
     return [model_name, f"{batch}x{seq}", calls[0], calls[1], added, f"{added / ops:.1f}"]
 
 
-def run_isolated(model_name: str, mode: str, batch: int, seq: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--one", model_name, mode, str(batch), str(seq)],
-                         check=True, capture_output=True, text=True)
+def run_isolated(*args: str) -> dict:
+    """Run ``--one ARGS`` in a fresh process (its peak RSS its own); its JSON result."""
+    out = subprocess.run([sys.executable, __file__, "--one", *args], check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -170,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--seq", type=int, default=4096)
-    p.add_argument("--one", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--rounds", type=int, default=ROUNDS, help=f"timed rounds (default {ROUNDS})")
+    p.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     p.add_argument("--depth", nargs="+", type=int, help="time chains of this many nested modules instead")
     p.add_argument("--calls", action="store_true", help="count Python calls (cProfile) instead of timing")
     args = p.parse_args(argv)
     if args.one:
-        name, mode, batch, seq = args.one
-        print(json.dumps(measure(name, mode, int(batch), int(seq))))
+        what, name, batch, seq, *rounds = args.one
+        result = peak_rss(name, int(batch), int(seq)) if what == "rss" else \
+            measure(name, int(batch), int(seq), int(rounds[0]))
+        print(json.dumps(result))
         return 0
     from tabulate import tabulate
 
@@ -193,15 +232,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = []
     for name in args.models:
-        r = {mode: run_isolated(name, mode, args.batch, args.seq) for mode in MODES}
-        plain = r["plain"]["seconds"]
-        rows.append([name, f"{args.batch}x{args.seq}", f"{plain:.2f}",
-                     f"{r['flop_counter']['seconds']:.2f}", f"{r['flop_counter']['seconds'] / plain:.2f}x",
-                     f"{r['opcounter']['seconds']:.2f}", f"{r['opcounter']['seconds'] / plain:.2f}x",
-                     r["opcounter"]["ops"], f"{r['opcounter']['rss_mb']:.0f}"])
+        shape = (name, str(args.batch), str(args.seq))
+        r = run_isolated("time", *shape, str(args.rounds))
+        rss = run_isolated("rss", *shape)["rss_mb"]
+        best, ratio = r["best"], r["median_ratio"]
+        rows.append([name, f"{args.batch}x{args.seq}", f"{best['plain']:.3f}",
+                     f"{best['flop_counter']:.3f}", f"{best['flop_counter'] / best['plain']:.2f}x",
+                     f"{ratio['flop_counter']:.2f}x", f"{best['opcounter']:.3f}",
+                     f"{best['opcounter'] / best['plain']:.2f}x", f"{ratio['opcounter']:.2f}x",
+                     r["ops"], f"{rss:.0f}"])
     print(tabulate(rows, headers=["model (fake tensors)", "batch x seq", "plain s", "FlopCounterMode s",
-                                  "FCM / plain", "OpCounter s", "counted / plain", "ops counted",
-                                  "OpCounter peak RSS MB"], tablefmt="github"))
+                                  "FCM / plain", "FCM / plain (median)", "OpCounter s", "counted / plain",
+                                  "counted / plain (median)", "ops counted", "OpCounter peak RSS MB"],
+                   tablefmt="github"))
     return 0
 
 

@@ -71,6 +71,19 @@ class TensorLedger:
         ref = weakref.ref(t, self._on_death)
         self._refs[id(ref)] = (ref, key)
 
+    def follow(self, t: torch.Tensor) -> None:
+        """Follow a view ``t``: ``track(t, _, UNRECORDED, everything)`` with fewer steps. A view
+        never allocates, so only a storage the ledger already follows gains a reference."""
+        try:
+            key = t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
+            return
+        entry = self._storages.get(key)
+        if entry is not None:
+            entry.refs += 1
+            ref = weakref.ref(t, self._on_death)
+            self._refs[id(ref)] = (ref, key)
+
     def _on_death(self, ref: weakref.ref) -> None:
         held = self._refs.pop(id(ref), None)
         if held is not None:

@@ -181,10 +181,15 @@ class Recorder:
     def count_view(self, info: OpInfo, out: Any) -> None:
         """Record one call of a zero-cost op (``info.view``: a view or a metadata query) that
         returned ``out``: no record, a call in ``zero_cost``; its output tensors are followed
-        (views never allocate). What `count` does for such an op, with fewer steps."""
+        (views never allocate, so live and peak bytes stay). What `count` does for such an op,
+        with fewer steps."""
         self.op_index += 1
-        self._track([out] if isinstance(out, Tensor) else iter_tensors(out), UNRECORDED, _ALL)
         self.zero_cost[info.name] += 1
+        if isinstance(out, Tensor):
+            self.ledger.follow(out)
+        elif isinstance(out, _CONTAINERS):
+            for t in iter_tensors(out):
+                self.ledger.follow(t)
 
     def _track(self, tensors: list[torch.Tensor], producer: int, not_new: Any) -> None:
         ledger = self.ledger
@@ -365,13 +370,18 @@ def _reads(info: OpInfo, args: tuple, kwargs: dict, recorder: Recorder) -> tuple
     for t, key in read:
         nbytes = stored_bytes(t)
         total += nbytes
-        if key in resident or isinstance(t, nn.Parameter):
+        if key in resident or _is_parameter(t):
             param_bytes += nbytes
             size = t.element_size()
             param_elements += nbytes // size if size else 0
         else:
             sources.append((producer_of(key), nbytes, key or 0))
     return total, sources, param_bytes, param_elements, _Existing(inputs, resident), first
+
+
+def _is_parameter(t: Tensor) -> bool:
+    """``isinstance(t, nn.Parameter)`` without Parameter's Python ``__instancecheck__``."""
+    return issubclass(type(t), nn.Parameter) or getattr(t, "_is_param", False)
 
 
 class _Existing:
