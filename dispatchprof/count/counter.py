@@ -17,8 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
-from dispatchprof.count import fused_attention
-from dispatchprof.count.modes import CountingMode, eager_flex_attention
+from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.report.dataframe import counter_frame
 from dispatchprof.report.html import counter_html
@@ -131,12 +130,11 @@ class OpCounter:
         self._state.tracker.start()
         self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
                                  register_optimizer_step_post_hook(self._optimizer_finished)]
-        self._modes = [CountingMode(self._state)]
+        self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
         self._flex_eager = eager_flex_attention(True)
         _HEADROOM.acquire()
         self._headroom = True
         try:
-            fused_attention.start(self._state)
             for m in self._modes:
                 m.__enter__()
         except BaseException:
@@ -154,8 +152,6 @@ class OpCounter:
                 m.__exit__(None, None, None)
         finally:
             self._modes = []
-            if state is not None:
-                fused_attention.stop(state)
             eager_flex_attention(self._flex_eager)
             self._flex_eager = None
             if self._headroom:

@@ -1,9 +1,11 @@
-"""The counter's private dispatch mode.
+"""The counter's two private modes.
 
 `CountingMode`, a TorchDispatchMode, sees every aten op (forward and backward) and hands it to
-the recorder. The ops of a scaled-dot-product attention call (one fused kernel's, or the math
-decomposition's on meta) pass through uncounted: `dispatchprof.count.fused_attention` records
-the call once, forward and backward. Only `OpCounter` uses it.
+the recorder; `FusedAttentionMode`, a TorchFunctionMode, records
+``F.scaled_dot_product_attention`` as one fused op before torch picks a backend, so attention
+counts the same on real, meta and fake tensors. The autograd nodes that call creates (one fused
+kernel's, or the math decomposition's on meta) are remembered by sequence number; in the backward
+their ops are recorded once, as ``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import torch
 from torch._ops import HigherOrderOperator
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dispatchprof.count.flex import FLEX_OPS, run_flex
@@ -21,8 +24,10 @@ from dispatchprof.count.tensors import NO_TORCH_FUNCTION, iter_tensors
 from dispatchprof.errors import DataDependentOpError
 
 aten = torch.ops.aten
+_next_sequence_nr = torch._C._autograd._get_sequence_nr
 _eval_frame_callback = torch._C._dynamo.eval_frame.get_eval_frame_callback
 _PROFILER = torch.autograd.profiler       # ``_is_profiler_enabled``: whether a profiler records ops now
+_SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
 class NestedTensorNotSupported(TypeError):
@@ -176,3 +181,29 @@ def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
         keys = k if keys is None else keys | k
     keys = _BACKEND_SELECT if keys is None else keys & _BELOW_PYTHON
     return func.redispatch(keys, *args, **kwargs)
+
+
+class FusedAttentionMode(TorchFunctionMode):
+    """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
+
+    def __init__(self, state: Recorder) -> None:
+        super().__init__()
+        self.state = state
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func is not _SDPA:           # every torch call of the model passes here: keep it short
+            return func(*args, **kwargs) if kwargs else func(*args)
+        kwargs = kwargs or {}
+        if self.state.inside_fused or torch._C._current_graph_task_id() != -1:
+            return func(*args, **kwargs)
+        self.state.inside_fused += 1
+        start = _next_sequence_nr()
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            self.state.inside_fused -= 1
+        with NO_TORCH_FUNCTION():
+            self.state.count(aten.scaled_dot_product_attention.default, args, kwargs, out)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)
+        return out

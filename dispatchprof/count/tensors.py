@@ -10,7 +10,7 @@ from op_formulas.cost import SparseMeta, TensorMeta
 
 Tensor = torch.Tensor
 #: The counter's own tensor reads (storages, sizes, strides) run inside this guard, so they skip
-#: torch function modes (any of the user's, or torch's own such as ``with torch.device(...)``).
+#: torch function modes (the counter's FusedAttentionMode and any of the user's).
 NO_TORCH_FUNCTION = torch._C.DisableTorchFunction
 
 
