@@ -12,7 +12,7 @@ from dispatchprof.count.fake import fake_mode
 from dispatchprof.llm.models import build_model, token_ids
 from dispatchprof.serving import Request, prepare_serving, simulate_serving
 from dispatchprof.serving.engine import DecodeBatch
-from dispatchprof.serving.seq2seq import count_decode_model, count_prompt_model, decode_composition
+from dispatchprof.serving.seq2seq import CACHED_FEATURES, count_decode_model, count_prompt_model, decode_composition
 from dispatchprof.serving.cost import fit
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.timeline import step_time
@@ -135,6 +135,23 @@ def test_kv_bytes_per_token_by_hand(t5):
     token, for the prompt's cross-attention cache and the decoder's own alike; fp8 halves it."""
     assert prepare_serving(t5, "H100-SXM").kv_bytes_per_token == 2 * 2 * 4 * 8 * 2 == 256
     assert prepare_serving(t5, "H100-SXM", kv_dtype="fp8").kv_bytes_per_token == 128
+
+
+def test_kv_dtype_scales_the_self_and_cross_cache_features(t5):
+    """fp8 / bf16 = 8 / 16: only the coefficients of the cached features (sum of self keys,
+    index 2, and sum of prompt positions read by cross-attention, index 4) of bytes read,
+    written and removed halve; a long-prompt decode batch, memory bound, gets faster."""
+    from dispatchprof.serving.work import KV_QUANTITIES, QUANTITIES
+    full = prepare_serving(t5, "H100-SXM", bound=True)
+    half = prepare_serving(t5, "H100-SXM", bound=True, kv_dtype="fp8")
+    assert CACHED_FEATURES == (2, 4)
+    for f, h in zip(full.cost.groups, half.cost.groups):
+        for q, (a, b) in enumerate(zip(f.coeffs, h.coeffs)):
+            assert b == tuple(v / 2 if q in KV_QUANTITIES and i in (2, 4) else v for i, v in enumerate(a))
+    read = QUANTITIES.index("bytes_read")
+    assert all(any(g.coeffs[read][i] > 0 for g in full.cost.groups) for i in (2, 4))
+    long = decode_composition(DecodeBatch(64, 64 * 40, 40, 64 * 4000, 4000, 40))
+    assert half.cost.cost(long).time_s < full.cost.cost(long).time_s
 
 
 def test_whisper_ttft_includes_its_audio_encoder():

@@ -110,10 +110,15 @@ def kv_element_bits(model: torch.nn.Module, kv_dtype: str | None) -> int | None:
     return WEIGHT_BITS[kv_dtype]
 
 
+def model_dtype(model: torch.nn.Module) -> torch.dtype:
+    """The model's floating-point dtype (its activations' and KV cache's): its first floating
+    parameter's; bfloat16 for a model with none."""
+    return next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.bfloat16)
+
+
 def model_bits(model: torch.nn.Module) -> int:
-    """Bits of the model's floating-point dtype (its KV cache's), from its first parameter."""
-    p = next((p for p in model.parameters() if p.is_floating_point()), None)
-    return 8 * p.element_size() if p is not None else 16
+    """Bits of the model's floating-point dtype (`model_dtype`)."""
+    return 8 * model_dtype(model).itemsize
 
 
 def kv_bytes_as(layer_bytes: tuple[int, ...], kv_bits: int | None, model: torch.nn.Module) -> tuple[int, ...]:
@@ -263,4 +268,4 @@ def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...])
 
 
 __all__ = ["Profile", "StepSample", "StepSpan", "cache_bytes", "cache_layer_bytes", "count_steps", "kv_bytes_as",
-           "kv_element_bits", "model_bits", "profile_generation", "sample_step"]
+           "kv_element_bits", "model_bits", "model_dtype", "profile_generation", "sample_step"]

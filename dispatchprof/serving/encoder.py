@@ -14,6 +14,7 @@ import torch
 
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.fake import fake_mode
+from dispatchprof.llm.generation import model_dtype
 from dispatchprof.sim.placement import Scenarios
 
 
@@ -34,7 +35,7 @@ def image_cost(model: torch.nn.Module, scenarios: Scenarios, image_size: int, *,
     if isinstance(image_size, bool) or not isinstance(image_size, int) or image_size < 1:
         raise ValueError(f"image_size must be a whole number of pixels >= 1, got {image_size!r}")
     encode = image_features_fn(model)
-    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
+    dtype = model_dtype(model)
     with fake_mode(model):
         pixels = torch.empty(1, 3, image_size, image_size, dtype=dtype)
     with torch.no_grad(), OpCounter(devices=scenarios, weight_dtype=weight_dtype, bound=bound, runtime=runtime,

@@ -42,7 +42,7 @@ import torch
 
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.fake import fake_mode
-from dispatchprof.llm.generation import StepSpan, cache_layer_bytes
+from dispatchprof.llm.generation import StepSpan, cache_layer_bytes, model_dtype
 from dispatchprof.llm.models import token_ids
 from dispatchprof.serving.cost import Composition, CountedStep, StepCost, StepCostModel, counted_steps, fit
 from dispatchprof.serving.engine import DecodeBatch
@@ -84,7 +84,7 @@ def _encoder_input(model: torch.nn.Module, prompt_tokens: int) -> dict[str, torc
     if fixed_prompt(model) is None:
         return {"input_ids": token_ids(model, 1, prompt_tokens)}
     frames = prompt_tokens * encoder.conv1.stride[0] * encoder.conv2.stride[0]
-    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
+    dtype = model_dtype(model)
     with fake_mode(model):
         return {"input_features": torch.empty(1, model.config.num_mel_bins, frames, dtype=dtype)}
 
@@ -147,7 +147,7 @@ def count_decode_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_d
     """The counted decode steps of ``design`` (their features set) and the KV bytes per token of
     one device (module docstring)."""
     hidden = model.config.d_model
-    dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
+    dtype = model_dtype(model)
     steps: list[CountedStep] = []
     per_token = 0.0
     for batch, prompt, decode_steps in design:
