@@ -4,6 +4,7 @@
     python scripts/bench_overhead.py --models llama-3.1-8b --seq 512
     python scripts/bench_overhead.py --depth 100 400 1000      # cost against module depth
     python scripts/bench_overhead.py --models llama-3.1-8b --calls   # Python calls counting adds
+    python scripts/bench_overhead.py --models llama-3.1-8b --instructions   # CPU instructions (valgrind)
 
 Every model is built weightless on fake tensors, once per model in a fresh subprocess, after one
 tiny op under OpCounter and FlopCounterMode (one-time imports are not timed) and one untimed
@@ -15,7 +16,10 @@ the per-round ratios; peak RSS comes from another fresh process that runs one co
 ``--depth`` times a chain of N nested modules (one op
 each) plain and counted: cost per module should stay flat as N grows. ``--calls`` counts the
 Python function calls (cProfile) of one plain and one counted forward: unlike times, the same on
-every run, so a change to the hot path can be judged on a noisy machine.
+every run, so a change to the hot path can be judged on a noisy machine. ``--instructions``
+counts the CPU instructions one forward executes in each mode, under valgrind's cachegrind
+(needs ``valgrind``; about ten minutes): deterministic like ``--calls``, and it weighs Python and
+C++ work alike, but it does not see cache misses or other stalls, which times do.
 """
 
 from __future__ import annotations
@@ -195,6 +199,51 @@ def calls_row(model_name: str, batch: int, seq: int) -> list:
     return [model_name, f"{batch}x{seq}", calls[0], calls[1], added, f"{added / ops:.1f}"]
 
 
+def forwards(model_name: str, batch: int, seq: int, mode: str, n: int) -> dict:
+    """Build the model, run one untimed forward in each mode (warm caches), then ``n`` forwards
+    in ``mode``: what ``--instructions`` runs under cachegrind."""
+    import torch
+    import transformers as tf
+
+    from dispatchprof import fake_inputs, fake_model
+
+    warnings.simplefilter("ignore")
+    _warm_up()
+    cfg = tf.LlamaConfig(**SHAPES[model_name], tie_word_embeddings=False)
+    model = fake_model(lambda: tf.LlamaForCausalLM(cfg), dtype=torch.bfloat16)
+    ids = fake_inputs(model, batch, seq, high=1000)
+    with torch.no_grad():
+        for m in MODES:
+            _forward(model, ids, m)
+        for _ in range(n):
+            _forward(model, ids, mode)
+    return {}
+
+
+def instructions_row(model_name: str, batch: int, seq: int) -> list:
+    """[model, plain, FlopCounterMode and OpCounter instructions, the ratios to plain]: the CPU
+    instructions one forward executes, from cachegrind (valgrind) runs of `forwards` with no
+    extra forward and with 2 in each mode; the differences over 2. The same on every run."""
+    import concurrent.futures
+    import tempfile
+
+    def run(mode: str, n: int) -> int:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "cachegrind.out")
+            subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+                            sys.executable, __file__, "--one", "forwards", model_name, str(batch), str(seq),
+                            mode, str(n)],
+                           check=True, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
+            summary = next(line for line in open(out) if line.startswith("summary:"))
+            return int(summary.split()[1])
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        base, *runs = pool.map(lambda mn: run(*mn), [("plain", 0)] + [(mode, 2) for mode in MODES])
+    plain, fcm, counted = ((r - base) / 2 for r in runs)
+    return [model_name, f"{batch}x{seq}", f"{plain / 1e9:.3f} G", f"{fcm / 1e9:.3f} G", f"{fcm / plain:.2f}x",
+            f"{counted / 1e9:.3f} G", f"{counted / plain:.2f}x"]
+
+
 def run_isolated(*args: str) -> dict:
     """Run ``--one ARGS`` in a fresh process (its peak RSS its own); its JSON result."""
     out = subprocess.run([sys.executable, __file__, "--one", *args], check=True, capture_output=True, text=True)
@@ -210,11 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     p.add_argument("--depth", nargs="+", type=int, help="time chains of this many nested modules instead")
     p.add_argument("--calls", action="store_true", help="count Python calls (cProfile) instead of timing")
+    p.add_argument("--instructions", action="store_true",
+                   help="count the CPU instructions of one forward under valgrind's cachegrind (minutes)")
     args = p.parse_args(argv)
     if args.one:
         what, name, batch, seq, *rounds = args.one
-        result = peak_rss(name, int(batch), int(seq)) if what == "rss" else \
-            measure(name, int(batch), int(seq), int(rounds[0]))
+        if what == "rss":
+            result = peak_rss(name, int(batch), int(seq))
+        elif what == "forwards":
+            result = forwards(name, int(batch), int(seq), rounds[0], int(rounds[1]))
+        else:
+            result = measure(name, int(batch), int(seq), int(rounds[0]))
         print(json.dumps(result))
         return 0
     from tabulate import tabulate
@@ -224,6 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         rows = [depth_row(n) for n in args.depth]
         print(tabulate(rows, headers=["nested modules", "plain s", "counted s", "counted us / module"],
                        tablefmt="github"))
+        return 0
+    if args.instructions:
+        rows = [instructions_row(name, args.batch, args.seq) for name in args.models]
+        print(tabulate(rows, headers=["model (fake tensors)", "batch x seq", "plain instructions",
+                                      "FlopCounterMode instructions", "FCM / plain", "OpCounter instructions",
+                                      "counted / plain"], tablefmt="github"))
         return 0
     if args.calls:
         rows = [calls_row(name, args.batch, args.seq) for name in args.models]
