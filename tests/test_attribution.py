@@ -168,3 +168,19 @@ def test_peak_excludes_parameters_and_views_of_them():
     lin = nn.Linear(1000, 1000)                              # 4 MB of weight, viewed by t()
     c = count(lin, torch.randn(1, 1000))
     assert c.by_module()[""].scope.peak_bytes == 1000 * 4     # only the output is allocated
+
+
+def test_a_view_keeps_its_storage_live_until_the_last_tensor_on_it_dies():
+    """Live bytes follow storages: 4000 B stay live while a view of them lives, and are freed
+    with it. By hand: a 4000, (a dropped, its view holds it) + b 8000, (view dropped) 4000,
+    + d 8000: peak 8000. Freed with ``a`` it would be 4000; never freed, 12000."""
+    x = torch.randn(1000)
+    with OpCounter() as c:
+        a = x * 2
+        v = a[:10]
+        del a
+        b = x + 1
+        del v
+        d = x - 1
+        del b, d
+    assert c.by_module()[""].scope.peak_bytes == 8000

@@ -1,10 +1,12 @@
 """The tensor ledger: which op produced each live storage, and how many bytes are live.
 
-Every tensor an op returns is followed with a weak reference; a storage is live while any
-tensor object seen on it is alive. Live bytes are the sum of the live storages' sizes
-(ACT, CACHE and PEAK in COUNTING.md); parameters, buffers and user inputs are never op
-outputs, so they are excluded. Each storage also remembers the record that last wrote it,
-which tells the simulator where a tensor lives when another op reads it.
+Every storage an op allocates is followed with one weak reference to its Python object, which
+torch keeps for as long as the storage lives (PyObject preservation): the storage is live until
+the last tensor on it (a view, or one autograd saved for the backward) is gone, and views need
+no bookkeeping of their own. Live bytes are the sum of the live storages' sizes (ACT, CACHE and
+PEAK in COUNTING.md); parameters, buffers and user inputs are never op outputs, so they are
+excluded. Each storage also remembers the record that last wrote it, which tells the simulator
+where a tensor lives when another op reads it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ class _Storage:
     nbytes: int
     born: int          # op index that allocated it
     producer: int      # record index that last wrote it, or UNRECORDED
-    refs: int = 0
 
 
 def storage_key(t: torch.Tensor) -> int | None:
@@ -46,9 +47,10 @@ class TensorLedger:
     _refs: dict[int, tuple[weakref.ref, int]] = field(default_factory=dict)   # id(ref) -> (ref, key)
 
     def track(self, t: torch.Tensor, op_index: int, producer: int, not_new: Any) -> None:
-        """Follow ``t``, written by ``producer``. A storage seen for the first time counts as
-        allocated at ``op_index`` unless its key is in ``not_new`` (the op's inputs, parameters:
-        a view or an in-place write of a tensor that existed before, which is not followed)."""
+        """Follow ``t``'s storage, written by ``producer``. A storage seen for the first time
+        counts as allocated at ``op_index`` unless its key is in ``not_new`` (the op's inputs,
+        parameters: a view or an in-place write of a tensor that existed before, which is not
+        followed)."""
         try:
             storage = t.untyped_storage()
         except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
@@ -63,40 +65,19 @@ class TensorLedger:
             self.produced_elements += t.numel()
             if self.live_bytes > self.peak_bytes:
                 self.peak_bytes = self.live_bytes
+            # released when the storage dies (a cheaper weakref.finalize: the ledger keeps the
+            # reference alive until it is closed)
+            ref = weakref.ref(storage, self._on_death)
+            self._refs[id(ref)] = (ref, key)
         elif producer != UNRECORDED:
             entry.producer = producer       # an in-place write moves the tensor to its writer
-        entry.refs += 1
-        # A weak reference whose callback releases the storage when ``t`` dies (a cheaper
-        # weakref.finalize: the ledger keeps the reference alive until it is closed).
-        ref = weakref.ref(t, self._on_death)
-        self._refs[id(ref)] = (ref, key)
-
-    def follow(self, t: torch.Tensor) -> None:
-        """Follow a view ``t``: ``track(t, _, UNRECORDED, everything)`` with fewer steps. A view
-        never allocates, so only a storage the ledger already follows gains a reference."""
-        try:
-            key = t.untyped_storage()._cdata
-        except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
-            return
-        entry = self._storages.get(key)
-        if entry is not None:
-            entry.refs += 1
-            ref = weakref.ref(t, self._on_death)
-            self._refs[id(ref)] = (ref, key)
 
     def _on_death(self, ref: weakref.ref) -> None:
         held = self._refs.pop(id(ref), None)
-        if held is not None:
-            self._release(held[1])
-
-    def _release(self, key: int) -> None:
-        entry = None if self._closed else self._storages.get(key)
-        if entry is None:
-            return
-        entry.refs -= 1
-        if entry.refs == 0:
-            del self._storages[key]
-            self.live_bytes -= entry.nbytes
+        if held is not None and not self._closed:
+            entry = self._storages.pop(held[1], None)
+            if entry is not None:
+                self.live_bytes -= entry.nbytes
 
     def born_at(self, t: torch.Tensor) -> int | None:
         """Op index that allocated ``t``'s storage, or None if no op of ours did."""

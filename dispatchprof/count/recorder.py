@@ -180,16 +180,11 @@ class Recorder:
 
     def count_view(self, info: OpInfo, out: Any) -> None:
         """Record one call of a zero-cost op (``info.view``: a view or a metadata query) that
-        returned ``out``: no record, a call in ``zero_cost``; its output tensors are followed
-        (views never allocate, so live and peak bytes stay). What `count` does for such an op,
-        with fewer steps."""
+        returned ``out``: no record, a call in ``zero_cost``. Views never allocate, and the
+        ledger follows storages, not tensors: nothing else changes. What `count` does for such
+        an op, with fewer steps."""
         self.op_index += 1
         self.zero_cost[info.name] += 1
-        if isinstance(out, Tensor):
-            self.ledger.follow(out)
-        elif isinstance(out, _CONTAINERS):
-            for t in iter_tensors(out):
-                self.ledger.follow(t)
 
     def _track(self, tensors: list[torch.Tensor], producer: int, not_new: Any) -> None:
         ledger = self.ledger
