@@ -80,8 +80,7 @@ class CountingMode(TorchDispatchMode):
             return func(*args, **kwargs)
         if info.view:                              # views and metadata queries: the common case
             out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
-            with NO_TORCH_FUNCTION():
-                state.count_view(info, out)
+            state.count_view(info)              # reads no tensor: no torch-function guard
             return out
         if info.data_dependent and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(info.name, state.scope_and_phase()[0])

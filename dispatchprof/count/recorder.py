@@ -178,11 +178,10 @@ class Recorder:
             if i < len(args):
                 self._track(iter_tensors(args[i]), index, keys)
 
-    def count_view(self, info: OpInfo, out: Any) -> None:
-        """Record one call of a zero-cost op (``info.view``: a view or a metadata query) that
-        returned ``out``: no record, a call in ``zero_cost``. Views never allocate, and the
-        ledger follows storages, not tensors: nothing else changes. What `count` does for such
-        an op, with fewer steps."""
+    def count_view(self, info: OpInfo) -> None:
+        """Record one call of a zero-cost op (``info.view``: a view or a metadata query): no
+        record, a call in ``zero_cost``. Views never allocate, and the ledger follows storages,
+        not tensors: nothing else changes. What `count` does for such an op, with fewer steps."""
         self.op_index += 1
         self.zero_cost[info.name] += 1
 
