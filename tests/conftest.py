@@ -103,6 +103,15 @@ def tiny_device_yaml(**fields) -> str:
     return text
 
 
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """``dispatchprof ARGV`` in this process: (exit code, stdout, stderr)."""
+    from dispatchprof.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 @pytest.fixture(autouse=True)
 def _nothing_left_behind():
     """Every test must leave torch as it found it: no modes, no global module hooks."""

@@ -6,15 +6,9 @@ import sys
 
 import pytest
 
-from dispatchprof.cli import main
+from conftest import run_cli as run
 
 SMALL = ["llama-3.2-1b", "--batch", "2", "--prompt-len", "16", "--new-tokens", "4"]
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_main_job_prints_summary_and_module_tree(capsys):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from dispatchprof.cli import main
+from conftest import run_cli as run
 from dispatchprof.serving import generate_requests, parse_duration, read_trace
 from dispatchprof.serving.requests import Length, parse_length
 
@@ -18,12 +18,6 @@ def tiny_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("tiny")
     (d / "config.json").write_text(json.dumps(TINY))
     return str(d)
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write(tmp_path, name, text):

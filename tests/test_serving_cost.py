@@ -6,7 +6,7 @@ import warnings
 import pytest
 import torch
 
-from dispatchprof.llm.models import build_model
+from conftest import tiny_model
 from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
 from dispatchprof.llm.generation import count_steps
 from dispatchprof.serving.engine import DecodeBatch
@@ -19,12 +19,9 @@ DEVICES = ["H100-SXM", "PIM-AI-1chip"]
 
 
 def tiny(vocab=512, layers=2):
-    from transformers import LlamaConfig
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return build_model(cfg)
+    """conftest's tiny Llama, bf16, with 4 heads of 16 over 2 KV heads, MLP 128."""
+    return tiny_model(vocab_size=vocab, num_hidden_layers=layers, intermediate_size=128, head_dim=16,
+                      max_position_embeddings=4096, dtype=torch.bfloat16)
 
 
 @pytest.fixture(scope="module")
@@ -74,12 +71,9 @@ def test_gemm_efficiency_follows_the_step_shape():
     """A model wide enough for the H100's GEMM tiles and waves to matter: prefills of 1 x 40,
     3 x 100 and 2 x 700 tokens (M = 40, 300, 1400 against 128-row tiles on 132 SMs) are timed as
     the simulator times them (a fitted line through the counted compute times would not be)."""
-    from transformers import LlamaConfig
-    cfg = LlamaConfig(vocab_size=1024, hidden_size=2048, intermediate_size=5632, num_hidden_layers=1,
-                      num_attention_heads=16, num_key_value_heads=4, head_dim=128, max_position_embeddings=4096)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        wide = build_model(cfg)
+    wide = tiny_model(vocab_size=1024, hidden_size=2048, intermediate_size=5632, num_hidden_layers=1,
+                      num_attention_heads=16, num_key_value_heads=4, head_dim=128, max_position_embeddings=4096,
+                      dtype=torch.bfloat16)
     scenarios = scenarios_of(["H100-SXM"])
     cost = fit(count_design(wide, scenarios, runtime="compiled"))["H100-SXM"]
     for b, q, p in ((1, 40, 0), (3, 100, 0), (2, 700, 0), (4, 1, 900)):
