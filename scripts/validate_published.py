@@ -7,8 +7,9 @@ Each row (a model on a GPU, tensor-parallel degree, runtime, weight and KV-cache
 prompt and output length, one measured metric, its source) is predicted on weightless (fake) models,
 simulated side by side on variants of the row's device profile: every combination of a per-device
 parameter (matrix_memory_efficiency, the achieved fraction of bandwidth of GEMM/GEMV streams), a
-per-runtime parameter (host_overhead_us for eager, graph_launch_us for compiled and serving) and,
-for weight-only int8/int4 rows, a per-device weight_only_efficiency. A `static` row is one
+per-runtime parameter (host_overhead_us for eager, graph_launch_us for compiled; graph_launch_us and
+sequence_host_us for each serving engine, fitted as a runtime of its own) and, for weight-only
+int8/int4 rows, a per-device weight_only_efficiency. A `static` row is one
 `profile_generation`; a `continuous` row (an engine keeping `batch` sequences running) is the
 steady state of the serving step cost model (`predict_continuous`). The fit picks, on the fit rows
 only, the per-device and per-runtime values with the least mean absolute error of the time rows
@@ -38,9 +39,13 @@ import warnings
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "published_gpu.csv")
 MME = (0.6, 0.7, 0.8, 0.9)                                     # per device: matrix_memory_efficiency
-HOST = {"eager": ("host_overhead_us", (4.0, 7.0, 10.0, 15.0, 20.0, 30.0)),   # per runtime: host cost
-        "compiled": ("graph_launch_us", (20.0, 100.0, 300.0)),
-        "serving": ("graph_launch_us", (20.0, 100.0, 300.0))}
+#: Per runtime: the host figures tried, each a tuple of (profile field, value). A serving engine is
+#: fitted as its own runtime (`runtime_of`): a C++ executor and a Python scheduler differ in what
+#: they pay per step and per sequence.
+HOST = {"eager": [(("host_overhead_us", v),) for v in (4.0, 7.0, 10.0, 15.0, 20.0, 30.0)],
+        "compiled": [(("graph_launch_us", v),) for v in (20.0, 100.0, 300.0)],
+        "serving": [(("graph_launch_us", g), ("sequence_host_us", s)) for g in (20.0, 100.0, 300.0)
+                    for s in (0.0, 5.0, 10.0, 20.0, 40.0)]}
 WEIGHT_ONLY = ("int8", "int4")                                 # weight-only quantized rows
 WOE = (1.0, 0.85, 0.7, 0.55, 0.4)                              # per device and dtype: weight_only_efficiency
 DYNAMIC = (1.0, 1.5, 2.0, 2.5, 3.0)      # per device with two energy fit rows or more: dynamic energy scale
@@ -65,19 +70,28 @@ def build(name: str):
     return build_model(ALIASES.get(name, name), dtype=torch.bfloat16)
 
 
+def runtime_of(row: dict) -> str:
+    """What a row's host figures are fitted per: its runtime, and for serving its engine."""
+    return f"serving/{row['engine']}" if row["runtime"] == "serving" else row["runtime"]
+
+
+def host_label(host: tuple) -> str:
+    """The host figures' part of a variant's name: their values, comma-separated."""
+    return ",".join(str(float(v)) for _, v in host)
+
+
 def variants(device_name: str, runtime: str, weight_dtype: str | None = None):
     """Named variants of a device profile: "mme|host" (and "|woe" for weight-only int rows) -> Device."""
     from dispatchprof.sim.catalog import load_device
 
     base = load_device(device_name)
-    field, values = HOST[runtime]
     out = {}
-    for m, h in itertools.product(MME, values):
+    for m, h in itertools.product(MME, HOST[runtime]):
         for w in (WOE if weight_dtype in WEIGHT_ONLY else (None,)):
-            key = f"{m}|{h}" + (f"|{w}" if w is not None else "")
+            key = f"{m}|{host_label(h)}" + (f"|{w}" if w is not None else "")
             extra = {"weight_only_efficiency": {weight_dtype: w}} if w is not None else {}
             out[key] = dataclasses.replace(base, name=f"{device_name}|{key}", matrix_memory_efficiency=m,
-                                           **{field: h}, **extra)
+                                           **dict(h), **extra)
     return out
 
 
@@ -169,8 +183,9 @@ def weight_only(row: dict) -> str | None:
 
 @dataclasses.dataclass
 class Fitted:
-    """The fitted parameters: mme per device, host value per runtime, weight_only_efficiency per
-    (device, weight dtype), static power and a dynamic energy scale per device."""
+    """The fitted parameters: mme per device, host figures per runtime (`runtime_of`),
+    weight_only_efficiency per (device, weight dtype), static power and a dynamic energy scale per
+    device."""
 
     mme: dict
     host: dict
@@ -180,7 +195,7 @@ class Fitted:
 
     def key(self, row: dict) -> str:
         """The variant of ``row``'s predictions these parameters select."""
-        key = f"{self.mme[row['hardware']]}|{self.host[row['runtime']]}"
+        key = f"{self.mme[row['hardware']]}|{host_label(self.host[runtime_of(row)])}"
         wd = weight_only(row)
         return key + (f"|{self.woe.get((row['hardware'], wd), 1.0)}" if wd else "")
 
@@ -194,19 +209,25 @@ def fit(rows: list[dict], preds: dict) -> Fitted:
     fit_rows = [r for r in rows if r["split"] == "fit" and r["measure"] != "energy_per_token"]
     plain = [r for r in fit_rows if not weight_only(r)]
     devices = sorted({r["hardware"] for r in rows})
-    runtimes = sorted({r["runtime"] for r in rows})
+    runtimes = sorted({runtime_of(r) for r in rows})
 
     def mean_error(rs: list[dict], f: Fitted) -> float:
         errs = [min(1.0, abs(error(float(r["value"]), preds[r["id"]][f.key(r)][0]))) for r in rs]
         return statistics.fmean(errs) if errs else 0.0
 
+    # a row depends on its device's mme and its runtime's host figures only: for each choice of
+    # host figures, each device's best mme is chosen on that device's rows alone
+    by_device = {dev: [r for r in plain if r["hardware"] == dev] for dev in devices}
     best, best_err = None, float("inf")
-    for mmes in itertools.product(MME, repeat=len(devices)):
-        for hosts in itertools.product(*(HOST[rt][1] for rt in runtimes)):
-            f = Fitted(dict(zip(devices, mmes)), dict(zip(runtimes, hosts)), {}, {})
-            e = mean_error(plain, f)
-            if e < best_err - 1e-12:
-                best, best_err = f, e
+    for hosts in itertools.product(*(HOST[rt.split("/")[0]] for rt in runtimes)):
+        host = dict(zip(runtimes, hosts))
+        mme, total = {}, 0.0
+        for dev in devices:
+            errs = {m: mean_error(by_device[dev], Fitted({dev: m}, host, {}, {})) * len(by_device[dev]) for m in MME}
+            mme[dev] = min(MME, key=errs.__getitem__)
+            total += errs[mme[dev]]
+        if total < best_err - 1e-12:
+            best, best_err = Fitted(mme, host, {}, {}), total
     for dev, wd in sorted({(r["hardware"], weight_only(r)) for r in fit_rows if weight_only(r)}):
         group = [r for r in fit_rows if r["hardware"] == dev and weight_only(r) == wd]
         best.woe[(dev, wd)] = min(WOE, key=lambda w: mean_error(group, dataclasses.replace(
@@ -289,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
           + "; static_power_w " + ", ".join(f"{k} {v:.0f}" for k, v in fitted.static.items())
           + "; dynamic energy x " + ", ".join(f"{k} {v:g}" for k, v in fitted.dynamic.items())
           + "; weight_only_efficiency " + ", ".join(f"{d} {w} {v}" for (d, w), v in fitted.woe.items()))
-    print("fitted per runtime: " + ", ".join(f"{k} {HOST[k][0]} {v:g}" for k, v in fitted.host.items()))
+    print("fitted per runtime: " + ", ".join(f"{k} " + " ".join(f"{name} {v:g}" for name, v in host)
+                                             for k, host in fitted.host.items()))
     for split in ("fit", "held-out"):
         if errs[split]:
             print(f"median |error| on {len(errs[split])} {split} rows: {statistics.median(errs[split]):.1%}")

@@ -1,5 +1,6 @@
 """The step cost model against direct counting, KV-cache bytes by dtype, and speculative decoding."""
 
+import dataclasses
 import random
 import warnings
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from conftest import tiny_model
+from dispatchprof import load_device
 from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
 from dispatchprof.llm.generation import count_steps
 from dispatchprof.serving.engine import DecodeBatch
@@ -65,6 +67,19 @@ def test_step_cost_matches_direct_simulation_at_random_compositions(model, runti
             got = models[name].cost(Composition.uniform(b, q, p))
             assert got.time_s == pytest.approx(want[name][0], rel=1e-9), (b, q, p, name)
             assert got.energy_j == pytest.approx(want[name][1], rel=1e-9), (b, q, p, name)
+
+
+def test_serving_host_cost_per_sequence_of_a_step(model):
+    """A step's graph launch carries 10 us per sequence it runs (decoding or prefilling): the step
+    ends N x 10 us later, N read off the composition, mixed steps included."""
+    quick = dataclasses.replace(load_device("H100-SXM"), name="quick-host", graph_launch_us=20.0)
+    busy = dataclasses.replace(quick, name="busy-host", sequence_host_us=10.0)
+    models = fit(count_design(model, scenarios_of([quick, busy]), runtime="serving"))
+    steps = [(Composition.uniform(3, 1, 40), 3), (Composition.uniform(2, 17, 0), 2),
+             (Composition.decoding(5, 200, 60).merge(Composition.of([(16, 16), (9, 9)])), 7)]
+    for c, n in steps:
+        quick_s, busy_s = models["quick-host"].cost(c).time_s, models["busy-host"].cost(c).time_s
+        assert busy_s == pytest.approx(quick_s + n * 10e-6, rel=1e-12), c
 
 
 def test_gemm_efficiency_follows_the_step_shape():

@@ -100,6 +100,34 @@ def test_serving_computes_last_position_logits_only():
     assert sim.runtime.logits_share == pytest.approx(1 / 8)
 
 
+def test_serving_host_works_per_sequence_of_a_step():
+    quick = dataclasses.replace(load_device("H100-SXM"), name="quick-host", graph_launch_us=20.0, sequence_host_us=0.0)
+    busy = dataclasses.replace(quick, name="busy-host", sequence_host_us=10.0)
+    model = tiny_model()
+    x = torch.zeros(3, 8, dtype=torch.long)
+    runs = {}
+    for runtime in ("serving", "compiled", "eager"):
+        with torch.no_grad(), OpCounter(devices=[quick, busy], runtime=runtime) as c:
+            with c.phase("prefill"):
+                model(x)
+            with c.phase("decode"):
+                model(x[:, :1])
+        runs[runtime] = {s.name: s for s in c.simulations()}
+    serving = runs["serving"]
+    starts = [i for i, t in enumerate(serving["busy-host"].ops) if t.t_host]
+    assert len(starts) == 2                                    # one graph launch per step
+    # each step runs 3 sequences: its launch is issued after 20 + 3 x 10 = 50 us instead of 20;
+    # only the first op has host time, so each step ends 30 us later: 60 us over the two steps
+    assert [serving["busy-host"].ops[i].t_host for i in starts] == pytest.approx([50e-6, 50e-6])
+    assert [serving["quick-host"].ops[i].t_host for i in starts] == pytest.approx([20e-6, 20e-6])
+    assert serving["busy-host"].total.time_s == pytest.approx(serving["quick-host"].total.time_s + 60e-6, rel=1e-12)
+    for runtime in ("compiled", "eager"):                       # an engine's per-sequence work only
+        assert runs[runtime]["busy-host"].total.time_s == runs[runtime]["quick-host"].total.time_s
+    with torch.no_grad(), OpCounter(devices=busy, runtime="serving", bound=True) as c:
+        model(x)
+    assert not any(t.t_host for t in c.simulated().ops)        # --bound: no host time at all
+
+
 def test_gemm_efficiency_at_two_shapes_by_hand():
     h100 = load_device("H100-SXM")                 # 132 SMs, 128x128 tiles
     # [256, 12288] x [12288, 12288]: 2 * 96 = 192 tiles -> 2 waves of 132: 192 / 264 = 0.7273; tiles full

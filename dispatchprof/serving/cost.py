@@ -13,9 +13,9 @@ K and A (Ac: the causal mask of sequences with more than one new token), and the
 features carry what transformers computes once per padded batch (positions, rotary tables).
 
 **What is fitted: work, not time.** Every op's counts, bytes, output elements, the traffic the
-runtime removes, the bytes all-reduced after it, a GEMM's M, N, K and the bytes of moved inputs
-(`dispatchprof.serving.work`) are exactly linear in x on uniform batches (B sequences of q tokens
-after p cached ones). Its time is not: a GEMM's tile and wave efficiency depends on its M (the
+runtime removes, the bytes all-reduced after it, the sequences a step's host launch prepares (N),
+a GEMM's M, N, K and the bytes of moved inputs (`dispatchprof.serving.work`) are exactly linear
+in x on uniform batches (B sequences of q tokens after p cached ones). Its time is not: a GEMM's tile and wave efficiency depends on its M (the
 step's tokens), and a memory term may switch to a cache's bandwidth. So the model counts ten
 uniform batches once per model: prefills of q tokens (p = 0) and decode steps (q = 1) at small
 B, q, p; an op's quantities at those ten compositions determine their nine coefficients by exact

@@ -5,7 +5,7 @@ An op of the step's op stream has a fixed **form** (`OpForm`: the aten op, scope
 what the runtime decided about its kernel and host launch, its tensor-parallel share) and
 **quantities** that follow the batch: its seven counts, MACs, bytes read and written, bytes sent,
 output elements, parameter bytes and elements, the traffic the runtime removed, the bytes
-all-reduced after it, a GEMM's (batch, M, N, K) and the bytes of each input moved from the host or
+all-reduced after it, the sequences its host launch prepares (serving), a GEMM's (batch, M, N, K) and the bytes of each input moved from the host or
 another device. Those quantities are what the cost model fits; `op_timing` rebuilds the op's
 record and plan from them and asks `time_op`, so the GEMM tile and wave efficiency is that of the
 step's own M, N, K (not a line through the counted ones).
@@ -26,7 +26,8 @@ from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
 COST_FIELDS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs", "bytes_read", "bytes_written",
                "comm_bytes")
 #: The quantities of an op, in order; a GEMM adds (batch, M, N, K), then one entry per moved input.
-QUANTITIES = (*COST_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes")
+QUANTITIES = (*COST_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes",
+              "sequences")
 #: Quantities that grow with the cached keys and values (scaled by a KV-cache dtype).
 KV_QUANTITIES = tuple(QUANTITIES.index(q) for q in ("bytes_read", "bytes_written", "removed_bytes"))
 _DIMS = len(QUANTITIES)
@@ -58,7 +59,8 @@ def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, 
     """The op's quantities (QUANTITIES, GEMM dims, bytes of each moved input)."""
     c = r.cost
     values = [getattr(c, f) or 0 for f in COST_FIELDS]
-    values += [r.out_elements, r.param_bytes, r.param_elements, plan.removed_bytes, plan.allreduce_bytes]
+    values += [r.out_elements, r.param_bytes, r.param_elements, plan.removed_bytes, plan.allreduce_bytes,
+               plan.sequences]
     dims = gemm_dims(r)
     return (*values, *(dims or ()), *moved)
 
@@ -111,7 +113,7 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
         j += bool(src)
     record = OpRecord(form.op, form.scope, "decode", form.dtype, cost, None, tuple(inputs), round(v[12]),
                       round(v[13]), v[11], shapes)
-    plan = OpPlan(v[14], form.kernel, form.host, 1.0, form.share, v[15], form.group)
+    plan = OpPlan(v[14], form.kernel, form.host, 1.0, form.share, v[15], form.group, round(v[16]))
     return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
 
 

@@ -61,6 +61,7 @@ class Device:
     interconnect_latency_us: float = 0.0          # per collective (tensor parallelism's all-reduces)
     host_overhead_us: float = 0.0                 # host cost per op launched one by one (runtime "eager")
     graph_launch_us: float = 0.0                  # host cost per step launched as one graph (compiled, serving)
+    sequence_host_us: float = 0.0                 # host cost per sequence of a step (serving: schedule, inputs, sample)
     compute_units: int | None = None              # SMs / CUs: GEMM waves (dispatchprof.sim.kernels)
     gemm_tile: tuple[int, int] | None = None      # output tile (rows, cols) of one GEMM work unit
     matrix_memory_efficiency: float | None = None   # achieved fraction of bandwidth for GEMM/GEMV streams
@@ -88,9 +89,9 @@ class Device:
         """This device with the pure roofline bound: efficiencies 1, no launch, host or collective
         latency, no shape-dependent GEMM efficiency, no static power."""
         return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0,
-                                   host_overhead_us=0.0, graph_launch_us=0.0, interconnect_latency_us=0.0,
-                                   compute_units=None, gemm_tile=None, matrix_memory_efficiency=None,
-                                   weight_only_efficiency={}, static_power_w=0.0)
+                                   host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
+                                   interconnect_latency_us=0.0, compute_units=None, gemm_tile=None,
+                                   matrix_memory_efficiency=None, weight_only_efficiency={}, static_power_w=0.0)
 
     def flop_pj(self, dtype_key: str, matrix: bool) -> float:
         """pJ per FLOP of an op: ``matrix_pj_per_flop[dtype]`` for matrix ops where listed, else

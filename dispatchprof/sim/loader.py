@@ -73,6 +73,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "interconnect_latency_us": (_NUMBER, False, _non_negative),
     "host_overhead_us": (_NUMBER, False, _non_negative),
     "graph_launch_us": (_NUMBER, False, _non_negative),
+    "sequence_host_us": (_NUMBER, False, _non_negative),
     "compute_units": ((int,), False, _positive),
     "gemm_tile": ((list,), False, _tile),
     "matrix_memory_efficiency": (_NUMBER, False, _fraction),

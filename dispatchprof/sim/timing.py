@@ -16,7 +16,8 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
                 (matrix ops: matrix_memory_efficiency where given; a profile with a last-level
                 cache uses cache_bandwidth for ops whose traffic fits in it)
     t_op      = max(t_compute, t_memory) + launch_overhead(d) [if p.kernel] + t_transfer + t_comm
-    t_host    = host_overhead(d) if p.host == "op"; graph_launch(d) if p.host == "graph"; else 0
+    t_host    = host_overhead(d) if p.host == "op";
+                graph_launch(d) + p.sequences * sequence_host(d) if p.host == "graph"; else 0
     bound     = "compute" if t_compute >= t_memory else "memory"
     energy    = work * pj_per_flop(d, t, kind) + 8 * traffic * memory_pj_per_bit + e_transfer + e_comm
                 + static_power * t_op
@@ -78,6 +79,7 @@ class OpPlan:
     share: float = 1.0              # this device's share of the op (tensor parallelism: 1/N or 1)
     allreduce_bytes: int = 0        # all-reduced after the op over the tensor-parallel group
     group: int = 1                  # tensor-parallel group size N
+    sequences: int = 0              # sequences the host prepares for the step (serving; its "graph" op)
 
 
 NO_PLAN = OpPlan()
@@ -195,7 +197,9 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     t_reduce, e_reduce = allreduce(plan.allreduce_bytes, plan.group, d)
     dynamic = (work * d.flop_pj(key, matrix) + 8 * traffic * d.memory_pj_per_bit) * 1e-12 \
         + e_transfer + e_comm + e_reduce
-    host = d.host_overhead_us if plan.host == "op" else d.graph_launch_us if plan.host == "graph" else 0.0
+    host = d.host_overhead_us if plan.host == "op" else 0.0
+    if plan.host == "graph":
+        host = d.graph_launch_us + plan.sequences * d.sequence_host_us
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, d.launch_overhead_us * 1e-6 if plan.kernel else 0.0,
                     dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6)
 
