@@ -45,7 +45,7 @@ MME = (0.6, 0.7, 0.8, 0.9)                                     # per device: mat
 HOST = {"eager": [(("host_overhead_us", v),) for v in (4.0, 7.0, 10.0, 15.0, 20.0, 30.0)],
         "compiled": [(("graph_launch_us", v),) for v in (20.0, 100.0, 300.0)],
         "serving": [(("graph_launch_us", g), ("sequence_host_us", s)) for g in (20.0, 100.0, 300.0)
-                    for s in (0.0, 5.0, 10.0, 20.0, 40.0)]}
+                    for s in (0.0, 5.0, 10.0, 20.0, 40.0, 80.0)]}
 WEIGHT_ONLY = ("int8", "int4")                                 # weight-only quantized rows
 WOE = (1.0, 0.85, 0.7, 0.55, 0.4)                              # per device and dtype: weight_only_efficiency
 DYNAMIC = (1.0, 1.5, 2.0, 2.5, 3.0)      # per device with two energy fit rows or more: dynamic energy scale

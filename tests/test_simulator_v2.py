@@ -191,7 +191,7 @@ def test_static_energy_by_hand():
 
 def test_fast_decode_path_matches_every_step_under_each_runtime_and_tp():
     model = tiny_model()
-    h100 = dataclasses.replace(load_device("H100-SXM"), static_power_w=80.0)
+    h100 = dataclasses.replace(load_device("H100-SXM"), static_power_w=80.0, sequence_host_us=10.0)
     for runtime, tp in itertools.product(("eager", "compiled", "serving"), (1, 2)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
