@@ -14,20 +14,21 @@ features carry what transformers computes once per padded batch (positions, rota
 
 **What is fitted: work, not time.** Every op's counts, bytes, output elements, the traffic the
 runtime removes, the bytes all-reduced after it, the sequences a step's host launch prepares (N),
-a GEMM's M, N, K and the bytes of moved inputs (`dispatchprof.serving.work`) are exactly linear
-in x on uniform batches (B sequences of q tokens after p cached ones). Its time is not: a GEMM's tile and wave efficiency depends on its M (the
-step's tokens), and a memory term may switch to a cache's bandwidth. So the model counts ten
-uniform batches once per model: prefills of q tokens (p = 0) and decode steps (q = 1) at small
-B, q, p; an op's quantities at those ten compositions determine their nine coefficients by exact
-least squares (the design matrix's pseudo-inverse is computed in rational arithmetic); a value
-off the fitted plane (more than 1e-6 of the largest) raises ValueError: the model is not covered
-(as does an op stream that changes with the batch, such as mixture-of-experts routing that
-leaves experts idle). A step is timed by rebuilding each op's record and plan at its composition
-and calling the simulator's `time_op` (`dispatchprof.sim.timing`), its ops in stream order on the
-host/device timeline (`dispatchprof.sim.timeline.step_time`), energy = dynamic energy + static
-power x time as `Simulation.total` composes it. Ops of equal form and coefficients (the same op
-in every decoder layer) are timed once. Tests compare steps with direct simulation of counted
-steps at random compositions (equal to 1e-9 relative).
+a GEMM's M, N, K and the bytes of moved inputs (`dispatchprof.serving.work`) are exactly linear in
+x on uniform batches (B sequences of q tokens after p cached ones). Its time is not: a GEMM's tile
+and wave efficiency depends on its M (the step's tokens), and a memory term may switch to a
+cache's bandwidth. So the model counts ten uniform batches once per model: prefills of q tokens
+(p = 0) and decode steps (q = 1) at small B, q, p; an op's quantities at those ten compositions
+determine their nine coefficients by exact least squares (the design matrix's pseudo-inverse is
+computed in rational arithmetic); a value off the fitted plane (more than 1e-6 of the largest)
+raises ValueError: the model is not covered (as does an op stream that changes with the batch,
+such as mixture-of-experts routing that leaves experts idle). A step is timed by rebuilding each
+op's record and plan at its composition and calling the simulator's `time_op`
+(`dispatchprof.sim.timing`), its ops in stream order on the host/device timeline
+(`dispatchprof.sim.timeline.step_time`), energy = dynamic energy + static power x time as
+`Simulation.total` composes it. Ops of equal form and coefficients (the same op in every decoder
+layer) are timed once. Tests compare steps with direct simulation of counted steps at random
+compositions (equal to 1e-9 relative).
 
 **Runtime and tensor parallelism.** The counts are planned by the simulator's runtime (eager,
 compiled, serving: kernels, fusion, host launches; `dispatchprof.sim.simulate.op_plans`) and

@@ -5,10 +5,11 @@ An op of the step's op stream has a fixed **form** (`OpForm`: the aten op, scope
 what the runtime decided about its kernel and host launch, its tensor-parallel share) and
 **quantities** that follow the batch: its seven counts, MACs, bytes read and written, bytes sent,
 output elements, parameter bytes and elements, the traffic the runtime removed, the bytes
-all-reduced after it, the sequences its host launch prepares (serving), a GEMM's (batch, M, N, K) and the bytes of each input moved from the host or
-another device. Those quantities are what the cost model fits; `op_timing` rebuilds the op's
-record and plan from them and asks `time_op`, so the GEMM tile and wave efficiency is that of the
-step's own M, N, K (not a line through the counted ones).
+all-reduced after it, the sequences its host launch prepares (serving), a GEMM's (batch, M, N, K)
+and the bytes of each input moved from the host or another device. Those quantities are what the
+cost model fits; `op_timing` rebuilds the op's record and plan from them and asks `time_op`, so
+the GEMM tile and wave efficiency is that of the step's own M, N, K (not a line through the
+counted ones).
 """
 
 from __future__ import annotations
