@@ -209,21 +209,24 @@ def fit(rows: list[dict], preds: dict) -> Fitted:
     fit_rows = [r for r in rows if r["split"] == "fit" and r["measure"] != "energy_per_token"]
     plain = [r for r in fit_rows if not weight_only(r)]
     devices = sorted({r["hardware"] for r in rows})
-    runtimes = sorted({runtime_of(r) for r in rows})
+    grids = {runtime_of(r): HOST[r["runtime"]] for r in rows}         # what each runtime's figures may be
+    runtimes = sorted(grids)
+
+    def total_error(rs: list[dict], f: Fitted) -> float:
+        return sum(min(1.0, abs(error(float(r["value"]), preds[r["id"]][f.key(r)][0]))) for r in rs)
 
     def mean_error(rs: list[dict], f: Fitted) -> float:
-        errs = [min(1.0, abs(error(float(r["value"]), preds[r["id"]][f.key(r)][0]))) for r in rs]
-        return statistics.fmean(errs) if errs else 0.0
+        return total_error(rs, f) / len(rs) if rs else 0.0
 
     # a row depends on its device's mme and its runtime's host figures only: for each choice of
     # host figures, each device's best mme is chosen on that device's rows alone
     by_device = {dev: [r for r in plain if r["hardware"] == dev] for dev in devices}
     best, best_err = None, float("inf")
-    for hosts in itertools.product(*(HOST[rt.split("/")[0]] for rt in runtimes)):
+    for hosts in itertools.product(*(grids[rt] for rt in runtimes)):
         host = dict(zip(runtimes, hosts))
         mme, total = {}, 0.0
         for dev in devices:
-            errs = {m: mean_error(by_device[dev], Fitted({dev: m}, host, {}, {})) * len(by_device[dev]) for m in MME}
+            errs = {m: total_error(by_device[dev], Fitted({dev: m}, host, {}, {})) for m in MME}
             mme[dev] = min(MME, key=errs.__getitem__)
             total += errs[mme[dev]]
         if total < best_err - 1e-12:

@@ -1,11 +1,11 @@
 """The counter's two private modes.
 
-`CountingMode`, a TorchDispatchMode, sees every aten op (forward and backward) and hands it to
-the recorder; `FusedAttentionMode`, a TorchFunctionMode, records
-``F.scaled_dot_product_attention`` as one fused op before torch picks a backend, so attention
-counts the same on real, meta and fake tensors. The autograd nodes that call creates (one fused
-kernel's, or the math decomposition's on meta) are remembered by sequence number; in the backward
-their ops are recorded once, as ``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
+`CountingMode`, a TorchDispatchMode, sees every aten op (forward and backward) and hands it to the
+recorder; `FusedAttentionMode`, a TorchFunctionMode, records ``F.scaled_dot_product_attention`` as
+one fused op before torch picks a backend, so attention counts the same on real, meta and fake
+tensors. The autograd nodes that call creates (one fused kernel's, or the math decomposition's on
+meta) are remembered by sequence number; in the backward their ops are recorded once, as
+``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
 """
 
 from __future__ import annotations

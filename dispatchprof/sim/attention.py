@@ -1,7 +1,7 @@
 """Attention ops in the counted op stream: which records they are and what their query holds.
 
 The one rule the simulator uses to find attention in the records (tensor parallelism's head
-check, the serving runtime's token positions, the narrow KV cache):
+check, the serving runtime's token positions and sequences per step, the narrow KV cache):
 
 - an attention op is a record whose op name contains ``"attention"``: torch's fused scaled
   dot-product kernels, forward and backward, under whatever backend name
@@ -55,4 +55,18 @@ def query_positions(records: Sequence[OpRecord]) -> dict[str, int]:
         q = query_shape(r)
         if q is not None:
             out.setdefault(r.phase, q[2])
+    return out
+
+
+def step_sequences(records: Sequence[OpRecord], starts: set[int]) -> dict[int, int]:
+    """Per step (the index of its first record, of ``starts``): how many sequences it runs, the
+    batch B of its first attention op's query [B, heads, T, head_dim]; 1 for a step without one."""
+    out: dict[int, int] = {}
+    step, found = -1, True
+    for k, r in enumerate(records):
+        if k in starts:
+            step, found = k, False
+            out[k] = 1
+        if not found and (q := query_shape(r)) is not None:
+            out[step], found = q[0], True
     return out

@@ -19,7 +19,7 @@ Its decisions are one `OpPlan` per record (read by `dispatchprof.sim.timing.time
   prompt length; its weights are still read once). The engine's host also works per sequence of
   a step (scheduling it, preparing its inputs, sampling its token: ``sequence_host_us`` each):
   a step's graph launch carries its sequences, the batch of its first attention op's query
-  (`step_sequences`).
+  (`dispatchprof.sim.attention.step_sequences`).
 
 A KV cache stored narrower than the model's dtype (``kv_dtype``: fp8, int8, int4, as engines
 do) is a plan too (`narrow_kv_cache`), under every runtime: the keys and values an attention op
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
 from dispatchprof.results.records import OpRecord
-from dispatchprof.sim.attention import query_positions, query_shape, reads_kv
+from dispatchprof.sim.attention import query_positions, reads_kv, step_sequences
 from dispatchprof.sim.device import WEIGHT_BITS, dtype_key
 from dispatchprof.sim.timing import OpPlan
 
@@ -150,20 +150,6 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
                     activation_share=share[k], sequences=sequences.get(k, 0)) for k in range(n)]
     changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits)
     return plans, changes
-
-
-def step_sequences(records: Sequence[OpRecord], starts: set[int]) -> dict[int, int]:
-    """Per step (the index of its first record, of ``starts``): how many sequences it runs, the
-    batch B of its first attention op's query [B, heads, T, head_dim]; 1 for a step without one."""
-    out: dict[int, int] = {}
-    step, found = -1, True
-    for k, r in enumerate(records):
-        if k in starts:
-            step, found = k, False
-            out[k] = 1
-        if not found and (q := query_shape(r)) is not None:
-            out[step], found = q[0], True
-    return out
 
 
 def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: RuntimeChanges,
