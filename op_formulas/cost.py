@@ -107,10 +107,9 @@ class Arithmetic:
 
 
 @dataclass(frozen=True, slots=True)
-class Cost(Arithmetic):
-    """Counts of one op call. ``bytes_*`` of None mean "use the generic rule":
-    every tensor input is read once, every tensor output written once. ``comm_bytes`` are the
-    bytes this process sends to other processes (collectives)."""
+class Counts(Arithmetic):
+    """The seven category counts and the MACs: the leading fields of `Cost` and of the records'
+    `Totals`, declared once."""
 
     add: int = 0
     mult: int = 0
@@ -120,6 +119,14 @@ class Cost(Arithmetic):
     cmp: int = 0
     other: int = 0
     macs: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Cost(Counts):
+    """Counts of one op call. ``bytes_*`` of None mean "use the generic rule":
+    every tensor input is read once, every tensor output written once. ``comm_bytes`` are the
+    bytes this process sends to other processes (collectives)."""
+
     bytes_read: int | None = None
     bytes_written: int | None = None
     comm_bytes: int = 0

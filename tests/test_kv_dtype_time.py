@@ -97,3 +97,32 @@ def test_weight_only_efficiency_slows_the_narrow_weight_stream_by_hand(tmp_path)
     path.write_text(text.replace("int4: 0.5", "int4: 1.5"))
     with pytest.raises(DeviceProfileError, match=r"weight_only_efficiency.*must be in \(0, 1\]"):
         load_device(str(path))
+
+
+def test_weight_only_kernel_cost_is_added_to_each_kernel_reading_narrow_weights_by_hand(tmp_path):
+    from dispatchprof import DeviceProfileError, load_device
+
+    text = tiny_device_yaml(launch_overhead_us=2, weight_only_kernel_us="{int4: 3}")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    model = torch.nn.Sequential(torch.nn.Linear(100, 100, bias=False), torch.nn.ReLU(),
+                                torch.nn.Linear(100, 100, bias=False))
+    x = torch.ones(1, 100)
+
+    def overheads(weight_dtype, bound=False):
+        with OpCounter(devices=str(path), weight_dtype=weight_dtype, bound=bound) as c:
+            model(x)
+        sim = c.simulated()
+        return [(sim.records[t.record].op, t.t_overhead) for t in sim.ops]
+
+    # eager: each op is its own kernel at 2 us (the weights' transposes are views, not kernels);
+    # the two matmuls read int4 weights: 2 + 3 = 5 us each
+    assert overheads("int4") == [("aten.mm", pytest.approx(5e-6)), ("aten.relu", pytest.approx(2e-6)),
+                                 ("aten.mm", pytest.approx(5e-6))]
+    # int8 is not listed, weights in the model's dtype are not weight-only: the launch alone; bound: nothing
+    assert [t for _, t in overheads("int8")] == [pytest.approx(2e-6)] * 3
+    assert [t for _, t in overheads(None)] == [pytest.approx(2e-6)] * 3
+    assert [t for _, t in overheads("int4", bound=True)] == [0.0] * 3
+    path.write_text(text.replace("int4: 3", "int5: 3"))
+    with pytest.raises(DeviceProfileError, match=r"weight_only_kernel_us.*unknown key 'int5'"):
+        load_device(str(path))

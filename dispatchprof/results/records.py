@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Iterable
 
-from op_formulas.cost import CATEGORIES, Arithmetic, Cost
+from op_formulas.cost import CATEGORIES, Cost, Counts
 
 #: Phase labels: forward and backward passes, generation steps, optimizer steps.
 PHASES = ("forward", "backward", "prefill", "decode", "optimizer")
@@ -48,18 +48,10 @@ class OpRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Totals(Arithmetic):
+class Totals(Counts):
     """Summed counts of a set of op calls: every field of COUNT_FIELDS, and the calls; ``flops``
     (ADD + MULT) and ``ops`` (all seven categories) come from `Arithmetic`."""
 
-    add: int = 0
-    mult: int = 0
-    div: int = 0
-    sqrt: int = 0
-    exp: int = 0
-    cmp: int = 0
-    other: int = 0
-    macs: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
     calls: int = 0

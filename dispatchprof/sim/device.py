@@ -68,6 +68,9 @@ class Device:
     #: per weight dtype ("int8", "int4"): the share of the bandwidth above that a kernel reading
     #: weights stored in it (and dequantising them on the fly) reaches; absent: 1
     weight_only_efficiency: Mapping[str, float] = field(default_factory=dict)
+    #: per weight dtype: device time each kernel reading weights stored in it costs on top of its
+    #: stream and launch_overhead_us (scales and zeros loaded, split-K partial sums reduced); absent: 0
+    weight_only_kernel_us: Mapping[str, float] = field(default_factory=dict)
     matrix_pj_per_flop: Mapping[str, float] = field(default_factory=dict)   # per dtype; else pj_per_flop
     tdp_w: float | None = None
     price_usd_per_hour: float | None = None       # renting one device (serving's $ per token)
@@ -91,7 +94,8 @@ class Device:
         return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0,
                                    host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, compute_units=None, gemm_tile=None,
-                                   matrix_memory_efficiency=None, weight_only_efficiency={}, static_power_w=0.0)
+                                   matrix_memory_efficiency=None, weight_only_efficiency={}, weight_only_kernel_us={},
+                                   static_power_w=0.0)
 
     def flop_pj(self, dtype_key: str, matrix: bool) -> float:
         """pJ per FLOP of an op: ``matrix_pj_per_flop[dtype]`` for matrix ops where listed, else

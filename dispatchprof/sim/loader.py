@@ -78,6 +78,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "gemm_tile": ((list,), False, _tile),
     "matrix_memory_efficiency": (_NUMBER, False, _fraction),
     "weight_only_efficiency": ((dict,), False, ("dtype", _fraction)),
+    "weight_only_kernel_us": ((dict,), False, ("dtype", _non_negative)),
     "matrix_pj_per_flop": ((dict,), False, ("dtype", _non_negative)),
     "tdp_w": (_NUMBER, False, _positive),
     "price_usd_per_hour": (_NUMBER, False, _positive),

@@ -15,7 +15,9 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
     t_memory  = traffic / (memory_bandwidth(d) * memory_efficiency(d))
                 (matrix ops: matrix_memory_efficiency where given; a profile with a last-level
                 cache uses cache_bandwidth for ops whose traffic fits in it)
-    t_op      = max(t_compute, t_memory) + launch_overhead(d) [if p.kernel] + t_transfer + t_comm
+    t_op      = max(t_compute, t_memory) + overhead [if p.kernel] + t_transfer + t_comm
+                overhead = launch_overhead(d), plus weight_only_kernel(d, weight dtype) for an op
+                reading weights stored in a weight-only dtype (``weight_dtype`` below)
     t_host    = host_overhead(d) if p.host == "op";
                 graph_launch(d) + p.sequences * sequence_host(d) if p.host == "graph"; else 0
     bound     = "compute" if t_compute >= t_memory else "memory"
@@ -50,7 +52,9 @@ class name ends in "RMSNorm"), the op that multiplies by the weight carries
 read become elements * bits / 8, and ops that read parameters use the device's peak for that
 dtype where its table lists one; where the profile's ``weight_only_efficiency`` lists the dtype,
 such an op's t_memory is divided by it (dequantising kernels stream narrow weights more slowly
-than a plain GEMV streams bf16 ones).
+than a plain GEMV streams bf16 ones), and where its ``weight_only_kernel_us`` lists the dtype, such
+an op's kernel costs that much more fixed time (loading scales, reducing split-K partial sums): a
+small weight matrix, such as a tensor-parallel slice, reaches less of the bandwidth than a large one.
 """
 
 from __future__ import annotations
@@ -190,8 +194,11 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     activations = max(0, (c.bytes_read or 0) + (c.bytes_written or 0) - r.param_bytes - plan.removed_bytes)
     traffic = (activations * plan.activation_share + params) * plan.share
     t_memory = traffic / d.bandwidth_for(traffic, matrix)
-    if weight_dtype is not None and r.param_elements and weight_dtype in d.weight_only_efficiency:
-        t_memory /= d.weight_only_efficiency[weight_dtype]
+    overhead_us = d.launch_overhead_us
+    if weight_dtype is not None and r.param_elements:
+        if weight_dtype in d.weight_only_efficiency:
+            t_memory /= d.weight_only_efficiency[weight_dtype]
+        overhead_us += d.weight_only_kernel_us.get(weight_dtype, 0.0)
     t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
     t_comm, e_comm = _communication(c.comm_bytes, d)
     t_reduce, e_reduce = allreduce(plan.allreduce_bytes, plan.group, d)
@@ -200,7 +207,7 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     host = d.host_overhead_us if plan.host == "op" else 0.0
     if plan.host == "graph":
         host = d.graph_launch_us + plan.sequences * d.sequence_host_us
-    return OpTiming(i, d.name, t_compute, t_memory, t_transfer, d.launch_overhead_us * 1e-6 if plan.kernel else 0.0,
+    return OpTiming(i, d.name, t_compute, t_memory, t_transfer, overhead_us * 1e-6 if plan.kernel else 0.0,
                     dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6)
 
 
