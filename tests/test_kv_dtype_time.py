@@ -105,9 +105,9 @@ def test_weight_only_kernel_cost_is_added_to_each_kernel_reading_narrow_weights_
     text = tiny_device_yaml(launch_overhead_us=2, weight_only_kernel_us="{int4: 3}")
     path = tmp_path / "tiny.yaml"
     path.write_text(text)
-    model = torch.nn.Sequential(torch.nn.Linear(100, 100, bias=False), torch.nn.ReLU(),
-                                torch.nn.Linear(100, 100, bias=False))
-    x = torch.ones(1, 100)
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 100), torch.nn.Linear(100, 100, bias=False),
+                                torch.nn.ReLU(), torch.nn.Linear(100, 100, bias=False))
+    x = torch.zeros(1, dtype=torch.long)
 
     def overheads(weight_dtype, bound=False):
         with OpCounter(devices=str(path), weight_dtype=weight_dtype, bound=bound) as c:
@@ -116,13 +116,14 @@ def test_weight_only_kernel_cost_is_added_to_each_kernel_reading_narrow_weights_
         return [(sim.records[t.record].op, t.t_overhead) for t in sim.ops]
 
     # eager: each op is its own kernel at 2 us (the weights' transposes are views, not kernels);
-    # the two matmuls read int4 weights: 2 + 3 = 5 us each
-    assert overheads("int4") == [("aten.mm", pytest.approx(5e-6)), ("aten.relu", pytest.approx(2e-6)),
-                                 ("aten.mm", pytest.approx(5e-6))]
+    # the two matmuls dequantise int4 weights: 2 + 3 = 5 us each; the embedding lookup reads its
+    # table but is no matrix kernel
+    assert overheads("int4") == [("aten.embedding", pytest.approx(2e-6)), ("aten.mm", pytest.approx(5e-6)),
+                                 ("aten.relu", pytest.approx(2e-6)), ("aten.mm", pytest.approx(5e-6))]
     # int8 is not listed, weights in the model's dtype are not weight-only: the launch alone; bound: nothing
-    assert [t for _, t in overheads("int8")] == [pytest.approx(2e-6)] * 3
-    assert [t for _, t in overheads(None)] == [pytest.approx(2e-6)] * 3
-    assert [t for _, t in overheads("int4", bound=True)] == [0.0] * 3
+    assert [t for _, t in overheads("int8")] == [pytest.approx(2e-6)] * 4
+    assert [t for _, t in overheads(None)] == [pytest.approx(2e-6)] * 4
+    assert [t for _, t in overheads("int4", bound=True)] == [0.0] * 4
     path.write_text(text.replace("int4: 3", "int5: 3"))
     with pytest.raises(DeviceProfileError, match=r"weight_only_kernel_us.*unknown key 'int5'"):
         load_device(str(path))

@@ -65,11 +65,11 @@ class Device:
     compute_units: int | None = None              # SMs / CUs: GEMM waves (dispatchprof.sim.kernels)
     gemm_tile: tuple[int, int] | None = None      # output tile (rows, cols) of one GEMM work unit
     matrix_memory_efficiency: float | None = None   # achieved fraction of bandwidth for GEMM/GEMV streams
-    #: per weight dtype ("int8", "int4"): the share of the bandwidth above that a kernel reading
-    #: weights stored in it (and dequantising them on the fly) reaches; absent: 1
+    #: per weight dtype ("int8", "int4"): the share of the bandwidth above that a matrix kernel
+    #: reading weights stored in it (and dequantising them on the fly) reaches; absent: 1
     weight_only_efficiency: Mapping[str, float] = field(default_factory=dict)
-    #: per weight dtype: device time each kernel reading weights stored in it costs on top of its
-    #: stream and launch_overhead_us (scales and zeros loaded, split-K partial sums reduced); absent: 0
+    #: per weight dtype: device time each such matrix kernel costs on top of its stream and
+    #: launch_overhead_us (scales and zeros loaded, split-K partial sums reduced); absent: 0
     weight_only_kernel_us: Mapping[str, float] = field(default_factory=dict)
     matrix_pj_per_flop: Mapping[str, float] = field(default_factory=dict)   # per dtype; else pj_per_flop
     tdp_w: float | None = None

@@ -16,8 +16,8 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
                 (matrix ops: matrix_memory_efficiency where given; a profile with a last-level
                 cache uses cache_bandwidth for ops whose traffic fits in it)
     t_op      = max(t_compute, t_memory) + overhead [if p.kernel] + t_transfer + t_comm
-                overhead = launch_overhead(d), plus weight_only_kernel(d, weight dtype) for an op
-                reading weights stored in a weight-only dtype (``weight_dtype`` below)
+                overhead = launch_overhead(d), plus weight_only_kernel(d, weight dtype) for a
+                matrix op reading weights stored in a weight-only dtype (``weight_dtype`` below)
     t_host    = host_overhead(d) if p.host == "op";
                 graph_launch(d) + p.sequences * sequence_host(d) if p.host == "graph"; else 0
     bound     = "compute" if t_compute >= t_memory else "memory"
@@ -50,11 +50,12 @@ class name ends in "RMSNorm"), the op that multiplies by the weight carries
 
 ``weight_dtype`` ("int8", "int4", ...) assumes parameters stored in that dtype: parameter bytes
 read become elements * bits / 8, and ops that read parameters use the device's peak for that
-dtype where its table lists one; where the profile's ``weight_only_efficiency`` lists the dtype,
-such an op's t_memory is divided by it (dequantising kernels stream narrow weights more slowly
-than a plain GEMV streams bf16 ones), and where its ``weight_only_kernel_us`` lists the dtype, such
-an op's kernel costs that much more fixed time (loading scales, reducing split-K partial sums): a
-small weight matrix, such as a tensor-parallel slice, reaches less of the bandwidth than a large one.
+dtype where its table lists one. A matrix op that reads parameters is a dequantising kernel: where
+the profile's ``weight_only_efficiency`` lists the dtype, its t_memory is divided by it (such kernels
+stream narrow weights more slowly than a plain GEMV streams bf16 ones), and where its
+``weight_only_kernel_us`` lists the dtype, its kernel costs that much more fixed time (loading
+scales, reducing split-K partial sums): a small weight matrix, such as a tensor-parallel slice,
+reaches less of the bandwidth than a large one. Embedding lookups and norm weights are not.
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     traffic = (activations * plan.activation_share + params) * plan.share
     t_memory = traffic / d.bandwidth_for(traffic, matrix)
     overhead_us = d.launch_overhead_us
-    if weight_dtype is not None and r.param_elements:
+    if weight_dtype is not None and r.param_elements and matrix:      # a dequantising GEMM / GEMV
         if weight_dtype in d.weight_only_efficiency:
             t_memory /= d.weight_only_efficiency[weight_dtype]
         overhead_us += d.weight_only_kernel_us.get(weight_dtype, 0.0)
