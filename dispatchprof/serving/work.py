@@ -19,19 +19,20 @@ from typing import Sequence
 
 from op_formulas.cost import Cost
 
-from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
+from dispatchprof.results.records import COUNT_FIELDS, HOST, UNRECORDED, OpRecord
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.kernels import gemm_dims
 from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
 
-COST_FIELDS = ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs", "bytes_read", "bytes_written",
-               "comm_bytes")
-#: The quantities of an op, in order; a GEMM adds (batch, M, N, K), then one entry per moved input.
-QUANTITIES = (*COST_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes",
+#: The quantities of an op, in order (a Cost's count fields first); a GEMM adds (batch, M, N, K), then
+#: one entry per moved input.
+QUANTITIES = (*COUNT_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes",
               "sequences")
 #: Quantities that grow with the cached keys and values (scaled by a KV-cache dtype).
 KV_QUANTITIES = tuple(QUANTITIES.index(q) for q in ("bytes_read", "bytes_written", "removed_bytes"))
 _DIMS = len(QUANTITIES)
+#: Where the quantities after the cost fields sit, in QUANTITIES order.
+_OUT, _PARAM_BYTES, _PARAM_ELEMENTS, _REMOVED, _ALLREDUCE, _SEQUENCES = range(len(COUNT_FIELDS), _DIMS)
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def op_form(r: OpRecord, device: str, in_rms_norm: bool, plan: OpPlan, sources: 
 def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, ...]:
     """The op's quantities (QUANTITIES, GEMM dims, bytes of each moved input)."""
     c = r.cost
-    values = [getattr(c, f) or 0 for f in COST_FIELDS]
+    values = [getattr(c, f) or 0 for f in COUNT_FIELDS]
     values += [r.out_elements, r.param_bytes, r.param_elements, plan.removed_bytes, plan.allreduce_bytes,
                plan.sequences]
     dims = gemm_dims(r)
@@ -99,7 +100,7 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
               ) -> OpTiming:
     """`time_op` of the op of ``form`` with these quantities (the record and plan rebuilt)."""
     v = values
-    cost = Cost(*v[:8], bytes_read=v[8], bytes_written=v[9], comm_bytes=v[10])
+    cost = Cost(*v[:_OUT])                        # the cost fields, in Cost's own order
     rest = v[_DIMS:]
     shapes: tuple[tuple[int, ...], ...] = ()
     if form.gemm:
@@ -112,11 +113,13 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
     for n, (src, nbytes) in enumerate(zip(form.sources, rest)):
         inputs.append((j if src else HOST, nbytes, n))
         j += bool(src)
-    record = OpRecord(form.op, form.scope, "decode", form.dtype, cost, None, tuple(inputs), round(v[12]),
-                      round(v[13]), v[11], shapes)
-    plan = OpPlan(v[14], form.kernel, form.host, 1.0, form.share, v[15], form.group, round(v[16]))
+    record = OpRecord(form.op, form.scope, "decode", form.dtype, cost, None, tuple(inputs),
+                      param_bytes=round(v[_PARAM_BYTES]), param_elements=round(v[_PARAM_ELEMENTS]),
+                      out_elements=v[_OUT], shapes=shapes)
+    plan = OpPlan(removed_bytes=v[_REMOVED], kernel=form.kernel, host=form.host, share=form.share,
+                  allreduce_bytes=v[_ALLREDUCE], group=form.group, sequences=round(v[_SEQUENCES]))
     return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
 
 
-__all__ = ["COST_FIELDS", "KV_QUANTITIES", "QUANTITIES", "OpForm", "gemm_shapes", "moved_inputs", "op_form",
+__all__ = ["KV_QUANTITIES", "QUANTITIES", "OpForm", "gemm_shapes", "moved_inputs", "op_form",
            "op_timing", "quantities"]
