@@ -15,8 +15,11 @@ steady state of the serving step cost model (`predict_continuous`). The fit pick
 only, the per-device and per-runtime values with the least mean absolute error of the time rows
 (each capped at 100%: a median would be flat in a parameter that moves only a few rows, such as the
 eager host cost, and one wild row should not decide a device), then the weight-only efficiencies
-on their int rows, then each device's static power and dynamic energy scale from its energy fit
-rows (`fit`). Nothing is fitted per model or per row; the held-out rows never enter the fit.
+on their int rows (`fit_hosts`). A second stage simulates, at those host figures and efficiencies,
+every mme x per-device unoverlapped_fraction (the share of an op's shorter side, compute or memory,
+its kernel does not hide) and picks each device's pair the same way (`fit_unoverlapped`); then
+each device's static power and dynamic energy scale come from its energy fit rows (`fit_energy`).
+Nothing is fitted per model or per row; the held-out rows never enter the fit.
 
 Metrics: tpot = decode time per step (mean); e2e_per_token = (prefill + decode time) / output tokens;
 ttft = prefill time; throughput = batch * output tokens / (prefill + decode time) of the whole group;
@@ -48,6 +51,9 @@ HOST = {"eager": [(("host_overhead_us", v),) for v in (4.0, 7.0, 10.0, 15.0, 20.
                     for s in (0.0, 5.0, 10.0, 20.0, 40.0, 80.0)]}
 WEIGHT_ONLY = ("int8", "int4")                                 # weight-only quantized rows
 WOE = (1.0, 0.85, 0.7, 0.55, 0.4)                              # per device and dtype: weight_only_efficiency
+#: Per device, second stage: unoverlapped_fraction (the share of an op's shorter side, compute or
+#: memory, that its kernel does not hide under the longer).
+UNOVERLAPPED = (0.0, 0.25, 0.5, 1.0)
 DYNAMIC = (1.0, 1.5, 2.0, 2.5, 3.0)      # per device with two energy fit rows or more: dynamic energy scale
 FAMILIES = {"tpot": "TPOT", "e2e_per_token": "TPOT", "ttft": "TTFT", "throughput": "throughput",
             "energy_per_token": "energy"}
@@ -80,28 +86,42 @@ def host_label(host: tuple) -> str:
     return ",".join(str(float(v)) for _, v in host)
 
 
-def variants(device_name: str, runtime: str, weight_dtype: str | None = None):
-    """Named variants of a device profile: "mme|host" (and "|woe" for weight-only int rows) -> Device."""
+def variant_key(mme: float, host: tuple, unoverlapped: float = 0.0, woe: float | None = None) -> str:
+    """A variant's name: "mme|host", then "|u<fraction>" when unoverlapped_fraction is not 0, then
+    "|woe" for a weight-only int row."""
+    return (f"{mme}|{host_label(host)}" + (f"|u{unoverlapped}" if unoverlapped else "")
+            + (f"|{woe}" if woe is not None else ""))
+
+
+def variants(row: dict, fitted: Fitted | None = None):
+    """Named variants (`variant_key`) of ``row``'s device profile -> Device. First stage (no
+    ``fitted``): every mme x host figures of its runtime (x woe for a weight-only int row), with
+    unoverlapped_fraction 0. Second stage: every mme x nonzero unoverlapped_fraction, at the host
+    figures and woe ``fitted`` in the first stage."""
     from dispatchprof.sim.catalog import load_device
 
-    base = load_device(device_name)
+    base = load_device(row["hardware"])
+    wd = weight_only(row)
+    if fitted is None:
+        grid = itertools.product(MME, HOST[row["runtime"]], (0.0,), WOE if wd else (None,))
+    else:
+        grid = itertools.product(MME, (fitted.host[runtime_of(row)],), UNOVERLAPPED[1:],
+                                 (fitted.woe.get((row["hardware"], wd), 1.0),) if wd else (None,))
     out = {}
-    for m, h in itertools.product(MME, HOST[runtime]):
-        for w in (WOE if weight_dtype in WEIGHT_ONLY else (None,)):
-            key = f"{m}|{host_label(h)}" + (f"|{w}" if w is not None else "")
-            extra = {"weight_only_efficiency": {weight_dtype: w}} if w is not None else {}
-            out[key] = dataclasses.replace(base, name=f"{device_name}|{key}", matrix_memory_efficiency=m,
-                                           **dict(h), **extra)
+    for m, h, u, w in grid:
+        key = variant_key(m, h, u, w)
+        extra = {"weight_only_efficiency": {wd: w}} if w is not None else {}
+        out[key] = dataclasses.replace(base, name=f"{row['hardware']}|{key}", matrix_memory_efficiency=m,
+                                       unoverlapped_fraction=u, **dict(h), **extra)
     return out
 
 
-def predict_row(row: dict, model) -> dict:
-    """Per variant: (time figures by metric, dynamic J, total s, tokens)."""
+def predict_row(row: dict, model, devs: dict) -> dict:
+    """Per variant of ``devs`` (name -> Device): (time figures by metric, dynamic J, total s, tokens)."""
     from dispatchprof.llm.generation import profile_generation
 
     batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
     wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
-    devs = variants(row["hardware"], row["runtime"], wd)
     g = profile_generation(model, batch, prompt, out, devices=list(devs.values()), weight_dtype=wd,
                            runtime=row["runtime"], tp=tp, kv_dtype=row["kv_dtype"] or None)
     result = {}
@@ -114,8 +134,8 @@ def predict_row(row: dict, model) -> dict:
     return result
 
 
-def predict_continuous(row: dict, model) -> dict:
-    """Per variant, for a row measured under continuous batching at saturation (``scheduling`` =
+def predict_continuous(row: dict, model, devs: dict) -> dict:
+    """Per variant of ``devs``, for a row measured under continuous batching at saturation (``scheduling`` =
     continuous: an engine keeping ``batch`` sequences running, a finished one replaced at once):
     the steady state of the engine's steps, from the serving step cost model
     (`dispatchprof.serving.cost`). Each step runs the ``batch`` slots; lambda = batch / output
@@ -131,7 +151,6 @@ def predict_continuous(row: dict, model) -> dict:
 
     batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
     wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
-    devs = variants(row["hardware"], row["runtime"], wd)
     models = fit_cost_models(model, scenarios_of(list(devs.values())), wd, runtime=row["runtime"], tp=tp)
     scale = kv_scale(row["kv_dtype"] or None, model)
     dispersion = float(row["output_dispersion"] or 1.0)
@@ -183,41 +202,43 @@ def weight_only(row: dict) -> str | None:
 
 @dataclasses.dataclass
 class Fitted:
-    """The fitted parameters: mme per device, host figures per runtime (`runtime_of`),
-    weight_only_efficiency per (device, weight dtype), static power and a dynamic energy scale per
-    device."""
+    """The fitted parameters: mme and unoverlapped_fraction per device, host figures per runtime
+    (`runtime_of`), weight_only_efficiency per (device, weight dtype), static power and a dynamic
+    energy scale per device."""
 
     mme: dict
     host: dict
-    woe: dict
-    static: dict
+    woe: dict = dataclasses.field(default_factory=dict)
+    unoverlapped: dict = dataclasses.field(default_factory=dict)
+    static: dict = dataclasses.field(default_factory=dict)
     dynamic: dict = dataclasses.field(default_factory=dict)
 
     def key(self, row: dict) -> str:
         """The variant of ``row``'s predictions these parameters select."""
-        key = f"{self.mme[row['hardware']]}|{host_label(self.host[runtime_of(row)])}"
-        wd = weight_only(row)
-        return key + (f"|{self.woe.get((row['hardware'], wd), 1.0)}" if wd else "")
+        dev, wd = row["hardware"], weight_only(row)
+        return variant_key(self.mme[dev], self.host[runtime_of(row)], self.unoverlapped.get(dev, 0.0),
+                           self.woe.get((dev, wd), 1.0) if wd else None)
 
 
-def fit(rows: list[dict], preds: dict) -> Fitted:
-    """Per device mme and per runtime host value (least mean capped |error| of the fit rows' times,
-    weight-only int rows aside), then per device and weight dtype the weight_only_efficiency
-    (the same on those rows), then per device its energy: static power (the median of the energy
-    fit rows' solutions) and, on a device with two energy fit rows or more, a scale of the
-    profile's dynamic energy (pJ per FLOP and per bit) from DYNAMIC (least mean relative error)."""
+def _time_error(rs: list[dict], preds: dict, f: Fitted) -> float:
+    """Sum over the rows ``rs`` of |error| of their time figures (each capped at 1) under ``f``."""
+    return sum(min(1.0, abs(error(float(r["value"]), preds[r["id"]][f.key(r)][0]))) for r in rs)
+
+
+def _fit_time_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(fit rows with a time metric, those of them without weight-only int weights)."""
     fit_rows = [r for r in rows if r["split"] == "fit" and r["measure"] != "energy_per_token"]
-    plain = [r for r in fit_rows if not weight_only(r)]
+    return fit_rows, [r for r in fit_rows if not weight_only(r)]
+
+
+def fit_hosts(rows: list[dict], preds: dict) -> Fitted:
+    """First stage, with unoverlapped_fraction 0: per device mme and per runtime host value (least
+    capped |error| of the fit rows' times, weight-only int rows aside), then per device and weight
+    dtype the weight_only_efficiency (the same on those rows)."""
+    fit_rows, plain = _fit_time_rows(rows)
     devices = sorted({r["hardware"] for r in rows})
     grids = {runtime_of(r): HOST[r["runtime"]] for r in rows}         # what each runtime's figures may be
     runtimes = sorted(grids)
-
-    def total_error(rs: list[dict], f: Fitted) -> float:
-        return sum(min(1.0, abs(error(float(r["value"]), preds[r["id"]][f.key(r)][0]))) for r in rs)
-
-    def mean_error(rs: list[dict], f: Fitted) -> float:
-        return total_error(rs, f) / len(rs) if rs else 0.0
-
     # a row depends on its device's mme and its runtime's host figures only: for each choice of
     # host figures, each device's best mme is chosen on that device's rows alone
     by_device = {dev: [r for r in plain if r["hardware"] == dev] for dev in devices}
@@ -226,21 +247,43 @@ def fit(rows: list[dict], preds: dict) -> Fitted:
         host = dict(zip(runtimes, hosts))
         mme, total = {}, 0.0
         for dev in devices:
-            errs = {m: total_error(by_device[dev], Fitted({dev: m}, host, {}, {})) for m in MME}
+            errs = {m: _time_error(by_device[dev], preds, Fitted({dev: m}, host)) for m in MME}
             mme[dev] = min(MME, key=errs.__getitem__)
             total += errs[mme[dev]]
         if total < best_err - 1e-12:
-            best, best_err = Fitted(mme, host, {}, {}), total
+            best, best_err = Fitted(mme, host), total
     for dev, wd in sorted({(r["hardware"], weight_only(r)) for r in fit_rows if weight_only(r)}):
         group = [r for r in fit_rows if r["hardware"] == dev and weight_only(r) == wd]
-        best.woe[(dev, wd)] = min(WOE, key=lambda w: mean_error(group, dataclasses.replace(
+        best.woe[(dev, wd)] = min(WOE, key=lambda w: _time_error(group, preds, dataclasses.replace(
             best, woe={**best.woe, (dev, wd): w})))
-    for dev in devices:
+    return best
+
+
+def fit_unoverlapped(rows: list[dict], preds: dict, first: Fitted) -> Fitted:
+    """Second stage, at the first stage's host figures and weight-only efficiencies: per device the
+    (unoverlapped_fraction, mme) pair with the least capped |error| of its fit rows' times
+    (weight-only int rows aside); on a tie, the smaller fraction."""
+    _, plain = _fit_time_rows(rows)
+    out = dataclasses.replace(first, mme=dict(first.mme), unoverlapped={})
+    for dev in sorted(first.mme):
+        group = [r for r in plain if r["hardware"] == dev]
+        u, m = min(itertools.product(UNOVERLAPPED, MME), key=lambda um: _time_error(
+            group, preds, dataclasses.replace(out, mme={**out.mme, dev: um[1]}, unoverlapped={dev: um[0]})))
+        out.mme[dev], out.unoverlapped[dev] = m, u
+    return out
+
+
+def fit_energy(rows: list[dict], preds: dict, f: Fitted) -> Fitted:
+    """Per device its energy under the time parameters ``f``: static power (the median of the
+    energy fit rows' solutions) and, on a device with two energy fit rows or more, a scale of the
+    profile's dynamic energy (pJ per FLOP and per bit) from DYNAMIC (least mean relative error)."""
+    out = dataclasses.replace(f, static={}, dynamic={})
+    for dev in sorted({r["hardware"] for r in rows}):
         group = [r for r in rows if r["split"] == "fit" and r["measure"] == "energy_per_token" and r["hardware"] == dev]
         if not group:
             continue
         parts = [(float(r["value"]) * tokens / int(r["tp"]), dynamic, time)
-                 for r in group for _, dynamic, time, tokens in [preds[r["id"]][best.key(r)]]]
+                 for r in group for _, dynamic, time, tokens in [preds[r["id"]][f.key(r)]]]
 
         def static_for(scale: float) -> float:
             return statistics.median(max(0.0, (m - scale * dyn) / t) for m, dyn, t in parts)
@@ -250,15 +293,42 @@ def fit(rows: list[dict], preds: dict) -> Fitted:
             return statistics.fmean(abs(scale * dyn + w * t - m) / m for m, dyn, t in parts)
 
         scale = min(DYNAMIC if len(group) > 1 else (1.0,), key=energy_error)
-        best.dynamic[dev], best.static[dev] = scale, static_for(scale)
-    return best
+        out.dynamic[dev], out.static[dev] = scale, static_for(scale)
+    return out
+
+
+def generation_key(row: dict) -> str:
+    """What a row's predictions are cached under: rows of one generation share it."""
+    key = "/".join(row[k] for k in ("model", "hardware", "tp", "runtime", "weight_dtype", "batch", "prompt_len",
+                                    "output_len"))
+    key += f"/kv-{row['kv_dtype']}" if row["kv_dtype"] else ""
+    return key + (f"/continuous-{row['output_dispersion']}" if row["scheduling"] == "continuous" else "")
+
+
+def predict_all(rows: list[dict], cache: dict, path: str | None, fitted: Fitted | None = None) -> dict:
+    """Row id -> variant -> (figure, dynamic J, s, tokens) over `variants` (first stage, or second
+    at ``fitted``), simulating only the variants ``cache`` lacks (and saving it to ``path``)."""
+    models: dict[str, object] = {}
+    for r in sorted(rows, key=lambda r: r["model"]):
+        known = cache.setdefault(generation_key(r), {})
+        devs = {k: d for k, d in variants(r, fitted).items() if k not in known}
+        if devs:
+            if r["model"] not in models:
+                models.clear()             # one model alive at a time (a 405B fake model is large)
+                models[r["model"]] = build(r["model"])
+            print(f"  {r['id']} ({len(devs)} variants) ...", file=sys.stderr, flush=True)
+            predict = predict_continuous if r["scheduling"] == "continuous" else predict_row
+            known.update(predict(dict(r, measure="tpot"), models[r["model"]], devs))
+            if path:
+                json.dump(cache, open(path, "w"))
+    return {r["id"]: {k: (_figure(r, v), *v[1:]) for k, v in cache[generation_key(r)].items()} for r in rows}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--only", help="comma-separated row ids")
-    p.add_argument("--cache", help="JSON file keeping predictions between runs (keyed by row id)")
+    p.add_argument("--cache", help="JSON file keeping predictions between runs (per generation and variant)")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
     from tabulate import tabulate
@@ -269,25 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         rows = [r for r in rows if r["id"] in args.only.split(",")]
     cache = json.load(open(args.cache)) if args.cache and os.path.exists(args.cache) else {}
-    models: dict[str, object] = {}
-    preds = {}
-    for r in sorted(rows, key=lambda r: r["model"]):
-        key = "/".join(r[k] for k in ("model", "hardware", "tp", "runtime", "weight_dtype", "batch", "prompt_len",
-                                      "output_len"))             # rows of one generation share it
-        key += f"/kv-{r['kv_dtype']}" if r["kv_dtype"] else ""
-        key += f"/continuous-{r['output_dispersion']}" if r["scheduling"] == "continuous" else ""
-        wanted = set(variants(r["hardware"], r["runtime"], weight_only(r)))
-        if key not in cache or not wanted <= set(cache[key]):
-            if r["model"] not in models:
-                models.clear()             # one model alive at a time (a 405B fake model is large)
-                models[r["model"]] = build(r["model"])
-            print(f"  {r['id']} ...", file=sys.stderr, flush=True)
-            predict = predict_continuous if r["scheduling"] == "continuous" else predict_row
-            cache[key] = predict(dict(r, measure="tpot"), models[r["model"]])
-            if args.cache:
-                json.dump(cache, open(args.cache, "w"))
-        preds[r["id"]] = {k: (_figure(r, v), *v[1:]) for k, v in cache[key].items()}
-    fitted = fit(rows, preds)
+    first = fit_hosts(rows, predict_all(rows, cache, args.cache))
+    preds = predict_all(rows, cache, args.cache, first)
+    fitted = fit_energy(rows, preds, fit_unoverlapped(rows, preds, first))
     table, errs = [], {"fit": [], "held-out": []}
     families: dict[str, list[float]] = {}
     for r in rows:
@@ -310,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                            "metric", "measured", "predicted", "error"], fmt))
     print()
     print("fitted per device: matrix_memory_efficiency " + ", ".join(f"{k} {v}" for k, v in fitted.mme.items())
+          + "; unoverlapped_fraction " + ", ".join(f"{k} {v:g}" for k, v in fitted.unoverlapped.items())
           + "; static_power_w " + ", ".join(f"{k} {v:.0f}" for k, v in fitted.static.items())
           + "; dynamic energy x " + ", ".join(f"{k} {v:g}" for k, v in fitted.dynamic.items())
           + "; weight_only_efficiency " + ", ".join(f"{d} {w} {v}" for (d, w), v in fitted.woe.items()))

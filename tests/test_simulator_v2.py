@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 
-from conftest import tiny_model
+from conftest import tiny_device_yaml, tiny_model
 from dispatchprof import OpCounter, load_device
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.results.records import OpRecord
@@ -17,7 +17,7 @@ from op_formulas.cost import Cost
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
 from dispatchprof.sim.runtime import plan_runtime
 from dispatchprof.sim.timeline import schedule, step_time, sum_step_times
-from dispatchprof.sim.timing import OpTiming, allreduce
+from dispatchprof.sim.timing import OpTiming, affine_sum, allreduce
 
 
 def op(device_s: float, host_s: float) -> OpTiming:
@@ -50,6 +50,21 @@ def test_sum_of_step_times_equals_stepping_each():
     assert sum_step_times(t0, t1, n) == pytest.approx(sum(step_time(s) for s in steps), rel=1e-12)
     # k = 0: host-bound, 15 + 1 = 16 us; k = 30: device-bound from the second op, 10 + 32 + 1 = 43 us
     assert step_time(steps[0]) == pytest.approx(16e-6) and step_time(steps[30]) == pytest.approx(43e-6)
+
+
+def test_affine_sum_splits_the_unoverlapped_share_by_each_steps_longer_side():
+    # compute grows from 2 to 2 + 9 us, memory shrinks from 6 to 6 - 4.5 us over 10 steps: they
+    # cross between k = 2 and 3; half of each step's shorter side is not hidden
+    def at(k):
+        return OpTiming(0, "d", 2e-6 + 1e-6 * k, 6e-6 - 0.5e-6 * k, 0.0, 1e-6, 0.0, unoverlapped=0.5)
+
+    steps = [at(k) for k in range(10)]
+    time, _, compute, memory = affine_sum(at(0), at(1), 10)
+    assert time == pytest.approx(sum(t.time_s for t in steps), rel=1e-12)
+    assert compute == pytest.approx(sum(t.busy_s for t in steps if t.bound == "compute"), rel=1e-12)
+    assert memory == pytest.approx(sum(t.busy_s for t in steps if t.bound == "memory"), rel=1e-12)
+    # k = 0: memory 6 + 0.5 * 2 = 7 us; k = 9: compute 11 + 0.5 * 1.5 = 11.75 us
+    assert (steps[0].busy_s, steps[9].busy_s) == (pytest.approx(7e-6), pytest.approx(11.75e-6))
 
 
 def test_fused_pointwise_chain_costs_its_inputs_and_outputs():
@@ -192,7 +207,7 @@ def test_static_energy_by_hand():
 def test_fast_decode_path_matches_every_step_under_each_runtime_and_tp():
     model = tiny_model()
     h100 = dataclasses.replace(load_device("H100-SXM"), static_power_w=80.0, sequence_host_us=10.0,
-                               weight_only_kernel_us={"int4": 3.0})
+                               weight_only_kernel_us={"int4": 3.0}, unoverlapped_fraction=0.5)
     for runtime, tp in itertools.product(("eager", "compiled", "serving"), (1, 2)):
         weights = "int4" if tp == 2 else None          # each dequantising kernel's fixed cost too
         with warnings.catch_warnings():
@@ -204,6 +219,8 @@ def test_fast_decode_path_matches_every_step_under_each_runtime_and_tp():
         assert fast.steps_counted < slow.steps_counted
         for name in ("ttft_s", "tpot_first_s", "tpot_mean_s", "tpot_last_s", "energy_per_token_j"):
             assert getattr(f, name) == pytest.approx(getattr(s, name), rel=1e-9), (runtime, tp, name)
+        for name in ("compute_bound_s", "memory_bound_s"):      # the unoverlapped share on its step's side
+            assert getattr(f.decode, name) == pytest.approx(getattr(s.decode, name), rel=1e-9), (runtime, tp, name)
         assert f.decode.static_j == pytest.approx(80.0 * f.decode.time_s)
         assert (f.runtime, f.tp) == (runtime, tp)
 
@@ -252,3 +269,32 @@ def test_weight_dtype_changes_simulated_time_not_the_counted_bytes():
     assert int4.decode_totals == full.decode_totals                 # the bytes column: as counted (fp32 here)
     assert int4.devices["H100-SXM"].tpot_mean_s < full.devices["H100-SXM"].tpot_mean_s
     assert "bytes moved (as counted)" in generation_summary(int4)
+
+
+def test_unoverlapped_share_of_the_shorter_side_by_hand(tmp_path):
+    from dispatchprof import DeviceProfileError
+
+    # the Tiny device: 10 GB/s memory, matrix fp32 at 0.01 TFLOP/s, fast host links, full efficiencies
+    text = tiny_device_yaml(host_to_device_gb_per_s=1000, device_to_host_gb_per_s=1000, matrix_tflops="{fp32: 0.01}",
+                            compute_efficiency=1, memory_efficiency=1, unoverlapped_fraction=0.5)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    lin = torch.nn.Linear(100, 100, bias=False)
+    x = torch.ones(10, 100)
+
+    def matmul(bound=False):
+        with OpCounter(devices=str(path), bound=bound) as c:
+            lin(x)
+        return c.simulated().ops[-1]
+
+    # [10, 100] x [100, 100]: 10 * 100 * (100 MULT + 99 ADD) = 199,000 FLOPs at 1e10/s = 19.9 us;
+    # x 4,000 + weight 40,000 + out 4,000 bytes at 10 GB/s = 4.8 us. Half of the shorter side is
+    # not hidden: 19.9 + 0.5 * 4.8 = 22.3 us, compute-bound; bound: the roofline's 19.9 us
+    t = matmul()
+    assert (t.t_compute, t.t_memory) == (pytest.approx(19.9e-6), pytest.approx(4.8e-6))
+    assert t.busy_s == pytest.approx(22.3e-6) and t.bound == "compute"
+    assert t.time_s == pytest.approx(22.3e-6 + t.t_overhead + t.t_transfer)
+    assert matmul(bound=True).busy_s == pytest.approx(19.9e-6)
+    path.write_text(text.replace("unoverlapped_fraction: 0.5", "unoverlapped_fraction: 1.5"))
+    with pytest.raises(DeviceProfileError, match=r"unoverlapped_fraction.*must be in \[0, 1\]"):
+        load_device(str(path))

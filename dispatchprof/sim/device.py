@@ -65,6 +65,9 @@ class Device:
     compute_units: int | None = None              # SMs / CUs: GEMM waves (dispatchprof.sim.kernels)
     gemm_tile: tuple[int, int] | None = None      # output tile (rows, cols) of one GEMM work unit
     matrix_memory_efficiency: float | None = None   # achieved fraction of bandwidth for GEMM/GEMV streams
+    #: the fraction of the shorter of an op's compute and memory times that its kernel does not
+    #: hide under the longer: busy = max + this * min (0: the roofline's perfect overlap)
+    unoverlapped_fraction: float = 0.0
     #: per weight dtype ("int8", "int4"): the share of the bandwidth above that a matrix kernel
     #: reading weights stored in it (and dequantising them on the fly) reaches; absent: 1
     weight_only_efficiency: Mapping[str, float] = field(default_factory=dict)
@@ -90,12 +93,13 @@ class Device:
 
     def as_bound(self) -> Device:
         """This device with the pure roofline bound: efficiencies 1, no launch, host or collective
-        latency, no shape-dependent GEMM efficiency, no static power."""
+        latency, no shape-dependent GEMM efficiency, compute and memory fully overlapped, no static
+        power."""
         return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0,
                                    host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, compute_units=None, gemm_tile=None,
                                    matrix_memory_efficiency=None, weight_only_efficiency={}, weight_only_kernel_us={},
-                                   static_power_w=0.0)
+                                   unoverlapped_fraction=0.0, static_power_w=0.0)
 
     def flop_pj(self, dtype_key: str, matrix: bool) -> float:
         """pJ per FLOP of an op: ``matrix_pj_per_flop[dtype]`` for matrix ops where listed, else

@@ -41,6 +41,10 @@ def _fraction(v: float) -> str | None:
     return None if 0 < v <= 1 else "must be in (0, 1]"
 
 
+def _share(v: float) -> str | None:
+    return None if 0 <= v <= 1 else "must be in [0, 1]"
+
+
 def _tile(v: list) -> str | None:
     ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
     return None if ok else "must be two whole numbers > 0 (rows, cols), such as [128, 128]"
@@ -77,6 +81,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "compute_units": ((int,), False, _positive),
     "gemm_tile": ((list,), False, _tile),
     "matrix_memory_efficiency": (_NUMBER, False, _fraction),
+    "unoverlapped_fraction": (_NUMBER, False, _share),
     "weight_only_efficiency": ((dict,), False, ("dtype", _fraction)),
     "weight_only_kernel_us": ((dict,), False, ("dtype", _non_negative)),
     "matrix_pj_per_flop": ((dict,), False, ("dtype", _non_negative)),

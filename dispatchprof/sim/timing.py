@@ -15,7 +15,9 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
     t_memory  = traffic / (memory_bandwidth(d) * memory_efficiency(d))
                 (matrix ops: matrix_memory_efficiency where given; a profile with a last-level
                 cache uses cache_bandwidth for ops whose traffic fits in it)
-    t_op      = max(t_compute, t_memory) + overhead [if p.kernel] + t_transfer + t_comm
+    t_busy    = max(t_compute, t_memory) + unoverlapped_fraction(d) * min(t_compute, t_memory)
+                (the part of the shorter side the kernel does not hide under the longer; 0: roofline)
+    t_op      = t_busy + overhead [if p.kernel] + t_transfer + t_comm
                 overhead = launch_overhead(d), plus weight_only_kernel(d, weight dtype) for a
                 matrix op reading weights stored in a weight-only dtype (``weight_dtype`` below)
     t_host    = host_overhead(d) if p.host == "op";
@@ -107,6 +109,7 @@ class OpTiming:
     work: float = 0.0                 # weighted operations (the compute term's numerator)
     traffic_bytes: float = 0.0        # bytes moved to and from memory (the memory term's numerator)
     t_host: float = 0.0               # the host's time to issue it (on the timeline, not in time_s)
+    unoverlapped: float = 0.0         # the device's unoverlapped_fraction (busy_s)
 
     def parts(self) -> tuple[float, ...]:
         """The parts that time and energy are composed of (for the decode fast path's checks)."""
@@ -115,8 +118,9 @@ class OpTiming:
 
     @property
     def busy_s(self) -> float:
-        """max(t_compute, t_memory): the roofline time of the kernel itself."""
-        return max(self.t_compute, self.t_memory)
+        """The kernel's own time: max(t_compute, t_memory) plus the unoverlapped share of the
+        shorter of the two (the roofline time when that share is 0)."""
+        return max(self.t_compute, self.t_memory) + self.unoverlapped * min(self.t_compute, self.t_memory)
 
     @property
     def bound(self) -> str:
@@ -124,7 +128,7 @@ class OpTiming:
 
     @property
     def time_s(self) -> float:
-        return max(self.t_compute, self.t_memory) + self.t_overhead + self.t_transfer + self.t_comm
+        return self.busy_s + self.t_overhead + self.t_transfer + self.t_comm
 
     @property
     def energy_j(self) -> float:
@@ -134,15 +138,22 @@ class OpTiming:
 def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float, float]:
     """(device time, dynamic energy, compute-bound time, memory-bound time) summed over ``n``
     steps k = 0..n-1 whose every part moves on a line: part(k) = part(t0) + (part(t1) - part(t0)) * k.
-    The busy time max(compute, memory) is split exactly where its two sides cross (the decode fast
-    path; the steps' times on the host/device timeline come from dispatchprof.sim.timeline)."""
+    The busy time (`OpTiming.busy_s`) is split exactly where compute and memory cross; a step's
+    busy time counts as compute-bound or memory-bound by its longer side, the unoverlapped share
+    of the shorter side with it (the decode fast path; the steps' times on the host/device
+    timeline come from dispatchprof.sim.timeline)."""
     offsets = n * (n - 1) // 2                      # sum of k over the steps
 
     def line(a: float, b: float) -> float:
         return n * a + (b - a) * offsets
 
-    busy, compute_side, memory_side = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute,
-                                               t0.t_memory, t1.t_memory - t0.t_memory, n)
+    c_total = line(t0.t_compute, t1.t_compute)
+    m_total = line(t0.t_memory, t1.t_memory)
+    _, c_won, m_won = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute, t0.t_memory, t1.t_memory - t0.t_memory, n)
+    u = t0.unoverlapped
+    compute_side = c_won + u * (m_total - m_won)     # steps where compute won: their memory is the shorter side
+    memory_side = m_won + u * (c_total - c_won)
+    busy = compute_side + memory_side
     time = busy + line(t0.t_overhead, t1.t_overhead) + line(t0.t_transfer + t0.t_comm, t1.t_transfer + t1.t_comm)
     return time, line(t0.dynamic_j, t1.dynamic_j), compute_side, memory_side
 
@@ -209,7 +220,8 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     if plan.host == "graph":
         host = d.graph_launch_us + plan.sequences * d.sequence_host_us
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, overhead_us * 1e-6 if plan.kernel else 0.0,
-                    dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6)
+                    dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6,
+                    d.unoverlapped_fraction)
 
 
 def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
