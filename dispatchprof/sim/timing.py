@@ -149,7 +149,7 @@ def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float,
 
     c_total = line(t0.t_compute, t1.t_compute)
     m_total = line(t0.t_memory, t1.t_memory)
-    _, c_won, m_won = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute, t0.t_memory, t1.t_memory - t0.t_memory, n)
+    c_won, m_won = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute, t0.t_memory, t1.t_memory - t0.t_memory, n)
     u = t0.unoverlapped
     compute_side = c_won + u * (m_total - m_won)     # steps where compute won: their memory is the shorter side
     memory_side = m_won + u * (c_total - c_won)
@@ -158,8 +158,9 @@ def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float,
     return time, line(t0.dynamic_j, t1.dynamic_j), compute_side, memory_side
 
 
-def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float, float, float]:
-    """Sum over k = 0..n-1 of max(c0 + cs*k, m0 + ms*k): (total, compute part, memory part)."""
+def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float, float]:
+    """Sum over k = 0..n-1 of max(c0 + cs*k, m0 + ms*k), as (the steps where compute wins: their
+    compute, the others: their memory)."""
     def affine(v0: float, slope: float, lo: int, hi: int) -> float:
         if hi < lo:
             return 0.0
@@ -180,7 +181,7 @@ def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float,
     m_total = affine(m0, ms, 0, n - 1)
     m_in_compute = sum(affine(m0, ms, lo, hi) for lo, hi in compute_ranges)
     m_sum = m_total - m_in_compute if covered < n else 0.0
-    return c_sum + m_sum, c_sum, m_sum
+    return c_sum, m_sum
 
 
 def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dtype: str | None,
