@@ -19,7 +19,8 @@ on their int rows (`fit_hosts`). A second stage simulates, at those host figures
 every mme x per-device unoverlapped_fraction (the share of an op's shorter side, compute or memory,
 its kernel does not hide) and picks each device's pair the same way (`fit_unoverlapped`); then
 each device's static power and dynamic energy scale come from its energy fit rows (`fit_energy`).
-Nothing is fitted per model or per row; the held-out rows never enter the fit.
+Nothing is fitted per model or per row; the held-out rows never enter the fit. A `--cache` file
+is stamped with the version of the code that simulated it (`code_version`) and refused by other code.
 
 Metrics: tpot = decode time per step (mean); e2e_per_token = (prefill + decode time) / output tokens;
 ttft = prefill time; throughput = batch * output tokens / (prefill + decode time) of the whole group;
@@ -32,15 +33,22 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import hashlib
+import inspect
 import itertools
 import json
 import math
 import os
 import statistics
 import sys
+import tempfile
 import warnings
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "published_gpu.csv")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "scripts", "data", "published_gpu.csv")
+#: What a cached prediction depends on: these trees' .py and .yaml files (`code_version`).
+CODE = ("dispatchprof", "op_formulas", "devices")
+VERSION = "__code_version__"                                     # the cache's key for it
 MME = (0.6, 0.7, 0.8, 0.9)                                     # per device: matrix_memory_efficiency
 #: Per runtime: the host figures tried, each a tuple of (profile field, value). A serving engine is
 #: fitted as its own runtime (`runtime_of`): a C++ executor and a Python scheduler differ in what
@@ -305,6 +313,50 @@ def generation_key(row: dict) -> str:
     return key + (f"/continuous-{row['output_dispersion']}" if row["scheduling"] == "continuous" else "")
 
 
+def code_version() -> str:
+    """A hash of what the cached predictions depend on: every .py and .yaml file under `CODE` and
+    the source of this script's functions that simulate (`build`, `variants`, `predict_row`,
+    `predict_continuous`); the fitting code is not in it."""
+    h = hashlib.sha256()
+    for top in CODE:
+        for folder, dirs, files in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(f for f in files if f.endswith((".py", ".yaml"))):
+                path = os.path.join(folder, name)
+                h.update(os.path.relpath(path, ROOT).encode() + b"\0")
+                with open(path, "rb") as f:
+                    h.update(f.read())
+    for fn in (build, variants, predict_row, predict_continuous):
+        h.update(inspect.getsource(fn).encode())
+    return h.hexdigest()[:16]
+
+
+def load_cache(path: str | None) -> dict:
+    """The predictions cached in ``path`` (an empty cache when there is none), stamped with
+    `code_version`; a cache written by other code is refused, since its numbers would be stale."""
+    version = code_version()
+    if not path or not os.path.exists(path):
+        return {VERSION: version}
+    with open(path, encoding="utf-8") as f:
+        cache = json.load(f)
+    if cache.get(VERSION) != version:
+        raise SystemExit(f"validate_published.py: --cache {path} holds predictions of other code (version "
+                         f"{cache.get(VERSION, 'unrecorded')}, this code {version}); give a new file to simulate again")
+    return cache
+
+
+def save_cache(cache: dict, path: str) -> None:
+    """Write ``cache`` to ``path`` whole or not at all (a temporary file, then a rename)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(cache, f)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def predict_all(rows: list[dict], cache: dict, path: str | None, fitted: Fitted | None = None) -> dict:
     """Row id -> variant -> (figure, dynamic J, s, tokens) over `variants` (first stage, or second
     at ``fitted``), simulating only the variants ``cache`` lacks (and saving it to ``path``)."""
@@ -320,7 +372,7 @@ def predict_all(rows: list[dict], cache: dict, path: str | None, fitted: Fitted 
             predict = predict_continuous if r["scheduling"] == "continuous" else predict_row
             known.update(predict(dict(r, measure="tpot"), models[r["model"]], devs))
             if path:
-                json.dump(cache, open(path, "w"))
+                save_cache(cache, path)
     return {r["id"]: {k: (_figure(r, v), *v[1:]) for k, v in cache[generation_key(r)].items()} for r in rows}
 
 
@@ -328,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--only", help="comma-separated row ids")
-    p.add_argument("--cache", help="JSON file keeping predictions between runs (per generation and variant)")
+    p.add_argument("--cache", help="JSON file keeping predictions between runs (per generation and variant; "
+                                   "refused when written by other code)")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
     from tabulate import tabulate
@@ -338,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = list(csv.DictReader(open(DATA, encoding="utf-8")))
     if args.only:
         rows = [r for r in rows if r["id"] in args.only.split(",")]
-    cache = json.load(open(args.cache)) if args.cache and os.path.exists(args.cache) else {}
+    cache = load_cache(args.cache)
     first = fit_hosts(rows, predict_all(rows, cache, args.cache))
     preds = predict_all(rows, cache, args.cache, first)
     fitted = fit_energy(rows, preds, fit_unoverlapped(rows, preds, first))
