@@ -154,13 +154,13 @@ def predict_continuous(row: dict, model, devs: dict) -> dict:
     decoders' mean context is prompt + that. Step time T(k) and energy E(k) from the cost model;
     tpot = the median step's T (the median inter-token latency), throughput = batch / E[T],
     e2e_per_token = tpot; (dynamic J, s) per step are means."""
-    from dispatchprof.serving.cost import Composition, fit_cost_models, kv_scale
+    from dispatchprof.serving.cost import Composition, fit_cost_models
     from dispatchprof.sim.placement import scenarios_of
 
     batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
     wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
-    models = fit_cost_models(model, scenarios_of(list(devs.values())), wd, runtime=row["runtime"], tp=tp)
-    scale = kv_scale(row["kv_dtype"] or None, model)
+    models = fit_cost_models(model, scenarios_of(list(devs.values())), wd, runtime=row["runtime"], tp=tp,
+                             kv_dtype=row["kv_dtype"] or None)
     dispersion = float(row["output_dispersion"] or 1.0)
     lam = batch / out
     weights, k = [], 0
@@ -176,7 +176,7 @@ def predict_continuous(row: dict, model, devs: dict) -> dict:
             break
     result = {}
     for key, dev in devs.items():
-        cost = models[dev.name].with_kv_scale(scale)
+        cost = models[dev.name]
         steps = []
         for k in range(len(weights)):
             decoding = batch - k

@@ -37,21 +37,23 @@ def test_eager_decode_step_moves_the_narrow_cache(kv_dtype, share):
     full, _ = decode_traffic(model, "eager", None)
     narrow, text = decode_traffic(model, "eager", kv_dtype)
     # per layer, bf16: the key and the value appends each read the cache [2, 2, 16, 32] (4096 bytes)
-    # and the new token [2, 2, 1, 32] (256) and write [2, 2, 17, 32] (4352): 2 * 8704 = 17408;
-    # attention reads keys and values [2, 2, 17, 32]: 2 * 4352 = 8704. 26112 per layer, 2 layers:
-    # 52224 bytes of cache traffic, of which fp8 (8 of 16 bits) removes 1/2, int4 3/4.
-    assert full - narrow == pytest.approx(52224 * share)
+    # and the new token [2, 2, 1, 32] (256) and write [2, 2, 17, 32] (4352): of their 8704 bytes,
+    # 8704 - 2 * 256 = 8192 copy the cache (the new token is written as computed): 2 * 8192 = 16384;
+    # attention reads keys and values [2, 2, 17, 32]: 2 * 4352 = 8704. 25088 per layer, 2 layers:
+    # 50176 bytes of cache traffic, of which fp8 (8 of 16 bits) removes 1/2, int4 3/4.
+    assert full - narrow == pytest.approx(50176 * share)
     # the whole count adds the prefill's attention: keys and values [2, 2, 16, 32], 8192 per layer
-    assert f"KV cache stored in {kv_dtype} ({int((52224 + 2 * 8192) * share):,} bytes" in text
+    assert f"KV cache stored in {kv_dtype} ({int((50176 + 2 * 8192) * share):,} bytes" in text
 
 
 def test_compiled_decode_step_writes_the_new_token_in_place_then_narrows():
     model = tiny_llama()
     full, _ = decode_traffic(model, "compiled", None)
     narrow, _ = decode_traffic(model, "compiled", "fp8")
-    # in place, an append moves the new token only: read 256, write 256 = 512 per append, 1024
-    # per layer; attention still reads 8704: (1024 + 8704) * 2 layers = 19456 bytes, fp8 halves it
-    assert full - narrow == pytest.approx(19456 / 2)
+    # in place, an append moves the new token only (read 256, write 256), written as computed: it
+    # copies no cache; attention still reads 8704 per layer: 8704 * 2 layers = 17408 bytes, fp8
+    # halves it
+    assert full - narrow == pytest.approx(17408 / 2)
 
 
 def test_generation_time_follows_the_kv_dtype():

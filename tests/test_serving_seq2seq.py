@@ -12,7 +12,7 @@ from dispatchprof.count.fake import fake_mode
 from dispatchprof.llm.models import build_model, token_ids
 from dispatchprof.serving import Request, prepare_serving, simulate_serving
 from dispatchprof.serving.engine import DecodeBatch
-from dispatchprof.serving.seq2seq import CACHED_FEATURES, count_decode_model, count_prompt_model, decode_composition
+from dispatchprof.serving.seq2seq import count_decode_model, count_prompt_model, decode_composition
 from dispatchprof.serving.cost import fit
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.timeline import step_time
@@ -56,24 +56,24 @@ def simulated(c, start=0):
     return out
 
 
-def direct_prompt(model, inputs, scenarios, runtime):
+def direct_prompt(model, inputs, scenarios, runtime, kv_dtype=None):
     """The encoder over one prompt and the decoder's first step (its start token), counted."""
     from transformers import DynamicCache, EncoderDecoderCache
-    with torch.no_grad(), OpCounter(devices=scenarios, runtime=runtime) as c, c.phase("prefill"):
+    with torch.no_grad(), OpCounter(devices=scenarios, runtime=runtime, kv_dtype=kv_dtype) as c, c.phase("prefill"):
         encoded = model.get_encoder()(**inputs).last_hidden_state
         model(decoder_input_ids=token_ids(model, 1, 1), encoder_outputs=(encoded,),
               past_key_values=EncoderDecoderCache(DynamicCache(), DynamicCache()), use_cache=True)
     return simulated(c)
 
 
-def direct_decode(model, batch, prompt, past, scenarios, runtime):
+def direct_decode(model, batch, prompt, past, scenarios, runtime, kv_dtype=None):
     """Decode step ``past`` (1-based) of ``batch`` sequences after prompts of ``prompt``
     positions: the first decoder step and past - 1 decode steps set up the caches in the count."""
     from transformers import DynamicCache, EncoderDecoderCache
     with fake_mode(model):
         encoded = torch.empty(batch, prompt, D_MODEL, dtype=torch.bfloat16)
     cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-    with torch.no_grad(), OpCounter(devices=scenarios, runtime=runtime) as c:
+    with torch.no_grad(), OpCounter(devices=scenarios, runtime=runtime, kv_dtype=kv_dtype) as c:
         for i in range(past + 1):
             start = c.records_counted
             with c.phase("decode" if i else "prefill"):
@@ -82,30 +82,32 @@ def direct_decode(model, batch, prompt, past, scenarios, runtime):
     return simulated(c, start)
 
 
-@pytest.mark.parametrize("runtime", ["eager", "compiled"])
-def test_prompt_cost_matches_direct_counting(t5, runtime):
-    """Equal to 1e-9 relative at prompt lengths the design did not count (1 is counted on its own)."""
+@pytest.mark.parametrize("runtime, kv_dtype", [("eager", None), ("compiled", None), ("compiled", "fp8")])
+def test_prompt_cost_matches_direct_counting(t5, runtime, kv_dtype):
+    """Equal to 1e-9 relative at prompt lengths the design did not count (1 is counted on its own);
+    with an fp8 KV cache too."""
     scenarios = scenarios_of(DEVICES)
-    prompts = count_prompt_model(t5, scenarios, runtime=runtime)
+    prompts = count_prompt_model(t5, scenarios, runtime=runtime, kv_dtype=kv_dtype)
     for p in (1, 5, 37, random.Random(5).randint(100, 600)):
-        want = direct_prompt(t5, {"input_ids": token_ids(t5, 1, p)}, scenarios, runtime)
+        want = direct_prompt(t5, {"input_ids": token_ids(t5, 1, p)}, scenarios, runtime, kv_dtype)
         for name in DEVICES:
             got = prompts[name].cost(p)
             assert got.time_s == pytest.approx(want[name][0], rel=1e-9), (p, name)
             assert got.energy_j == pytest.approx(want[name][1], rel=1e-9), (p, name)
 
 
-@pytest.mark.parametrize("runtime", ["eager", "compiled"])
-def test_decode_step_matches_direct_counting(t5, runtime):
-    """Equal to 1e-9 relative on uniform batches the design did not count. Step ``past`` has
+@pytest.mark.parametrize("runtime, kv_dtype", [("eager", None), ("compiled", None), ("compiled", "fp8")])
+def test_decode_step_matches_direct_counting(t5, runtime, kv_dtype):
+    """Equal to 1e-9 relative on uniform batches the design did not count; with an fp8 KV cache
+    too (self and cross keys and values narrowed as the simulator narrows them). Step ``past`` has
     generated ``past`` tokens: computed = prompt + past - 1 per sequence (seq2seq docstring)."""
     scenarios = scenarios_of(DEVICES)
-    steps, _ = count_decode_model(t5, scenarios, runtime=runtime)
+    steps, _ = count_decode_model(t5, scenarios, runtime=runtime, kv_dtype=kv_dtype)
     models = fit(steps)
     rng = random.Random(11)
     checks = [(1, 1, 1)] + [(rng.randint(2, 5), rng.randint(20, 300), rng.randint(2, 40)) for _ in range(2)]
     for b, e, p in checks:
-        want = direct_decode(t5, b, e, p, scenarios, runtime)
+        want = direct_decode(t5, b, e, p, scenarios, runtime, kv_dtype)
         view = DecodeBatch(b, b * (e + p - 1), e + p - 1, b * e, e, p)
         for name in DEVICES:
             got = models[name].cost(decode_composition(view))
@@ -137,21 +139,13 @@ def test_kv_bytes_per_token_by_hand(t5):
     assert prepare_serving(t5, "H100-SXM", kv_dtype="fp8").kv_bytes_per_token == 128
 
 
-def test_kv_dtype_scales_the_self_and_cross_cache_features(t5):
-    """fp8 / bf16 = 8 / 16: only the coefficients of the cached features (sum of self keys,
-    index 2, and sum of prompt positions read by cross-attention, index 4) of bytes read,
-    written and removed halve; a long-prompt decode batch, memory bound, gets faster."""
-    from dispatchprof.serving.work import KV_QUANTITIES, QUANTITIES
+def test_kv_dtype_makes_a_long_prompt_decode_faster(t5):
+    """A decode batch over long prompts is memory bound on its cross-attention cache: fp8 (8 of
+    bf16's 16 bits) takes less time."""
     full = prepare_serving(t5, "H100-SXM", bound=True)
     half = prepare_serving(t5, "H100-SXM", bound=True, kv_dtype="fp8")
-    assert CACHED_FEATURES == (2, 4)
-    for f, h in zip(full.cost.groups, half.cost.groups):
-        for q, (a, b) in enumerate(zip(f.coeffs, h.coeffs)):
-            assert b == tuple(v / 2 if q in KV_QUANTITIES and i in (2, 4) else v for i, v in enumerate(a))
-    read = QUANTITIES.index("bytes_read")
-    assert all(any(g.coeffs[read][i] > 0 for g in full.cost.groups) for i in (2, 4))
     long = decode_composition(DecodeBatch(64, 64 * 40, 40, 64 * 4000, 4000, 40))
-    assert half.cost.cost(long).time_s < full.cost.cost(long).time_s
+    assert half.cost.cost(long).time_s < 0.75 * full.cost.cost(long).time_s
 
 
 def test_whisper_ttft_includes_its_audio_encoder():

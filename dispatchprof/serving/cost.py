@@ -40,9 +40,10 @@ A mixed step (prefill chunks and decodes) is costed as the flattened batch of it
 a varlen serving kernel runs it; a chunk after cached tokens uses this op stream (the attention
 kernel applies the causal mask itself) rather than transformers' explicit mask ops.
 
-**KV-cache dtype.** With ``kv_dtype``, the bytes read, written and removed that grow with K (the
-cached keys and values read and appended) scale by kv_bits / model_bits; the arithmetic does not
-change.
+**KV-cache dtype.** With ``kv_dtype``, the counted steps are planned with the cache in that dtype,
+as the simulator plans them (`dispatchprof.sim.runtime.narrow_kv_cache`: attention's key and value
+reads and the cache appends move kv_bits per element); the fit carries that into the coefficients,
+and the arithmetic does not change.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ import torch
 from dispatchprof.llm.generation import StepSpan, kv_element_bits, model_bits
 from dispatchprof.llm.generation import count_steps as generation_steps
 from dispatchprof.results.profile import Profile
-from dispatchprof.serving.work import KV_QUANTITIES, OpForm, moved_inputs, op_form, op_timing, quantities
+from dispatchprof.serving.work import OpForm, moved_inputs, op_form, op_timing, quantities
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.attention import attention_heads
@@ -69,7 +70,6 @@ from dispatchprof.sim.timeline import step_time
 from dispatchprof.sim.timing import OpTiming
 
 FEATURES = ("1", "T", "N", "K", "A", "Ac", "q", "k", "qk")
-_K = FEATURES.index("K")
 #: The counted compositions as chains (B, new tokens per step): prefills of B x q tokens, two of
 #: them followed by decode steps: (B, q, p) = (1, 1, 0) (1, 4, 0) (1, 1, 4) (2, 2, 0) (2, 5, 0)
 #: (2, 1, 5) (2, 1, 6) (2, 1, 7) (3, 3, 0) (1, 7, 0): nine determine the nine coefficients,
@@ -207,15 +207,6 @@ class StepCostModel:
         dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings))
         return StepCost(time, dynamic + self.static_power_w * time)
 
-    def with_kv_scale(self, scale: float, cached: Sequence[int] = (_K,)) -> StepCostModel:
-        """The model with the bytes that grow with the cached keys and values (the coefficients
-        of the features ``cached`` (K by default) in bytes read, written and removed) scaled: a
-        KV-cache dtype."""
-        def scaled(q: int, v: tuple[float, ...]) -> tuple[float, ...]:
-            return tuple(a * scale if q in KV_QUANTITIES and i in cached else a for i, a in enumerate(v))
-        groups = [OpGroup(g.count, g.form, tuple(scaled(q, v) for q, v in enumerate(g.coeffs))) for g in self.groups]
-        return StepCostModel(self.scenario, groups, self.order, self.devices, self.static_power_w, self.weight_dtype)
-
 
 @dataclass(frozen=True, slots=True)
 class _Run:
@@ -244,23 +235,24 @@ def _runs(issued: Sequence[bool], order: Sequence[int]) -> list[tuple[int, tuple
 
 def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios,
                 weight_dtype: str | None = None, bound: bool = False, runtime: str = "serving",
-                tp: int = 1) -> list[CountedStep]:
+                tp: int = 1, kv_dtype: str | None = None) -> list[CountedStep]:
     """Count consecutive uniform steps of ``batch`` sequences (`dispatchprof.llm.generation.count_steps`,
     logits for the last token of each sequence) and take every op's form and quantities per
-    scenario under ``runtime`` and ``tp``."""
+    scenario under ``runtime``, ``tp`` and ``kv_dtype``."""
     c, spans = generation_steps(model, batch, tokens, scenarios, weight_dtype=weight_dtype, bound=bound,
                                 runtime=runtime, tp=tp, logits_to_keep=1)
     past = spans[-1].past + spans[-1].tokens
     per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / tp
     return counted_steps(c.profile, spans, scenarios, batch, per_token, weight_dtype=weight_dtype, bound=bound,
-                         runtime=runtime, tp=tp)
+                         runtime=runtime, tp=tp, kv_dtype=kv_dtype)
 
 
 def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenarios, batch: int,
                   kv_bytes_per_token: float, *, weight_dtype: str | None = None, bound: bool = False,
-                  runtime: str = "serving", tp: int = 1) -> list[CountedStep]:
+                  runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None) -> list[CountedStep]:
     """Every op's form and quantities per scenario, for each span of a count (the spans' records
-    planned as one count, as the simulator plans them: kernels, launches, moved inputs)."""
+    planned as one count, as the simulator plans them: kernels, launches, moved inputs, the KV
+    cache stored in ``kv_dtype``)."""
     records = profile.records
     module_type = {s.name: s.module_type for s in profile.scopes}
     starts = tuple(s.start for s in spans)
@@ -270,7 +262,7 @@ def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenar
         placement = scenarios[name].as_bound() if bound else scenarios[name]
         devices_of = [placement.device_for(r.scope) for r in records]
         check_tp(tp, heads, placement.devices)
-        plans, _ = op_plans(profile, devices_of, runtime, tp, starts)
+        plans, _ = op_plans(profile, devices_of, runtime, tp, starts, kv_dtype)
         # the count already keeps each sequence's last-token logits: no share of the LM head on top
         plans = [dataclasses.replace(p, activation_share=1.0) for p in plans]
         moved: set = set()
@@ -296,16 +288,17 @@ def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenar
 
 def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
                  bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
-                 runtime: str = "serving", tp: int = 1) -> list[CountedStep]:
+                 runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None) -> list[CountedStep]:
     """Count the chains of ``design``: (B, tokens per step)."""
     return [s for b, tokens in design
-            for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp)]
+            for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype)]
 
 
 def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
-                    bound: bool = False, runtime: str = "serving", tp: int = 1) -> dict[str, StepCostModel]:
+                    bound: bool = False, runtime: str = "serving", tp: int = 1,
+                    kv_dtype: str | None = None) -> dict[str, StepCostModel]:
     """Count the design and fit one StepCostModel per scenario."""
-    return fit(count_design(model, scenarios, weight_dtype, bound, runtime=runtime, tp=tp))
+    return fit(count_design(model, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype))
 
 
 def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:

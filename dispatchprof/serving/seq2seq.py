@@ -53,8 +53,6 @@ PROMPT_DESIGN = (2, 3, 4, 6)
 #: Decode chains counted for the step cost: (sequences, prompt positions, decode steps after the
 #: first decoder step); six coefficients and one check.
 DECODE_DESIGN = ((1, 2, 3), (2, 3, 2), (3, 5, 1), (1, 6, 1))
-#: The decode features whose bytes are cached keys and values (self K, cross E): a KV dtype scales them.
-CACHED_FEATURES = (2, 4)
 
 
 def is_encoder_decoder(model: torch.nn.Module) -> bool:
@@ -117,7 +115,8 @@ class PromptCost:
 
 
 def count_prompt_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_dtype: str | None = None,
-                       bound: bool = False, runtime: str = "serving", tp: int = 1) -> dict[str, PromptCost]:
+                       bound: bool = False, runtime: str = "serving", tp: int = 1,
+                       kv_dtype: str | None = None) -> dict[str, PromptCost]:
     """Per scenario, the prompt cost of the module docstring."""
     fixed = fixed_prompt(model)
 
@@ -130,7 +129,7 @@ def count_prompt_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_d
                 _decoder_step(model, encoded, _new_cache(), 1)
         span = StepSpan(p, 0, 0, c.records_counted, ())
         [step] = counted_steps(c.profile, [span], scenarios, 1, 0.0, weight_dtype=weight_dtype, bound=bound,
-                               runtime=runtime, tp=tp)
+                               runtime=runtime, tp=tp, kv_dtype=kv_dtype)
         return dataclasses.replace(step, x=row)
 
     if fixed is not None:
@@ -142,7 +141,7 @@ def count_prompt_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_d
 
 
 def count_decode_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_dtype: str | None = None,
-                       bound: bool = False, runtime: str = "serving", tp: int = 1,
+                       bound: bool = False, runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
                        design: Sequence[tuple[int, int, int]] = DECODE_DESIGN) -> tuple[list[CountedStep], float]:
     """The counted decode steps of ``design`` (their features set) and the KV bytes per token of
     one device (module docstring)."""
@@ -166,13 +165,13 @@ def count_decode_model(model: torch.nn.Module, scenarios: Scenarios, *, weight_d
         cross_bytes = sum(cache_layer_bytes(cache.cross_attention_cache)) / (batch * prompt)
         per_token = max(self_bytes, cross_bytes) / tp
         counted = counted_steps(c.profile, spans, scenarios, batch, per_token, weight_dtype=weight_dtype, bound=bound,
-                                runtime=runtime, tp=tp)
+                                runtime=runtime, tp=tp, kv_dtype=kv_dtype)
         for i, step in enumerate(counted[1:], start=1):
             view = DecodeBatch(batch, batch * (prompt + i - 1), prompt + i - 1, batch * prompt, prompt, i)
             steps.append(dataclasses.replace(step, x=tuple(int(v) for v in decode_composition(view).x)))
     return steps, per_token
 
 
-__all__ = ["CACHED_FEATURES", "DECODE_DESIGN", "PROMPT_DESIGN", "PromptCost", "count_decode_model",
+__all__ = ["DECODE_DESIGN", "PROMPT_DESIGN", "PromptCost", "count_decode_model",
            "count_prompt_model",
            "decode_composition", "fixed_prompt", "is_encoder_decoder"]

@@ -37,7 +37,7 @@ from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
 from dispatchprof.serving.seq2seq import (
-    CACHED_FEATURES, PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt,
+    PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt,
     is_encoder_decoder,
 )
 from dispatchprof.sim.parallel import check_tp
@@ -175,14 +175,14 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         small = _model(draft, dtype)
         check_vocabulary(target, small)
         expected_tokens(acceptance, spec_tokens)
-    steps = count_design(target, scenarios, weight_dtype, bound, runtime=runtime, tp=tp)
-    cost = fit(steps)[name].with_kv_scale(scale)
+    steps = count_design(target, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+    cost = fit(steps)[name]
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
     draft_cost = None
     if small is not None:
-        dsteps = count_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp)
-        draft_cost = fit(dsteps)[name].with_kv_scale(scale)
+        dsteps = count_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+        draft_cost = fit(dsteps)[name]
         weights += dsteps[0].memory[name][1]
         kv_token += dsteps[0].kv_bytes_per_token * scale
     price = price_usd_per_h
@@ -211,12 +211,12 @@ def _prepare_seq2seq(model: torch.nn.Module, scenarios: Any, name: str, *, draft
     heads = getattr(model.config, "decoder_attention_heads", None) or getattr(model.config, "num_heads", None)
     check_tp(tp, [heads] if isinstance(heads, int) else [], scenarios[name].devices)
     scale = kv_scale(kv_dtype, model)
-    options = dict(weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp)
+    options = dict(weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
     steps, per_token = count_decode_model(model, scenarios, **options)
     prompt = count_prompt_model(model, scenarios, **options)[name]
     capacity, weights = steps[0].memory[name]
     price = price_usd_per_h if price_usd_per_h is not None else scenarios[name].devices[0].price_usd_per_hour
-    cost = fit(steps)[name].with_kv_scale(scale, CACHED_FEATURES)
+    cost = fit(steps)[name]
     return ServingSetup(name, cost, per_token * scale, capacity, weights, price,
                         runtime=runtime, tp=tp, prompt=prompt, fixed_prompt=fixed_prompt(model))
 

@@ -28,8 +28,6 @@ from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
 #: one entry per moved input.
 QUANTITIES = (*COUNT_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes",
               "sequences")
-#: Quantities that grow with the cached keys and values (scaled by a KV-cache dtype).
-KV_QUANTITIES = tuple(QUANTITIES.index(q) for q in ("bytes_read", "bytes_written", "removed_bytes"))
 _DIMS = len(QUANTITIES)
 #: Where the quantities after the cost fields sit, in QUANTITIES order.
 _OUT, _PARAM_BYTES, _PARAM_ELEMENTS, _REMOVED, _ALLREDUCE, _SEQUENCES = range(len(COUNT_FIELDS), _DIMS)
@@ -121,5 +119,5 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
     return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
 
 
-__all__ = ["KV_QUANTITIES", "QUANTITIES", "OpForm", "gemm_shapes", "moved_inputs", "op_form",
+__all__ = ["QUANTITIES", "OpForm", "gemm_shapes", "moved_inputs", "op_form",
            "op_timing", "quantities"]

@@ -23,8 +23,8 @@ Its decisions are one `OpPlan` per record (read by `dispatchprof.sim.timing.time
 
 A KV cache stored narrower than the model's dtype (``kv_dtype``: fp8, int8, int4, as engines
 do) is a plan too (`narrow_kv_cache`), under every runtime: the keys and values an attention op
-reads, and the traffic of a KV-cache append, move ``kv_bits / element bits`` of their counted
-bytes; the rest is removed traffic, as fusion's is.
+reads, and the cached part a KV-cache append still copies, move ``kv_bits / element bits`` of
+their counted bytes; the rest is removed traffic, as fusion's is.
 
 A step is one ``OpCounter.phase`` block (a prefill, one decode step); without phase blocks the
 whole count is one step.
@@ -156,9 +156,12 @@ def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: R
                     kv_dtype: str | None) -> tuple[list[OpPlan], RuntimeChanges]:
     """The plans with the KV cache stored in ``kv_dtype`` (a key of WEIGHT_BITS; None: unchanged).
 
-    Cache traffic is the key and value inputs of an attention op and the traffic an append
-    (`is_kv_append`) still moves after the runtime's removals; it moves kv_bits / b of its bytes,
-    b being the storage bits of the record's dtype (records in a dtype no narrower keep theirs)."""
+    Cache traffic is the key and value inputs of an attention op and the cached part of an append
+    (`is_kv_append`): what it still moves after the runtime's removals, less reading and writing
+    the new tokens (their keys and values are written as computed, as a prefill's are, which no
+    op of the count copies; so a step's narrowed bytes grow with its cached tokens alone, as the
+    serving step cost model's features need). It moves kv_bits / b of its bytes, b being the
+    storage bits of the record's dtype (records in a dtype no narrower keep theirs)."""
     if kv_dtype is None:
         return plans, changes
     kv_bits = WEIGHT_BITS[kv_dtype]
@@ -170,7 +173,9 @@ def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: R
         if reads_kv(r):
             cache = r.inputs[1][1] + r.inputs[2][1]
         elif is_kv_append(r, records):
-            cache = (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - plans[k].removed_bytes
+            new_tokens = r.inputs[-1][1]
+            cache = max(0, (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - plans[k].removed_bytes
+                        - 2 * new_tokens)
         else:
             continue
         cut = int(cache * (1 - kv_bits / bits))
