@@ -42,8 +42,8 @@ kernel applies the causal mask itself) rather than transformers' explicit mask o
 
 **KV-cache dtype.** With ``kv_dtype``, the counted steps are planned with the cache in that dtype,
 as the simulator plans them (`dispatchprof.sim.runtime.narrow_kv_cache`: attention's key and value
-reads and the cache appends move kv_bits per element); the fit carries that into the coefficients,
-and the arithmetic does not change.
+reads and the cache an append copies move kv_bits per element); the fit carries that into the
+coefficients, and the arithmetic does not change.
 """
 
 from __future__ import annotations
