@@ -104,6 +104,13 @@ def is_kv_append(r: OpRecord, records: Sequence[OpRecord]) -> bool:
     return 0 <= producer < len(records) and records[producer].op == "aten.cat"
 
 
+def kv_copy_bytes(r: OpRecord) -> int:
+    """The bytes a KV-cache append (`is_kv_append`) moves copying the cache: all its traffic but
+    reading and writing the new tokens' keys or values (its last input). An in-place write
+    removes them; a narrow cache (`narrow_kv_cache`) narrows what is left of them."""
+    return max(0, (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - 2 * r.inputs[-1][1])
+
+
 def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequence[int],
                  devices: Sequence[str]) -> tuple[list[OpPlan], RuntimeChanges]:
     """One OpPlan per record (host launch, kernel or fused, bytes removed, logits share) and what
@@ -122,9 +129,7 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
     while i < n:
         if not is_fusible(records[i]):
             if is_kv_append(records[i], records):
-                r = records[i]
-                new = r.inputs[-1][1]
-                cut = max(0, (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - 2 * new)
+                cut = kv_copy_bytes(records[i])
                 removed[i] += cut
                 kv_saved += cut
             i += 1
@@ -173,9 +178,7 @@ def narrow_kv_cache(records: Sequence[OpRecord], plans: list[OpPlan], changes: R
         if reads_kv(r):
             cache = r.inputs[1][1] + r.inputs[2][1]
         elif is_kv_append(r, records):
-            new_tokens = r.inputs[-1][1]
-            cache = max(0, (r.cost.bytes_read or 0) + (r.cost.bytes_written or 0) - plans[k].removed_bytes
-                        - 2 * new_tokens)
+            cache = max(0, kv_copy_bytes(r) - plans[k].removed_bytes)
         else:
             continue
         cut = int(cache * (1 - kv_bits / bits))
