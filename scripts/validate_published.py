@@ -124,12 +124,17 @@ def variants(row: dict, fitted: Fitted | None = None):
     return out
 
 
+def simulated_weight_dtype(row: dict) -> str | None:
+    """The ``weight_dtype`` to simulate ``row`` with: None for the model's own 16-bit weights."""
+    return None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
+
+
 def predict_row(row: dict, model, devs: dict) -> dict:
     """Per variant of ``devs`` (name -> Device): (time figures by metric, dynamic J, total s, tokens)."""
     from dispatchprof.llm.generation import profile_generation
 
     batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
-    wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
+    wd = simulated_weight_dtype(row)
     g = profile_generation(model, batch, prompt, out, devices=list(devs.values()), weight_dtype=wd,
                            runtime=row["runtime"], tp=tp, kv_dtype=row["kv_dtype"] or None)
     result = {}
@@ -158,7 +163,7 @@ def predict_continuous(row: dict, model, devs: dict) -> dict:
     from dispatchprof.sim.placement import scenarios_of
 
     batch, prompt, out, tp = (int(row[k]) for k in ("batch", "prompt_len", "output_len", "tp"))
-    wd = None if row["weight_dtype"] in ("bf16", "fp16") else row["weight_dtype"]
+    wd = simulated_weight_dtype(row)
     models = fit_cost_models(model, scenarios_of(list(devs.values())), wd, runtime=row["runtime"], tp=tp,
                              kv_dtype=row["kv_dtype"] or None)
     dispersion = float(row["output_dispersion"] or 1.0)
@@ -315,8 +320,8 @@ def generation_key(row: dict) -> str:
 
 def code_version() -> str:
     """A hash of what the cached predictions depend on: every .py and .yaml file under `CODE` and
-    the source of this script's functions that simulate (`build`, `variants`, `predict_row`,
-    `predict_continuous`); the fitting code is not in it."""
+    the source of this script's functions that simulate (`build`, `variants`,
+    `simulated_weight_dtype`, `predict_row`, `predict_continuous`); the fitting code is not in it."""
     h = hashlib.sha256()
     for top in CODE:
         for folder, dirs, files in os.walk(os.path.join(ROOT, top)):
@@ -326,7 +331,7 @@ def code_version() -> str:
                 h.update(os.path.relpath(path, ROOT).encode() + b"\0")
                 with open(path, "rb") as f:
                     h.update(f.read())
-    for fn in (build, variants, predict_row, predict_continuous):
+    for fn in (build, variants, simulated_weight_dtype, predict_row, predict_continuous):
         h.update(inspect.getsource(fn).encode())
     return h.hexdigest()[:16]
 
