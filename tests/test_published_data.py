@@ -41,3 +41,15 @@ def test_first_token_rows_of_tensorrt_llm_v0_9_are_copied_as_published():
     l40s_70b = rows["trtllm09-24"]         # "| LLaMA 70B | 1 | 4 | 2048 | 673.3 |" in the L40S (FP8) table
     assert (l40s_70b["tp"], float(l40s_70b["value"])) == ("4", 0.6733)
     assert sum(r["id"].startswith("trtllm09-") for r in rows.values()) == 32
+
+
+def test_energy_rows_of_ml_energy_v3_are_copied_as_published():
+    rows = {r["id"]: r for r in _rows()}
+    h100_8b = rows["vllm-mlenergy-12"]     # configurations[gpu_model=H100, max_num_seqs=128] of the 8B file
+    assert (h100_8b["model"], h100_8b["hardware"], h100_8b["tp"], h100_8b["batch"], h100_8b["output_len"]) == \
+        ("llama-3.1-8b", "H100-SXM", "1", "128", "405")        # avg_output_len 404.59
+    assert (float(h100_8b["value"]), h100_8b["measure"]) == (0.09511, "energy_per_token")  # 0.09510991...
+    b200_70b = rows["vllm-mlenergy-23"]    # configurations[gpu_model=B200, max_num_seqs=2048] of the 70B file
+    assert (b200_70b["tp"], b200_70b["batch"], float(b200_70b["value"])) == ("2", "2048", 0.18867)
+    new = [r for r in rows.values() if r["id"].startswith("vllm-mlenergy-")]
+    assert len(new) == 31 and {r["measure"] for r in new} == {"energy_per_token"}
