@@ -1,7 +1,7 @@
 """How close is the simulator to published GPU measurements? Predict every row of
 scripts/data/published_gpu.csv, fit a few parameters on the rows marked "fit", report both errors.
 
-    python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE]
+    python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE] [--jobs N]
 
 Each row (a model on a GPU, tensor-parallel degree, runtime, weight and KV-cache dtype, batch,
 prompt and output length, one measured metric, its source) is predicted on weightless (fake) models,
@@ -18,9 +18,12 @@ eager host cost, and one wild row should not decide a device), then the weight-o
 on their int rows (`fit_hosts`). A second stage simulates, at those host figures and efficiencies,
 every mme x per-device unoverlapped_fraction (the share of an op's shorter side, compute or memory,
 its kernel does not hide) and picks each device's pair the same way (`fit_unoverlapped`); then
-each device's static power and dynamic energy scale come from its energy fit rows (`fit_energy`).
-Nothing is fitted per model or per row; the held-out rows never enter the fit. A `--cache` file
-is stamped with the version of the code that simulated it (`code_version`) and refused by other code.
+each device's static power and dynamic energy scale, and whether a serving engine's per-sequence
+time draws the kernels' power, come from the energy fit rows (`fit_energy`). Only the time fit
+rows are simulated on every variant; the energy fit rows and the held-out rows are simulated on
+the fitted one alone (`fit`). Nothing is fitted per model or per row; the held-out rows never
+enter the fit. A `--cache` file is stamped with the version of the code that simulated it
+(`code_version`) and refused by other code.
 
 Metrics: tpot = decode time per step (mean); e2e_per_token = (prefill + decode time) / output tokens;
 ttft = prefill time; throughput = batch * output tokens / (prefill + decode time) of the whole group;
@@ -38,6 +41,7 @@ import inspect
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import statistics
 import sys
@@ -49,7 +53,7 @@ DATA = os.path.join(ROOT, "scripts", "data", "published_gpu.csv")
 #: What a cached prediction depends on: these trees' .py and .yaml files (`code_version`).
 CODE = ("dispatchprof", "op_formulas", "devices")
 VERSION = "__code_version__"                                     # the cache's key for it
-MME = (0.6, 0.7, 0.8, 0.9)                                     # per device: matrix_memory_efficiency
+MME = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)                           # per device: matrix_memory_efficiency
 #: Per runtime: the host figures tried, each a tuple of (profile field, value). A serving engine is
 #: fitted as its own runtime (`runtime_of`): a C++ executor and a Python scheduler differ in what
 #: they pay per step and per sequence.
@@ -63,6 +67,7 @@ WOE = (1.0, 0.85, 0.7, 0.55, 0.4)                              # per device and 
 #: memory, that its kernel does not hide under the longer).
 UNOVERLAPPED = (0.0, 0.25, 0.5, 1.0)
 DYNAMIC = (1.0, 1.5, 2.0, 2.5, 3.0)      # per device with two energy fit rows or more: dynamic energy scale
+READINGS = {False: "static power only", True: "the kernels' power"}  # a serving engine's per-sequence time
 FAMILIES = {"tpot": "TPOT", "e2e_per_token": "TPOT", "ttft": "TTFT", "throughput": "throughput",
             "energy_per_token": "energy"}
 LLAMA2 = {"llama-2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
@@ -200,9 +205,34 @@ def _figure(row: dict, pred: list) -> float | None:
     return None if row["measure"] == "energy_per_token" else pred[0][row["measure"]]
 
 
-def energy(pred: tuple, static_w: float, tp: int, scale: float = 1.0) -> float:
-    _, dynamic, time, tokens = pred
-    return tp * (scale * dynamic + static_w * time) / tokens
+def sequence_seconds(row: dict, host: tuple) -> tuple[float, float]:
+    """(host seconds before the kernels, of them per-sequence seconds) of ``row``'s prediction
+    under a serving engine's ``host`` figures: each step's graph launch carries graph_launch_us +
+    batch x sequence_host_us (`dispatchprof.sim.runtime`), the device idle meanwhile; a continuous
+    row's prediction is one mean step, a static row's has output_len steps (the prefill and the
+    decode steps). (0, 0) for a runtime without a per-sequence cost."""
+    h = dict(host)
+    per_sequence = h.get("sequence_host_us", 0.0) * int(row["batch"])
+    steps = 1 if row["scheduling"] == "continuous" else int(row["output_len"])
+    if not per_sequence:
+        return 0.0, 0.0
+    return steps * (h.get("graph_launch_us", 0.0) + per_sequence) * 1e-6, steps * per_sequence * 1e-6
+
+
+def dynamic_energy(row: dict, pred: tuple, f: Fitted) -> float:
+    """One device's dynamic joules of ``pred``: the simulated kernels', plus, where ``f`` reads the
+    engine's per-sequence time as busy (``f.busy``), that time at the kernels' mean dynamic power."""
+    _, dynamic, time, _ = pred
+    if not f.busy.get(runtime_of(row)):
+        return dynamic
+    host, per_sequence = sequence_seconds(row, f.host[runtime_of(row)])
+    return dynamic * (1.0 + per_sequence / (time - host))
+
+
+def energy(row: dict, pred: tuple, f: Fitted, static_w: float, scale: float = 1.0) -> float:
+    """Joules per token of ``row``'s whole group: tp x (scale x dynamic + static power x time) / tokens."""
+    _, _, time, tokens = pred
+    return int(row["tp"]) * (scale * dynamic_energy(row, pred, f) + static_w * time) / tokens
 
 
 def error(measured: float, predicted: float) -> float:
@@ -225,6 +255,7 @@ class Fitted:
     unoverlapped: dict = dataclasses.field(default_factory=dict)
     static: dict = dataclasses.field(default_factory=dict)
     dynamic: dict = dataclasses.field(default_factory=dict)
+    busy: dict = dataclasses.field(default_factory=dict)
 
     def key(self, row: dict) -> str:
         """The variant of ``row``'s predictions these parameters select."""
@@ -244,10 +275,20 @@ def _fit_time_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return fit_rows, [r for r in fit_rows if not weight_only(r)]
 
 
+def profile_mme(device: str) -> float:
+    """The MME value nearest ``device``'s own profile figure (matrix_memory_efficiency, else
+    memory_efficiency): what a device without time fit rows keeps."""
+    from dispatchprof.sim.catalog import load_device
+
+    d = load_device(device)
+    return min(MME, key=lambda m: abs(m - (d.matrix_memory_efficiency or d.memory_efficiency)))
+
+
 def fit_hosts(rows: list[dict], preds: dict) -> Fitted:
     """First stage, with unoverlapped_fraction 0: per device mme and per runtime host value (least
-    capped |error| of the fit rows' times, weight-only int rows aside), then per device and weight
-    dtype the weight_only_efficiency (the same on those rows)."""
+    capped |error| of the fit rows' times, weight-only int rows aside; a device without such rows
+    keeps `profile_mme`), then per device and weight dtype the weight_only_efficiency (the same on
+    those rows)."""
     fit_rows, plain = _fit_time_rows(rows)
     devices = sorted({r["hardware"] for r in rows})
     grids = {runtime_of(r): HOST[r["runtime"]] for r in rows}         # what each runtime's figures may be
@@ -260,6 +301,9 @@ def fit_hosts(rows: list[dict], preds: dict) -> Fitted:
         host = dict(zip(runtimes, hosts))
         mme, total = {}, 0.0
         for dev in devices:
+            if not by_device[dev]:
+                mme[dev] = profile_mme(dev)
+                continue
             errs = {m: _time_error(by_device[dev], preds, Fitted({dev: m}, host)) for m in MME}
             mme[dev] = min(MME, key=errs.__getitem__)
             total += errs[mme[dev]]
@@ -275,11 +319,15 @@ def fit_hosts(rows: list[dict], preds: dict) -> Fitted:
 def fit_unoverlapped(rows: list[dict], preds: dict, first: Fitted) -> Fitted:
     """Second stage, at the first stage's host figures and weight-only efficiencies: per device the
     (unoverlapped_fraction, mme) pair with the least capped |error| of its fit rows' times
-    (weight-only int rows aside); on a tie, the smaller fraction."""
+    (weight-only int rows aside); on a tie, the smaller fraction. A device without such rows keeps
+    its mme and a fraction of 0 (the profiles' own)."""
     _, plain = _fit_time_rows(rows)
     out = dataclasses.replace(first, mme=dict(first.mme), unoverlapped={})
     for dev in sorted(first.mme):
         group = [r for r in plain if r["hardware"] == dev]
+        if not group:
+            out.unoverlapped[dev] = 0.0
+            continue
         u, m = min(itertools.product(UNOVERLAPPED, MME), key=lambda um: _time_error(
             group, preds, dataclasses.replace(out, mme={**out.mme, dev: um[1]}, unoverlapped={dev: um[0]})))
         out.mme[dev], out.unoverlapped[dev] = m, u
@@ -287,27 +335,38 @@ def fit_unoverlapped(rows: list[dict], preds: dict, first: Fitted) -> Fitted:
 
 
 def fit_energy(rows: list[dict], preds: dict, f: Fitted) -> Fitted:
-    """Per device its energy under the time parameters ``f``: static power (the median of the
-    energy fit rows' solutions) and, on a device with two energy fit rows or more, a scale of the
-    profile's dynamic energy (pJ per FLOP and per bit) from DYNAMIC (least mean relative error)."""
-    out = dataclasses.replace(f, static={}, dynamic={})
-    for dev in sorted({r["hardware"] for r in rows}):
-        group = [r for r in rows if r["split"] == "fit" and r["measure"] == "energy_per_token" and r["hardware"] == dev]
-        if not group:
-            continue
-        parts = [(float(r["value"]) * tokens / int(r["tp"]), dynamic, time)
-                 for r in group for _, dynamic, time, tokens in [preds[r["id"]][f.key(r)]]]
+    """Energy under the time parameters ``f``. Per device: static power (the median of its energy
+    fit rows' solutions) and, on a device with two energy fit rows or more, a scale of the
+    profile's dynamic energy (pJ per FLOP and per bit) from DYNAMIC (least mean relative error).
+    Per serving engine with a per-sequence cost and energy fit rows, what that time draws
+    (`dynamic_energy`): static power only (the device idle, as the simulator's timeline has it)
+    or also the step kernels' mean dynamic power (the device busy: an engine whose host work
+    overlaps the device's); the reading with the least summed |error| of every energy fit row,
+    the idle one on a tie."""
+    energy_rows = [r for r in rows if r["split"] == "fit" and r["measure"] == "energy_per_token"]
+    engines = sorted({runtime_of(r) for r in energy_rows if sequence_seconds(r, f.host[runtime_of(r)])[1]})
+    best, best_err = None, float("inf")
+    for busy in itertools.product((False, True), repeat=len(engines)):
+        out = dataclasses.replace(f, static={}, dynamic={}, busy=dict(zip(engines, busy)))
+        total = 0.0
+        for dev in sorted({r["hardware"] for r in energy_rows}):
+            group = [r for r in energy_rows if r["hardware"] == dev]
+            parts = [(float(r["value"]) * pred[3] / int(r["tp"]), dynamic_energy(r, pred, out), pred[2])
+                     for r in group for pred in [preds[r["id"]][f.key(r)]]]
 
-        def static_for(scale: float) -> float:
-            return statistics.median(max(0.0, (m - scale * dyn) / t) for m, dyn, t in parts)
+            def static_for(scale: float) -> float:
+                return statistics.median(max(0.0, (m - scale * dyn) / t) for m, dyn, t in parts)
 
-        def energy_error(scale: float) -> float:
-            w = static_for(scale)
-            return statistics.fmean(abs(scale * dyn + w * t - m) / m for m, dyn, t in parts)
+            def energy_error(scale: float) -> float:
+                w = static_for(scale)
+                return statistics.fmean(abs(scale * dyn + w * t - m) / m for m, dyn, t in parts)
 
-        scale = min(DYNAMIC if len(group) > 1 else (1.0,), key=energy_error)
-        out.dynamic[dev], out.static[dev] = scale, static_for(scale)
-    return out
+            scale = min(DYNAMIC if len(group) > 1 else (1.0,), key=energy_error)
+            out.dynamic[dev], out.static[dev] = scale, static_for(scale)
+            total += energy_error(scale) * len(group)
+        if total < best_err - 1e-12:
+            best, best_err = out, total
+    return best
 
 
 def generation_key(row: dict) -> str:
@@ -362,29 +421,78 @@ def save_cache(cache: dict, path: str) -> None:
         raise
 
 
-def predict_all(rows: list[dict], cache: dict, path: str | None, fitted: Fitted | None = None) -> dict:
+def chosen_variant(row: dict, f: Fitted) -> dict:
+    """The one variant of ``row``'s device profile that ``f`` selects (`Fitted.key`) -> Device,
+    taken from the stage whose grid holds it (the first for unoverlapped_fraction 0)."""
+    key = f.key(row)
+    return {key: variants(row, f if f.unoverlapped.get(row["hardware"], 0.0) else None)[key]}
+
+
+_MODELS: dict[str, object] = {}          # this process's one live model (a 405B fake model is large)
+
+
+def _model(name: str):
+    if name not in _MODELS:
+        _MODELS.clear()
+        _MODELS[name] = build(name)
+    return _MODELS[name]
+
+
+def _simulate(task: tuple) -> tuple[str, str, dict]:
+    """(row id, generation key, variant -> prediction) of one task: a row, the stage its variants
+    come from (``fitted``, ``chosen``: as `predict_all`) and the names of those to simulate."""
+    row, fitted, chosen, names = task
+    grid = chosen_variant(row, chosen) if chosen is not None else variants(row, fitted)
+    predict = predict_continuous if row["scheduling"] == "continuous" else predict_row
+    return row["id"], generation_key(row), predict(dict(row, measure="tpot"), _model(row["model"]),
+                                                   {k: grid[k] for k in names})
+
+
+def predict_all(rows: list[dict], cache: dict, path: str | None, fitted: Fitted | None = None,
+                chosen: Fitted | None = None, jobs: int = 1) -> dict:
     """Row id -> variant -> (figure, dynamic J, s, tokens) over `variants` (first stage, or second
-    at ``fitted``), simulating only the variants ``cache`` lacks (and saving it to ``path``)."""
-    models: dict[str, object] = {}
+    at ``fitted``; only the variant ``chosen`` selects, when given), simulating only the variants
+    ``cache`` lacks, one generation per task, in ``jobs`` processes (saving the cache to ``path``
+    after each)."""
+    tasks, pending = [], {}
     for r in sorted(rows, key=lambda r: r["model"]):
-        known = cache.setdefault(generation_key(r), {})
-        devs = {k: d for k, d in variants(r, fitted).items() if k not in known}
-        if devs:
-            if r["model"] not in models:
-                models.clear()             # one model alive at a time (a 405B fake model is large)
-                models[r["model"]] = build(r["model"])
-            print(f"  {r['id']} ({len(devs)} variants) ...", file=sys.stderr, flush=True)
-            predict = predict_continuous if r["scheduling"] == "continuous" else predict_row
-            known.update(predict(dict(r, measure="tpot"), models[r["model"]], devs))
+        key = generation_key(r)
+        known = cache.setdefault(key, {})
+        grid = chosen_variant(r, chosen) if chosen is not None else variants(r, fitted)
+        names = [k for k in grid if k not in known and k not in pending.setdefault(key, set())]
+        if names:
+            pending[key].update(names)
+            tasks.append((r, fitted, chosen, names))
+    pool = multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 and len(tasks) > 1 else None
+    try:
+        for row_id, key, out in (pool.imap_unordered(_simulate, tasks) if pool else map(_simulate, tasks)):
+            cache[key].update(out)
+            print(f"  {row_id}: {len(out)} variants simulated", file=sys.stderr, flush=True)
             if path:
                 save_cache(cache, path)
+    finally:
+        if pool:
+            pool.terminate()
     return {r["id"]: {k: (_figure(r, v), *v[1:]) for k, v in cache[generation_key(r)].items()} for r in rows}
+
+
+def fit(rows: list[dict], cache: dict, path: str | None, jobs: int = 1) -> tuple[Fitted, dict]:
+    """(the fitted parameters, every row's predictions), simulating only what the fit and the
+    table read: the time fit rows on both stages' grids, the energy fit rows at the time
+    parameters, then every row at the fitted variant (a held-out row is simulated once)."""
+    time_rows, _ = _fit_time_rows(rows)
+    first = fit_hosts(rows, predict_all(time_rows, cache, path, jobs=jobs))
+    second = fit_unoverlapped(rows, predict_all(time_rows, cache, path, first, jobs=jobs), first)
+    energy_rows = [r for r in rows if r["split"] == "fit" and r["measure"] == "energy_per_token"]
+    fitted = fit_energy(rows, predict_all(energy_rows, cache, path, chosen=second, jobs=jobs), second)
+    return fitted, predict_all(rows, cache, path, chosen=fitted, jobs=jobs)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--only", help="comma-separated row ids")
+    p.add_argument("--jobs", type=int, default=1, help="processes simulating side by side (default 1)")
     p.add_argument("--cache", help="JSON file keeping predictions between runs (per generation and variant; "
                                    "refused when written by other code)")
     args = p.parse_args(argv)
@@ -396,17 +504,17 @@ def main(argv: list[str] | None = None) -> int:
     rows = list(csv.DictReader(open(DATA, encoding="utf-8")))
     if args.only:
         rows = [r for r in rows if r["id"] in args.only.split(",")]
+    if args.jobs < 1:
+        p.error(f"--jobs must be a positive number of processes, got {args.jobs}")
     cache = load_cache(args.cache)
-    first = fit_hosts(rows, predict_all(rows, cache, args.cache))
-    preds = predict_all(rows, cache, args.cache, first)
-    fitted = fit_energy(rows, preds, fit_unoverlapped(rows, preds, first))
+    fitted, preds = fit(rows, cache, args.cache, args.jobs)
     table, errs = [], {"fit": [], "held-out": []}
     families: dict[str, list[float]] = {}
     for r in rows:
         pred = preds[r["id"]][fitted.key(r)]
         tp = int(r["tp"])
         if r["measure"] == "energy_per_token":
-            value = energy(pred, fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w), tp,
+            value = energy(r, pred, fitted, fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w),
                            fitted.dynamic.get(r["hardware"], 1.0))
         else:
             value = pred[0]
@@ -427,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
           + "; dynamic energy x " + ", ".join(f"{k} {v:g}" for k, v in fitted.dynamic.items())
           + "; weight_only_efficiency " + ", ".join(f"{d} {w} {v}" for (d, w), v in fitted.woe.items()))
     print("fitted per runtime: " + ", ".join(f"{k} " + " ".join(f"{name} {v:g}" for name, v in host)
-                                             for k, host in fitted.host.items()))
+                                             for k, host in fitted.host.items())
+          + "".join(f"; {k} per-sequence time draws {READINGS[v]}" for k, v in fitted.busy.items()))
     for split in ("fit", "held-out"):
         if errs[split]:
             print(f"median |error| on {len(errs[split])} {split} rows: {statistics.median(errs[split]):.1%}")
