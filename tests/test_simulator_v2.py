@@ -67,6 +67,22 @@ def test_affine_sum_splits_the_unoverlapped_share_by_each_steps_longer_side():
     assert (steps[0].busy_s, steps[9].busy_s) == (pytest.approx(7e-6), pytest.approx(11.75e-6))
 
 
+@pytest.mark.parametrize("compute_slope,memory_slope", [(1.0, 0.0), (0.0, 1.0), (-1.0, 0.5), (0.5, 0.5), (0.0, 0.0)])
+def test_affine_sum_equals_the_steps_summed_one_by_one(compute_slope, memory_slope):
+    # compute from 3 us, memory from 5 us, each on its own line: compute longer at every step, at
+    # none, from the start until they cross, or on parallel lines (never crossing)
+    def at(k):
+        return OpTiming(0, "d", (3 + compute_slope * k) * 1e-6, (5 + memory_slope * k) * 1e-6, 0.0, 1e-6, 0.1 * k,
+                        unoverlapped=0.25)
+
+    steps = [at(k) for k in range(7)]
+    time, dynamic, compute, memory = affine_sum(at(0), at(1), 7)
+    assert time == pytest.approx(sum(t.time_s for t in steps), rel=1e-12)
+    assert dynamic == pytest.approx(0.1 * 21, rel=1e-12)
+    assert compute == pytest.approx(sum(t.busy_s for t in steps if t.bound == "compute"), rel=1e-12, abs=1e-18)
+    assert memory == pytest.approx(sum(t.busy_s for t in steps if t.bound == "memory"), rel=1e-12, abs=1e-18)
+
+
 def test_fused_pointwise_chain_costs_its_inputs_and_outputs():
     x = torch.randn(1000)                                     # 4000 bytes from the host
     with OpCounter(devices="H100-SXM", runtime="compiled") as fused, OpCounter(devices="H100-SXM") as eager:

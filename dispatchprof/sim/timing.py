@@ -142,46 +142,40 @@ def affine_sum(t0: OpTiming, t1: OpTiming, n: int) -> tuple[float, float, float,
     busy time counts as compute-bound or memory-bound by its longer side, the unoverlapped share
     of the shorter side with it (the decode fast path; the steps' times on the host/device
     timeline come from dispatchprof.sim.timeline)."""
-    offsets = n * (n - 1) // 2                      # sum of k over the steps
 
-    def line(a: float, b: float) -> float:
-        return n * a + (b - a) * offsets
+    def line(a: float, b: float, lo: int = 0, hi: int = n - 1) -> float:
+        return _series(a, b - a, lo, hi)
 
-    c_total = line(t0.t_compute, t1.t_compute)
-    m_total = line(t0.t_memory, t1.t_memory)
-    c_won, m_won = _sum_max(t0.t_compute, t1.t_compute - t0.t_compute, t0.t_memory, t1.t_memory - t0.t_memory, n)
+    c0, c1, m0, m1 = t0.t_compute, t1.t_compute, t0.t_memory, t1.t_memory
+    lo, hi = _compute_wins(c0, c1 - c0, m0, m1 - m0, n)
+    c_won = line(c0, c1, lo, hi)                                       # steps where compute is longer
+    m_won = line(m0, m1, 0, min(lo, n) - 1) + line(m0, m1, max(hi, -1) + 1, n - 1)   # the others
     u = t0.unoverlapped
-    compute_side = c_won + u * (m_total - m_won)     # steps where compute won: their memory is the shorter side
-    memory_side = m_won + u * (c_total - c_won)
+    compute_side = c_won + u * (line(m0, m1) - m_won)  # steps where compute won: their memory is the shorter side
+    memory_side = m_won + u * (line(c0, c1) - c_won)
     busy = compute_side + memory_side
     time = busy + line(t0.t_overhead, t1.t_overhead) + line(t0.t_transfer + t0.t_comm, t1.t_transfer + t1.t_comm)
     return time, line(t0.dynamic_j, t1.dynamic_j), compute_side, memory_side
 
 
-def _sum_max(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[float, float]:
-    """Sum over k = 0..n-1 of max(c0 + cs*k, m0 + ms*k), as (the steps where compute wins: their
-    compute, the others: their memory)."""
-    def affine(v0: float, slope: float, lo: int, hi: int) -> float:
-        if hi < lo:
-            return 0.0
-        count = hi - lo + 1
-        return count * v0 + slope * (lo + hi) * count / 2
+def _series(v0: float, slope: float, lo: int, hi: int) -> float:
+    """Sum of v0 + slope * k over k = lo..hi (0 when hi < lo); (lo + hi) * count is even."""
+    if hi < lo:
+        return 0.0
+    count = hi - lo + 1
+    return count * v0 + slope * ((lo + hi) * count // 2)
 
+
+def _compute_wins(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[int, int]:
+    """The steps k = lo..hi of 0..n-1 where c0 + cs*k >= m0 + ms*k (compute is the longer side):
+    one range, since the difference is a line (lo > hi when there is none)."""
     d0, ds = c0 - m0, cs - ms
     if ds == 0:
-        compute_ranges = [(0, n - 1)] if d0 >= 0 else []
-    else:
-        root = -d0 / ds                                  # d(k) = 0
-        if ds > 0:                                       # compute wins from ceil(root) on
-            compute_ranges = [(max(0, math.ceil(root)), n - 1)]
-        else:                                            # compute wins up to floor(root)
-            compute_ranges = [(0, min(n - 1, math.floor(root)))]
-    c_sum = sum(affine(c0, cs, lo, hi) for lo, hi in compute_ranges)
-    covered = sum(max(0, hi - lo + 1) for lo, hi in compute_ranges)
-    m_total = affine(m0, ms, 0, n - 1)
-    m_in_compute = sum(affine(m0, ms, lo, hi) for lo, hi in compute_ranges)
-    m_sum = m_total - m_in_compute if covered < n else 0.0
-    return c_sum, m_sum
+        return (0, n - 1) if d0 >= 0 else (0, -1)
+    root = -d0 / ds                                      # d(k) = 0
+    if ds > 0:                                           # compute wins from ceil(root) on
+        return max(0, math.ceil(root)), n - 1
+    return 0, min(n - 1, math.floor(root))               # compute wins up to floor(root)
 
 
 def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dtype: str | None,
