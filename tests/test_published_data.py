@@ -52,4 +52,9 @@ def test_energy_rows_of_ml_energy_v3_are_copied_as_published():
     b200_70b = rows["vllm-mlenergy-23"]    # configurations[gpu_model=B200, max_num_seqs=2048] of the 70B file
     assert (b200_70b["tp"], b200_70b["batch"], float(b200_70b["value"])) == ("2", "2048", 0.18867)
     new = [r for r in rows.values() if r["id"].startswith("vllm-mlenergy-")]
-    assert len(new) == 31 and {r["measure"] for r in new} == {"energy_per_token"}
+    energy = [r for r in new if int(r["id"][-2:]) <= 31]
+    assert len(energy) == 31 and {r["measure"] for r in energy} == {"energy_per_token"}
+    b200_8b = rows["vllm-mlenergy-36"]     # configurations[gpu_model=B200, max_num_seqs=256] of the 8B file
+    assert (b200_8b["measure"], float(b200_8b["value"]), b200_8b["output_len"]) == ("throughput", 7664.1, "399")
+    throughput = [r for r in new if int(r["id"][-2:]) > 31]
+    assert len(throughput) == 17 and {(r["hardware"], r["measure"]) for r in throughput} == {("B200", "throughput")}
