@@ -47,16 +47,21 @@ def variant_key(mme: float, host: tuple, unoverlapped: float = 0.0, woe: float |
 
 def sequence_seconds(row: dict, host: tuple) -> tuple[float, float]:
     """(host seconds before the kernels, of them per-sequence seconds) of ``row``'s prediction
-    under a serving engine's ``host`` figures: each step's graph launch carries graph_launch_us +
-    batch x sequence_host_us (`dispatchprof.sim.runtime`), the device idle meanwhile; a continuous
-    row's prediction is one mean step, a static row's has output_len steps (the prefill and the
-    decode steps). (0, 0) for a runtime without a per-sequence cost."""
-    h = dict(host)
-    per_sequence = h.get("sequence_host_us", 0.0) * int(row["batch"])
-    steps = 1 if row["scheduling"] == "continuous" else int(row["output_len"])
-    if not per_sequence:
+    under a serving engine's ``host`` figures: each step's graph launch costs
+    `dispatchprof.sim.timing.graph_host_us` for the row's batch, the device idle meanwhile; a
+    continuous row's prediction is one mean step, a static row's has output_len steps (the
+    prefill and the decode steps). (0, 0) for a runtime without a per-sequence cost."""
+    from dispatchprof.sim.catalog import load_device
+    from dispatchprof.sim.timing import graph_host_us
+
+    figures = dict(host)
+    if not figures.get("sequence_host_us"):
         return 0.0, 0.0
-    return steps * (h.get("graph_launch_us", 0.0) + per_sequence) * 1e-6, steps * per_sequence * 1e-6
+    d = dataclasses.replace(load_device(row["hardware"]), **figures)
+    batch = int(row["batch"])
+    steps = 1 if row["scheduling"] == "continuous" else int(row["output_len"])
+    launch = graph_host_us(d, batch)
+    return steps * launch * 1e-6, steps * (launch - graph_host_us(d, 0)) * 1e-6
 
 
 def dynamic_energy(row: dict, pred: tuple, f: Fitted) -> float:

@@ -213,10 +213,16 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
         + e_transfer + e_comm + e_reduce
     host = d.host_overhead_us if plan.host == "op" else 0.0
     if plan.host == "graph":
-        host = d.graph_launch_us + plan.sequences * d.sequence_host_us
+        host = graph_host_us(d, plan.sequences)
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, overhead_us * 1e-6 if plan.kernel else 0.0,
                     dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6,
                     d.unoverlapped_fraction)
+
+
+def graph_host_us(d: Device, sequences: int) -> float:
+    """Host microseconds of a step's graph launch on ``d`` carrying ``sequences`` sequences:
+    graph_launch_us + sequences x sequence_host_us (a serving engine's per-sequence work)."""
+    return d.graph_launch_us + sequences * d.sequence_host_us
 
 
 def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
