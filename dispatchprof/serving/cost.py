@@ -40,6 +40,13 @@ A mixed step (prefill chunks and decodes) is costed as the flattened batch of it
 a varlen serving kernel runs it; a chunk after cached tokens uses this op stream (the attention
 kernel applies the causal mask itself) rather than transformers' explicit mask ops.
 
+**Causal flash kernels.** Under the compiled and serving runtimes a causal attention op computes
+only the score tiles its mask leaves (`dispatchprof.sim.runtime.skips_masked_tiles`), per
+sequence: not linear in x, so a composition also carries its sequences' computed and counted
+scores (`Composition.scores`) and such an op is timed at its counted work times their ratio, as
+direct simulation times a uniform batch. `Composition.decoding` with more new tokens per sequence
+than a tile has rows takes every sequence at the mean cache length.
+
 **KV-cache dtype.** With ``kv_dtype``, the counted steps are planned with the cache in that dtype,
 as the simulator plans them (`dispatchprof.sim.runtime.narrow_kv_cache`: attention's key and value
 reads and the cache an append copies move kv_bits per element); the fit carries that into the
@@ -62,9 +69,10 @@ from dispatchprof.results.profile import Profile
 from dispatchprof.serving.work import OpForm, moved_inputs, op_form, op_timing, quantities
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
-from dispatchprof.sim.attention import attention_heads
+from dispatchprof.sim.attention import FLASH_TILE, attention_heads, flash_scores
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import Scenarios
+from dispatchprof.sim.runtime import skips_masked_tiles
 from dispatchprof.sim.simulate import op_plans
 from dispatchprof.sim.timeline import step_time
 from dispatchprof.sim.timing import OpTiming
@@ -85,21 +93,32 @@ class Composition:
     """The feature vector of a step (see the module docstring)."""
 
     x: tuple[float, ...]
+    #: (scores a causal flash kernel computes, scores counted) summed over the sequences: per
+    #: sequence (`dispatchprof.sim.attention.flash_scores`(q_i, k_i), q_i * k_i); (0, 0): all computed
+    scores: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def flash_share(self) -> float:
+        """The share of a causal attention op's counted work that a flash kernel computes in this
+        step (the varlen kernel runs each sequence's own tiles)."""
+        computed, counted = self.scores
+        return computed / counted if counted else 1.0
 
     @staticmethod
     def of(pairs: Sequence[tuple[int, ...]]) -> Composition:
         """From (q_i, k_i) per scheduled sequence (further entries ignored)."""
         t = n = kk = a = ac = 0
-        qm = km = 0
+        qm = km = computed = 0
         for q, k, *_ in pairs:
             t += q
             n += 1
             kk += k
             a += q * k
+            computed += flash_scores(q, k)
             if q > 1:
                 ac += q * k
             qm, km = max(qm, q), max(km, k)
-        return Composition((1, t, n, kk, a, ac, qm, km, qm * km))
+        return Composition((1, t, n, kk, a, ac, qm, km, qm * km), (computed, a))
 
     @staticmethod
     def uniform(batch: int, q: int, past: int) -> Composition:
@@ -113,14 +132,17 @@ class Composition:
         if n == 0:
             return Composition((1, 0, 0, 0, 0, 0, 0, 0, 0))
         keys = computed_sum + n * q
+        computed = n * flash_scores(q, round(keys / n))    # exact (q * keys) for q up to a tile's rows
+        computed = q * keys if q <= FLASH_TILE[0] else computed
         return Composition((1, n * q, n, keys, q * keys, q * keys if q > 1 else 0, q, computed_max + q,
-                            q * (computed_max + q)))
+                            q * (computed_max + q)), (computed, q * keys))
 
     def merge(self, o: Composition) -> Composition:
         """The step running the sequences of both (sums add, maxima take the larger)."""
         a, b = self.x, o.x
         qm, km = max(a[6], b[6]), max(a[7], b[7])
-        return Composition((1, *(u + v for u, v in zip(a[1:6], b[1:6])), qm, km, qm * km))
+        scores = (self.scores[0] + o.scores[0], self.scores[1] + o.scores[1])
+        return Composition((1, *(u + v for u, v in zip(a[1:6], b[1:6])), qm, km, qm * km), scores)
 
 
 @dataclass(frozen=True)
@@ -184,10 +206,12 @@ class StepCostModel:
         for g, q, i, a in self._terms:
             values[g][q] += a * x[i]
         out = []
+        share = c.flash_share
         for k, (g, v) in enumerate(zip(self.groups, values)):
             last = self._last[k]                     # a decode run changes only the context's ops
-            if last is None or last[0] != v:
-                last = self._last[k] = (v, op_timing(g.form, v, self.devices, self.weight_dtype))
+            key = (v, share if g.form.flash else 1.0)
+            if last is None or last[0] != key:
+                last = self._last[k] = (key, op_timing(g.form, v, self.devices, self.weight_dtype, key[1]))
             out.append(last[1])
         return out
 
@@ -273,7 +297,8 @@ def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenar
                                                                                  moved)):
                 r = records[i]
                 rms = module_type.get(r.scope, "").endswith("RMSNorm")
-                steps.append((op_form(r, devices_of[i].name, rms, plans[i], sources), quantities(r, plans[i], sizes)))
+                form = op_form(r, devices_of[i].name, rms, plans[i], sources, skips_masked_tiles(r, runtime))
+                steps.append((form, quantities(r, plans[i], sizes)))
             per_scenario[name].append(tuple(steps))
         checks = check_capacity(profile, placement, weight_dtype, tp=tp)
         caps = [ch.capacity_bytes for ch in checks]

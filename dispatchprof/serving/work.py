@@ -48,11 +48,14 @@ class OpForm:
     group: int                      # tensor-parallel group size
     gemm: bool                      # has GEMM dims
     sources: tuple[str, ...] = ()   # per moved input: the device it comes from, "" for the host
+    flash: bool = False             # a causal flash kernel: computes the step's share of its work
+                                    # (`dispatchprof.sim.runtime.skips_masked_tiles`)
 
 
-def op_form(r: OpRecord, device: str, in_rms_norm: bool, plan: OpPlan, sources: Sequence[str]) -> OpForm:
+def op_form(r: OpRecord, device: str, in_rms_norm: bool, plan: OpPlan, sources: Sequence[str],
+            flash: bool = False) -> OpForm:
     return OpForm(r.op, r.scope, r.dtype, device, in_rms_norm, plan.kernel, plan.host, plan.share, plan.group,
-                  gemm_dims(r) is not None, tuple(sources))
+                  gemm_dims(r) is not None, tuple(sources), flash)
 
 
 def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, ...]:
@@ -94,9 +97,10 @@ def gemm_shapes(op: str, batch: int, m: int, n: int, k: int) -> tuple[tuple[int,
     return ((n,), a, b) if op in ("aten.addmm", "aten.baddbmm") else (a, b)
 
 
-def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device], weight_dtype: str | None
-              ) -> OpTiming:
-    """`time_op` of the op of ``form`` with these quantities (the record and plan rebuilt)."""
+def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device], weight_dtype: str | None,
+              work_share: float = 1.0) -> OpTiming:
+    """`time_op` of the op of ``form`` with these quantities (the record and plan rebuilt), computing
+    ``work_share`` of its work where ``form.flash`` (the step's `Composition.flash_share`)."""
     v = values
     cost = Cost(*v[:_OUT])                        # the cost fields, in Cost's own order
     rest = v[_DIMS:]
@@ -115,7 +119,8 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
                       param_bytes=round(v[_PARAM_BYTES]), param_elements=round(v[_PARAM_ELEMENTS]),
                       out_elements=v[_OUT], shapes=shapes)
     plan = OpPlan(removed_bytes=v[_REMOVED], kernel=form.kernel, host=form.host, share=form.share,
-                  allreduce_bytes=v[_ALLREDUCE], group=form.group, sequences=round(v[_SEQUENCES]))
+                  allreduce_bytes=v[_ALLREDUCE], group=form.group, sequences=round(v[_SEQUENCES]),
+                  work_share=work_share if form.flash else 1.0)
     return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
 
 

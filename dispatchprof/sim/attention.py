@@ -11,6 +11,18 @@ check, the serving runtime's token positions and sequences per step, the narrow 
   output's gradient, has the same shape); `query_shape` is None when it is not 4-d;
 - a fused attention op with MACs reads the query, key and value as its first three inputs
   (`reads_kv`), so the key and value bytes are ``inputs[1]`` and ``inputs[2]``.
+
+A causal flash-attention kernel (FlashAttention, the serving engines' fused attention) walks the
+Lq x Lk score matrix in tiles of ``FLASH_TILE`` = (query rows, keys) and skips every tile that its
+end-aligned causal mask hides entirely; a tile holding at least one kept score is computed whole:
+
+    flash_scores(Lq, Lk) = sum over query blocks [r0, r1) of (r1 - r0) * min(Lk, ceil((Lk - Lq + r1) / 64) * 64)
+
+(the block's last row sees Lk - Lq + r1 keys). Worked: Lq = Lk = 256 keeps 128 * 128 + 128 * 256 =
+49,152 of 65,536 scores (0.75); Lq <= 128 keeps every score. `flash_work_share` is what such a
+kernel computes of what was counted: B * H * flash_scores * (E + Ev) / the record's MACs (MACs are
+S * (E + Ev) per (batch, head), docs/counting.md; twice that for a backward), at most 1, so a
+count made with ``causal="computed"`` is not cut twice.
 """
 
 from __future__ import annotations
@@ -21,6 +33,10 @@ from dispatchprof.results.records import OpRecord
 
 #: The part of an op name that marks an attention op.
 ATTENTION_MARK = "attention"
+#: (query rows, keys) of a flash-attention tile: PyTorch's FlashAttention-2 forward for head dim 128
+#: on A100 and H100 (run_mha_fwd_hdim128: Flash_fwd_kernel_traits<128, 128, 64, ...>,
+#: pytorch/pytorch aten/src/ATen/native/transformers/cuda/flash_attn/flash_fwd_launch_template.h).
+FLASH_TILE = (128, 64)
 
 
 def is_attention(r: OpRecord) -> bool:
@@ -70,3 +86,33 @@ def step_sequences(records: Sequence[OpRecord], starts: set[int]) -> dict[int, i
         if not found and (q := query_shape(r)) is not None:
             out[step], found = q[0], True
     return out
+
+
+def flash_scores(lq: int, lk: int) -> int:
+    """Scores of one (batch, head) that a causal flash kernel computes: the ``FLASH_TILE`` tiles
+    of the Lq x Lk matrix holding a score that the end-aligned mask keeps (module docstring)."""
+    rows, keys = FLASH_TILE
+    total = 0
+    for r0 in range(0, lq, rows):
+        r1 = min(lq, r0 + rows)
+        seen = lk - lq + r1                              # keys the block's last row sees
+        if seen > 0:
+            total += (r1 - r0) * min(lk, -(-seen // keys) * keys)
+    return total
+
+
+def is_causal_flash(r: OpRecord) -> bool:
+    """A causal fused attention op (forward or backward) with MACs, whose query, key and value
+    shapes are its first three: one that a flash kernel runs tile by tile."""
+    return (is_attention(r) and bool(r.causal) and bool(r.cost.macs) and len(r.shapes) >= 3
+            and all(len(s) == 4 for s in r.shapes[:3]))
+
+
+def flash_work_share(r: OpRecord) -> float:
+    """The share of ``r``'s counted work that a causal flash kernel computes (module docstring);
+    1 for any other op."""
+    if not is_causal_flash(r):
+        return 1.0
+    (b, h, lq, e), k, v = r.shapes[:3]
+    per_score = (e + v[3]) * (2 if "backward" in r.op else 1)
+    return min(1.0, b * h * flash_scores(lq, k[2]) * per_score / r.cost.macs)

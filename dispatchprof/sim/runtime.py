@@ -6,13 +6,19 @@ Its decisions are one `OpPlan` per record (read by `dispatchprof.sim.timing.time
 `RuntimeChanges` summary that reports show.
 
 - ``eager`` (PyTorch eager): every op is its own kernel, launched from the host at
-  ``host_overhead_us`` each; a growing KV cache is copied as counted (``torch.cat``).
+  ``host_overhead_us`` each; a growing KV cache is copied as counted (``torch.cat``); attention is
+  timed as counted (``OpCounter(causal="computed")`` counts a causal mask's scores only).
 - ``compiled`` (torch.compile + CUDA graphs): one graph launch per step (``graph_launch_us`` on
   the step's first op); every run of consecutive pointwise / reduction ops (no MACs) on one device
   is one fused kernel whose traffic is its inputs and outputs only: a tensor produced and
   consumed inside the run is neither written nor read back, and an input read by several ops of
-  the run is read once; a static KV cache is written in place (a cache ``cat`` moves only the new
-  token's keys or values: read once, written once).
+  the run is read once. A ``cat`` joins such a run (Inductor lowers a concatenation of pointwise
+  results into the kernel that computes them, as in rotary embeddings' ``rotate_half``) unless it
+  writes a KV cache (`writes_kv_cache`); a static KV cache is written in place (a cache ``cat``
+  moves only the new token's keys or values: read once, written once). A causal attention op runs
+  as a flash kernel that skips the score tiles its mask hides (`skips_masked_tiles`): its work is
+  the computed tiles' share of the counted work (`dispatchprof.sim.attention.flash_work_share`;
+  traffic unchanged).
 - ``serving`` (TensorRT-LLM / vLLM style engines): as compiled (fused attention and MLP epilogues
   are the fused pointwise runs around the fused attention op), and the prefill computes the
   logits of the last position only (the LM head's work and activation traffic divided by the
@@ -37,14 +43,16 @@ from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
 from dispatchprof.results.records import OpRecord
-from dispatchprof.sim.attention import query_positions, reads_kv, step_sequences
+from dispatchprof.sim.attention import (flash_work_share, is_causal_flash, query_positions, reads_kv,
+                                        step_sequences)
 from dispatchprof.sim.device import WEIGHT_BITS, dtype_key
 from dispatchprof.sim.timing import OpPlan
 
 Runtime = Literal["eager", "compiled", "serving"]
 RUNTIMES: tuple[str, ...] = get_args(Runtime)
-#: Ops that never join a fused pointwise run: data movement and gathers stay their own kernels.
-UNFUSED_OPS = frozenset({"aten.cat", "aten.embedding", "aten.index_select", "aten.index", "aten.copy_",
+#: Ops that never join a fused pointwise run: data movement and gathers stay their own kernels
+#: (a ``cat`` joins one unless it writes a KV cache: `is_fusible`).
+UNFUSED_OPS = frozenset({"aten.embedding", "aten.index_select", "aten.index", "aten.copy_",
                          "aten.arange", "aten.scatter", "aten.gather", "aten.index_add", "aten.sort", "aten.topk"})
 LM_HEAD_NAMES = ("lm_head", "embed_out", "output")
 #: Storage bits of a record's dtype key (dtype_key), for the KV-cache narrowing.
@@ -71,6 +79,8 @@ class RuntimeChanges:
     logits_share: float = 1.0      # share of the prefill's LM head kept (serving)
     kv_dtype: str | None = None    # the KV cache's storage dtype, None for the model's own
     kv_bytes_narrowed: int = 0     # traffic removed by storing the KV cache in kv_dtype
+    flash_ops: int = 0             # causal attention ops run as tile-skipping flash kernels
+    flash_share: float = 1.0       # share of those ops' counted MACs that they compute
 
     def describe(self) -> str:
         """One line: the runtime and what it fused or removed."""
@@ -82,6 +92,9 @@ class RuntimeChanges:
                 f"({self.kv_bytes_in_place:,} by writing the KV cache in place)")
         if self.logits_share != 1.0:
             text += "; logits for the last position only"
+        if self.flash_ops:
+            text += (f"; {self.flash_ops} causal attention kernels skip masked tiles "
+                     f"({self.flash_share:.1%} of their counted MACs computed)")
         return text + self._kv_text()
 
     def _kv_text(self) -> str:
@@ -90,9 +103,23 @@ class RuntimeChanges:
         return f"; KV cache stored in {self.kv_dtype} ({self.kv_bytes_narrowed:,} bytes of traffic less)"
 
 
-def is_fusible(r: OpRecord) -> bool:
-    """A pointwise or reduction op that a compiler fuses with its neighbours."""
-    return not r.cost.macs and r.op not in UNFUSED_OPS and not r.cost.comm_bytes
+def is_fusible(r: OpRecord, records: Sequence[OpRecord]) -> bool:
+    """A pointwise or reduction op that a compiler fuses with its neighbours, or a ``cat`` that
+    does not write a KV cache."""
+    return (not r.cost.macs and r.op not in UNFUSED_OPS and not r.cost.comm_bytes
+            and not writes_kv_cache(r, records))
+
+
+def writes_kv_cache(r: OpRecord, records: Sequence[OpRecord]) -> bool:
+    """A ``cat`` that writes a KV cache: an append (`is_kv_append`), or a cache's first write, a
+    ``cat`` whose first input is empty (the cache holds nothing yet)."""
+    return r.op == "aten.cat" and bool(r.inputs) and (r.inputs[0][1] == 0 or is_kv_append(r, records))
+
+
+def skips_masked_tiles(r: OpRecord, runtime: str) -> bool:
+    """Whether ``runtime`` runs ``r`` as a causal flash kernel that skips the score tiles its mask
+    hides: a causal attention op (`is_causal_flash`) under any runtime but eager."""
+    return runtime != "eager" and is_causal_flash(r)
 
 
 def is_kv_append(r: OpRecord, records: Sequence[OpRecord]) -> bool:
@@ -127,7 +154,7 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
     consumers = _consumers(records)
     i = 0
     while i < n:
-        if not is_fusible(records[i]):
+        if not is_fusible(records[i], records):
             if is_kv_append(records[i], records):
                 cut = kv_copy_bytes(records[i])
                 removed[i] += cut
@@ -135,7 +162,8 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
             i += 1
             continue
         j = i
-        while j + 1 < n and is_fusible(records[j + 1]) and devices[j + 1] == devices[i] and j + 1 not in starts:
+        while j + 1 < n and is_fusible(records[j + 1], records) and devices[j + 1] == devices[i] \
+                and j + 1 not in starts:
             j += 1
         if j > i:
             chains += 1
@@ -151,9 +179,14 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
         for k, r in enumerate(records):
             if r.cost.macs and r.scope.rsplit(".", 1)[-1] in LM_HEAD_NAMES and positions.get(r.phase, 1) > 1:
                 share[k] = logits = 1.0 / positions[r.phase]
+    work = [flash_work_share(r) if skips_masked_tiles(r, runtime) else 1.0 for r in records]
     plans = [OpPlan(removed_bytes=removed[k], kernel=kernel[k], host="graph" if k in starts else "",
-                    activation_share=share[k], sequences=sequences.get(k, 0)) for k in range(n)]
-    changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits)
+                    activation_share=share[k], sequences=sequences.get(k, 0), work_share=work[k]) for k in range(n)]
+    flash = [k for k, r in enumerate(records) if skips_masked_tiles(r, runtime)]
+    counted = sum(records[k].cost.macs for k in flash)
+    computed = sum(records[k].cost.macs * work[k] for k in flash)
+    changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits,
+                             flash_ops=len(flash), flash_share=computed / counted if counted else 1.0)
     return plans, changes
 
 

@@ -7,6 +7,7 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
 `OpPlan` p (units: seconds, bytes, joules; docs/simulator.md has the whole model):
 
     work      = (sum over categories c of count_c(o) * weight_c(d)) * p.activation_share * p.share
+                * p.work_share    (a causal flash-attention kernel's computed tiles, else 1)
     t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d) * shape_efficiency(d, o))
                 kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector";
                 shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
@@ -87,6 +88,7 @@ class OpPlan:
     allreduce_bytes: int = 0        # all-reduced after the op over the tensor-parallel group
     group: int = 1                  # tensor-parallel group size N
     sequences: int = 0              # sequences the host prepares for the step (serving; its "graph" op)
+    work_share: float = 1.0         # share of the counted work computed (a causal flash kernel's tiles)
 
 
 NO_PLAN = OpPlan()
@@ -186,7 +188,7 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     c = r.cost
     w = d.cost_weights
     work = (c.add + c.mult + c.div * w["div"] + c.sqrt * w["sqrt"] + c.exp * w["exp"]
-            + c.cmp * w["cmp"] + c.other * w["other"]) * plan.activation_share * plan.share
+            + c.cmp * w["cmp"] + c.other * w["other"]) * plan.activation_share * plan.share * plan.work_share
     key = dtype_key(r.dtype)
     params = r.param_bytes
     if weight_dtype is not None and r.param_elements:
