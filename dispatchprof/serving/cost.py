@@ -132,8 +132,8 @@ class Composition:
         if n == 0:
             return Composition((1, 0, 0, 0, 0, 0, 0, 0, 0))
         keys = computed_sum + n * q
-        computed = n * flash_scores(q, round(keys / n))    # exact (q * keys) for q up to a tile's rows
-        computed = q * keys if q <= FLASH_TILE[0] else computed
+        # up to a tile's rows every key is computed (exact); more: every sequence at the mean length
+        computed = q * keys if q <= FLASH_TILE[0] else n * flash_scores(q, round(keys / n))
         return Composition((1, n * q, n, keys, q * keys, q * keys if q > 1 else 0, q, computed_max + q,
                             q * (computed_max + q)), (computed, q * keys))
 
