@@ -179,10 +179,12 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
         for k, r in enumerate(records):
             if r.cost.macs and r.scope.rsplit(".", 1)[-1] in LM_HEAD_NAMES and positions.get(r.phase, 1) > 1:
                 share[k] = logits = 1.0 / positions[r.phase]
-    work = [flash_work_share(r) if skips_masked_tiles(r, runtime) else 1.0 for r in records]
+    flash = [k for k, r in enumerate(records) if skips_masked_tiles(r, runtime)]
+    work = [1.0] * n
+    for k in flash:
+        work[k] = flash_work_share(records[k])
     plans = [OpPlan(removed_bytes=removed[k], kernel=kernel[k], host="graph" if k in starts else "",
                     activation_share=share[k], sequences=sequences.get(k, 0), work_share=work[k]) for k in range(n)]
-    flash = [k for k, r in enumerate(records) if skips_masked_tiles(r, runtime)]
     counted = sum(records[k].cost.macs for k in flash)
     computed = sum(records[k].cost.macs * work[k] for k in flash)
     changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits,
