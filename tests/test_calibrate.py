@@ -30,28 +30,3 @@ def test_a_profile_that_would_not_load_is_never_written(tmp_path):
     with pytest.raises(DeviceProfileError, match="memory_bandwidth_gb_per_s' must be > 0"):
         write_profile(tmp_path / "cpu.yaml", broken)
     assert os.listdir(tmp_path) == []
-
-
-def test_gpu_calibration_writes_a_profile_from_measurements(tmp_path):
-    from dispatchprof.sim.calibrate_gpu import GpuCalibration, write_gpu_profile
-
-    # fake measurements shaped like an H100 SXM (issue #14): 780 TFLOP/s at large M, 3.0 TB/s copy, 2.1 TB/s GEMV
-    cal = GpuCalibration("NVIDIA H100 80GB HBM3", {64: 165e12, 256: 618e12, 8192: 780e12}, 3.0e12, 2.1e12,
-                         2e-6, 7e-6, 132, 80 * 10**9)
-    path = write_gpu_profile(tmp_path / "gpu.yaml", cal)
-    d = load_device(path)
-    assert d.matrix_tflops["fp16"] == 780 and d.memory_bandwidth_gb_per_s == 3000
-    assert d.matrix_memory_efficiency == 0.7                      # 2.1 / 3.0
-    assert (d.launch_overhead_us, d.host_overhead_us, d.compute_units) == (2, 7, 132)
-    assert "M=256: 618.0" in d.source_of("matrix_tflops")
-
-
-def test_gpu_calibration_needs_cuda():
-    import torch
-
-    from dispatchprof.sim.calibrate_gpu import measure_gpu
-
-    if torch.cuda.is_available():          # on a GPU machine the measurement itself is the test
-        return
-    with pytest.raises(RuntimeError, match="calibrating a GPU needs CUDA"):
-        measure_gpu()

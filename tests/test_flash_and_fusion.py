@@ -46,7 +46,7 @@ def test_causal_attention_computes_its_unmasked_tiles_under_compiled_and_serving
         assert t.t_compute == pytest.approx(t_eager.t_compute * 0.75)
         assert t.traffic_bytes == t_eager.traffic_bytes
         assert sim.runtime.flash_ops == 1 and sim.runtime.flash_share == pytest.approx(0.75)
-        assert "1 causal attention kernels skip masked tiles (75.0% of their counted MACs computed)" \
+        assert "causal attention in 1 flash kernel that skips masked tiles: 75.0% of the counted MACs computed" \
             in sim.runtime.describe()
     assert eager.runtime.flash_ops == 0
     # counted with causal="computed" (32,896 top-left scores): the tiles hold more, nothing is cut twice

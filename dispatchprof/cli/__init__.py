@@ -22,7 +22,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "every combination of models, devices, batch sizes and prompt lengths; CSV/JSON and a Pareto plot",
     "devices": "list the bundled device profiles and their key figures",
     "report": "re-render a profile saved as JSON (optionally simulated on other devices)",
-    "calibrate": "measure this machine's CPU and write its device profile (YAML)",
+    "calibrate": "measure this machine's CPU (--gpu: its CUDA GPU) and write its device profile (YAML)",
     "merge": "one report from the per-process files of a multi-process run",
     "serve": "replay request traffic through continuous batching: latency percentiles, throughput, goodput, cost",
 }

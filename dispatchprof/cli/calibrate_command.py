@@ -1,4 +1,5 @@
-"""``dispatchprof calibrate``: measure this machine's CPU and write its device profile."""
+"""``dispatchprof calibrate``: measure this machine's CPU (or, with ``--gpu``, its CUDA GPU) and write
+its device profile."""
 
 from __future__ import annotations
 
@@ -7,33 +8,29 @@ from typing import Sequence
 
 from dispatchprof.cli.options import add_format, as_json, check_output, emit
 from dispatchprof.cli.parser import Parser, UsageError
+from dispatchprof.report.render import render
 from dispatchprof.sim.calibrate import measure, write_profile
 
 SCHEMA = "dispatchprof.calibration"
+GPU_SCHEMA = "dispatchprof.gpu_calibration"
 
 
 def run(argv: Sequence[str]) -> int:
     p = Parser(prog="dispatchprof calibrate", description="Measure matmul and element-wise throughput, "
-               "copy bandwidth and memory of this CPU; write a device YAML.")
-    p.add_argument("-o", "--output", default="host-cpu.yaml")
-    p.add_argument("--name", default="host-cpu")
+               "copy bandwidth and memory of this CPU (with --gpu: a GEMM sweep of the CUDA GPU, fitted); "
+               "write a device YAML.")
+    p.add_argument("-o", "--output", help="the YAML to write (default: NAME.yaml)")
+    p.add_argument("--name", help="the device's name in the profile (default: host-cpu, or this-gpu with --gpu)")
     p.add_argument("--gpu", action="store_true", help="measure the CUDA GPU instead (GEMM sweep, copy and GEMV "
-                                                     "bandwidth, launch and host cost per op)")
+                                                     "bandwidth, launch and host cost per op) and fit its matrix "
+                                                     "figures to the sweep")
     add_format(p, ("table", "json"))
     args = p.parse_args(argv)
+    args.name = args.name or ("this-gpu" if args.gpu else "host-cpu")
+    args.output = args.output or f"{args.name}.yaml"
     check_output(args.output, "-o")
     if args.gpu:
-        from dispatchprof.sim.calibrate_gpu import measure_gpu, write_gpu_profile
-        try:
-            gpu = measure_gpu()
-        except RuntimeError as e:
-            raise UsageError(str(e)) from None
-        path = write_gpu_profile(args.output, gpu, args.name)
-        if args.format == "json":
-            emit(as_json({"schema": SCHEMA, "version": 1, "path": path, "name": args.name, "gpu": True}))
-        else:
-            emit(f"wrote {path}: use it as --device {path}\n")
-        return 0
+        return _calibrate_gpu(args.output, args.name, args.format)
     cal = measure()
     path = write_profile(args.output, cal, args.name)
     if args.format == "json":
@@ -45,4 +42,37 @@ def run(argv: Sequence[str]) -> int:
               f"element-wise {cal.vector_flops[key] / 1e9:,.2f} GFLOP/s" for key in cal.matrix_flops]
     lines.append(f"  copy bandwidth {cal.copy_bytes_per_s / 1e9:,.2f} GB/s, {cal.threads} threads")
     emit("\n".join(lines) + "\n")
+    return 0
+
+
+def _calibrate_gpu(output: str, name: str, fmt: str) -> int:
+    """Measure the GPU, fit its matrix figures to the GEMM sweep, write the profile, show both."""
+    from dispatchprof.sim.calibrate_gpu import fit_calibration, measure_gpu, write_gpu_profile
+    try:
+        gpu = measure_gpu()
+        fit = fit_calibration(gpu, name)
+    except (RuntimeError, ValueError) as e:
+        raise UsageError(str(e)) from None
+    path = write_gpu_profile(output, gpu, fit, name)
+    if fmt == "json":
+        measured = {**dataclasses.asdict(gpu), "gemm_flops": {str(m): f for m, f in gpu.gemm_flops.items()}}
+        emit(as_json({"schema": GPU_SCHEMA, "version": 1, "path": path, "name": name, "measured": measured,
+                      "fit": {"matrix_tflops": fit.matrix_tflops,
+                              "matrix_memory_efficiency": fit.matrix_memory_efficiency,
+                              "unoverlapped_fraction": fit.unoverlapped_fraction, "mean_error": fit.mean_error,
+                              "points": [{"m": m, "measured_s": t, "predicted_s": p} for m, t, p in fit.points]}}))
+        return 0
+    n = gpu.gemm_n
+    rows = [(m, f"{gpu.gemm_flops[m] / 1e12:,.1f}", f"{t * 1e6:,.1f}", f"{p * 1e6:,.1f}", f"{p / t - 1:+.1%}")
+            for m, t, p in fit.points]
+    table = render(rows, ("M", "measured TFLOP/s", "measured us", "profile us", "error"), "simple")
+    emit(f"wrote {path}: use it as --device {path}\n"
+         f"fp16 GEMM [M, {n}] x [{n}, {n}] on {gpu.product}, measured and as the profile simulates it:\n"
+         f"{table}\n"
+         f"fitted: matrix peak {fit.matrix_tflops:,.1f} TFLOP/s, matrix_memory_efficiency "
+         f"{fit.matrix_memory_efficiency:g}, unoverlapped_fraction {fit.unoverlapped_fraction:g} "
+         f"(mean |error| {fit.mean_error:.1%})\n"
+         f"copy {gpu.copy_bytes_per_s / 1e9:,.0f} GB/s, GEMV {gpu.gemv_bytes_per_s / 1e9:,.0f} GB/s; "
+         f"kernel {gpu.kernel_s * 1e6:.2f} us, host {gpu.host_op_s * 1e6:.2f} us per op; "
+         f"{gpu.compute_units} compute units, {gpu.memory_bytes / 1e9:,.1f} GB\n")
     return 0

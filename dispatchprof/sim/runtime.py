@@ -93,8 +93,9 @@ class RuntimeChanges:
         if self.logits_share != 1.0:
             text += "; logits for the last position only"
         if self.flash_ops:
-            text += (f"; {self.flash_ops} causal attention kernels skip masked tiles "
-                     f"({self.flash_share:.1%} of their counted MACs computed)")
+            kernels = "kernel that skips" if self.flash_ops == 1 else "kernels that skip"
+            text += (f"; causal attention in {self.flash_ops} flash {kernels} masked tiles: "
+                     f"{self.flash_share:.1%} of the counted MACs computed")
         return text + self._kv_text()
 
     def _kv_text(self) -> str:
