@@ -1,7 +1,7 @@
 """How close is the simulator to published GPU measurements? Predict every row of
 scripts/data/published_gpu.csv, fit a few parameters on the rows marked "fit", report both errors.
 
-    python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE] [--jobs N]
+    python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE] [--jobs N] [--as-shipped]
 
 Each row (a model on a GPU, tensor-parallel degree, runtime, weight and KV-cache dtype, batch,
 prompt and output length, one measured metric, its source) is predicted on weightless (fake) models,
@@ -25,6 +25,10 @@ rows are simulated on every variant; the energy fit rows and the held-out rows a
 the fitted one alone (`fit`). Nothing is fitted per model or per row; the held-out rows never
 enter the fit. A `--cache` file is stamped with the version of the code that simulated it
 (`code_version`) and refused by other code.
+
+``--as-shipped`` fits nothing: every row is predicted on its bundled device profile as a user
+gets it (`load_device(hardware)`: its sourced efficiencies, host figures and static power), so
+the table says how far the defaults are from the measurements.
 
 Metrics: tpot = decode time per step (mean); e2e_per_token = (prefill + decode time) / output tokens;
 ttft = prefill time; throughput = batch * output tokens / (prefill + decode time) of the whole group;
@@ -189,7 +193,7 @@ def generation_key(row: dict) -> str:
 
 def code_version() -> str:
     """A hash of what the cached predictions depend on: every .py and .yaml file under `CODE` and
-    the source of this script's functions that simulate (`build`, `variants`,
+    the source of this script's functions that simulate (`build`, `variants`, `shipped_variant`,
     `simulated_weight_dtype`, `predict_row`, `predict_continuous`); the fitting code is not in it."""
     h = hashlib.sha256()
     for top in CODE:
@@ -200,7 +204,7 @@ def code_version() -> str:
                 h.update(os.path.relpath(path, ROOT).encode() + b"\0")
                 with open(path, "rb") as f:
                     h.update(f.read())
-    for fn in (build, variants, simulated_weight_dtype, predict_row, predict_continuous):
+    for fn in (build, variants, shipped_variant, simulated_weight_dtype, predict_row, predict_continuous):
         h.update(inspect.getsource(fn).encode())
     return h.hexdigest()[:16]
 
@@ -231,6 +235,16 @@ def save_cache(cache: dict, path: str) -> None:
         raise
 
 
+SHIPPED = "as-shipped"                   # the variant name of a row's bundled profile, unchanged
+
+
+def shipped_variant(row: dict) -> dict:
+    """``row``'s bundled device profile as a user gets it, under the name `SHIPPED`."""
+    from dispatchprof.sim.catalog import load_device
+
+    return {SHIPPED: load_device(row["hardware"])}
+
+
 def chosen_variant(row: dict, f: Fitted) -> dict:
     """The one variant of ``row``'s device profile that ``f`` selects (`Fitted.key`) -> Device,
     taken from the stage whose grid holds it (the first for unoverlapped_fraction 0)."""
@@ -248,27 +262,35 @@ def _model(name: str):
     return _MODELS[name]
 
 
+def _grid(row: dict, fitted: Fitted | None, chosen: Fitted | str | None) -> dict:
+    """The variants of ``row`` that a `predict_all` stage reads (see there)."""
+    if chosen == SHIPPED:
+        return shipped_variant(row)
+    return chosen_variant(row, chosen) if chosen is not None else variants(row, fitted)
+
+
 def _simulate(task: tuple) -> tuple[str, str, dict]:
     """(row id, generation key, variant -> prediction) of one task: a row, the stage its variants
     come from (``fitted``, ``chosen``: as `predict_all`) and the names of those to simulate."""
     row, fitted, chosen, names = task
-    grid = chosen_variant(row, chosen) if chosen is not None else variants(row, fitted)
+    grid = _grid(row, fitted, chosen)
     predict = predict_continuous if row["scheduling"] == "continuous" else predict_row
     return row["id"], generation_key(row), predict(dict(row, measure="tpot"), _model(row["model"]),
                                                    {k: grid[k] for k in names})
 
 
 def predict_all(rows: list[dict], cache: dict, path: str | None, fitted: Fitted | None = None,
-                chosen: Fitted | None = None, jobs: int = 1) -> dict:
+                chosen: Fitted | str | None = None, jobs: int = 1) -> dict:
     """Row id -> variant -> (figure, dynamic J, s, tokens) over `variants` (first stage, or second
-    at ``fitted``; only the variant ``chosen`` selects, when given), simulating only the variants
+    at ``fitted``; only the variant ``chosen`` selects, when given; the bundled profile alone when
+    ``chosen`` is `SHIPPED`), simulating only the variants
     ``cache`` lacks, one generation per task, in ``jobs`` processes (saving the cache to ``path``
     after each)."""
     tasks, pending = [], {}
     for r in sorted(rows, key=lambda r: r["model"]):
         key = generation_key(r)
         known = cache.setdefault(key, {})
-        grid = chosen_variant(r, chosen) if chosen is not None else variants(r, fitted)
+        grid = _grid(r, fitted, chosen)
         names = [k for k in grid if k not in known and k not in pending.setdefault(key, set())]
         if names:
             pending[key].update(names)
@@ -298,6 +320,13 @@ def fit(rows: list[dict], cache: dict, path: str | None, jobs: int = 1) -> tuple
     return fitted, predict_all(rows, cache, path, chosen=fitted, jobs=jobs)
 
 
+def shipped_value(row: dict, pred: tuple) -> float:
+    """A row's figure on its bundled profile; energy with the profile's static power."""
+    if row["measure"] != "energy_per_token":
+        return pred[0]
+    return energy(row, pred, Fitted({}, {}), shipped_variant(row)[SHIPPED].static_power_w)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--markdown", action="store_true")
@@ -305,10 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="processes simulating side by side (default 1)")
     p.add_argument("--cache", help="JSON file keeping predictions between runs (per generation and variant; "
                                    "refused when written by other code)")
+    p.add_argument("--as-shipped", action="store_true", help="fit nothing: predict every row on its bundled profile")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
-    from tabulate import tabulate
-
     from dispatchprof.sim.catalog import load_device
 
     rows = list(csv.DictReader(open(DATA, encoding="utf-8")))
@@ -317,28 +345,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         p.error(f"--jobs must be a positive number of processes, got {args.jobs}")
     cache = load_cache(args.cache)
+    if args.as_shipped:
+        preds = predict_all(rows, cache, args.cache, chosen=SHIPPED, jobs=args.jobs)
+        print_table(rows, {r["id"]: shipped_value(r, preds[r["id"]][SHIPPED]) for r in rows}, args.markdown)
+        print("as shipped: every row on its bundled device profile, nothing fitted "
+              "(the split is the fitted table's; nothing here was fitted on either part)")
+        print_medians(rows, {r["id"]: shipped_value(r, preds[r["id"]][SHIPPED]) for r in rows})
+        return 0
     fitted, preds = fit(rows, cache, args.cache, args.jobs)
-    table, errs = [], {"fit": [], "held-out": []}
-    families: dict[str, list[float]] = {}
+    values = {}
     for r in rows:
         pred = preds[r["id"]][fitted.key(r)]
-        tp = int(r["tp"])
         if r["measure"] == "energy_per_token":
-            value = energy(r, pred, fitted, fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w),
-                           fitted.dynamic.get(r["hardware"], 1.0))
+            values[r["id"]] = energy(r, pred, fitted,
+                                     fitted.static.get(r["hardware"], load_device(r["hardware"]).static_power_w),
+                                     fitted.dynamic.get(r["hardware"], 1.0))
         else:
-            value = pred[0]
-        e = error(float(r["value"]), value)
-        errs[r["split"]].append(abs(e))
-        if r["split"] == "held-out":
-            families.setdefault(FAMILIES[r["measure"]], []).append(abs(e))
-        table.append([r["id"], r["split"], r["model"], r["hardware"], tp, r["runtime"], r["weight_dtype"], r["batch"],
-                      r["prompt_len"], r["output_len"], r["measure"], f"{float(r['value']):.4g}", f"{value:.4g}",
-                      f"{e:+.1%}"])
-    fmt = "github" if args.markdown else "simple"
-    print(tabulate(table, ["id", "split", "model", "device", "tp", "runtime", "weights", "batch", "prompt", "output",
-                           "metric", "measured", "predicted", "error"], fmt))
-    print()
+            values[r["id"]] = pred[0]
+    print_table(rows, values, args.markdown)
     print("fitted per device: matrix_memory_efficiency " + ", ".join(f"{k} {v}" for k, v in fitted.mme.items())
           + "; unoverlapped_fraction " + ", ".join(f"{k} {v:g}" for k, v in fitted.unoverlapped.items())
           + "; static_power_w " + ", ".join(f"{k} {v:.0f}" for k, v in fitted.static.items())
@@ -347,12 +371,36 @@ def main(argv: list[str] | None = None) -> int:
     print("fitted per runtime: " + ", ".join(f"{k} " + " ".join(f"{name} {v:g}" for name, v in host)
                                              for k, host in fitted.host.items())
           + "".join(f"; {k} per-sequence time draws {READINGS[v]}" for k, v in fitted.busy.items()))
+    print_medians(rows, values)
+    return 0
+
+
+def print_table(rows: list[dict], values: dict, markdown: bool) -> None:
+    """Every row: measured, predicted (``values``, by row id) and the error."""
+    from tabulate import tabulate
+
+    table = [[r["id"], r["split"], r["model"], r["hardware"], int(r["tp"]), r["runtime"], r["weight_dtype"],
+              r["batch"], r["prompt_len"], r["output_len"], r["measure"], f"{float(r['value']):.4g}",
+              f"{values[r['id']]:.4g}", f"{error(float(r['value']), values[r['id']]):+.1%}"] for r in rows]
+    print(tabulate(table, ["id", "split", "model", "device", "tp", "runtime", "weights", "batch", "prompt", "output",
+                           "metric", "measured", "predicted", "error"], "github" if markdown else "simple"))
+    print()
+
+
+def print_medians(rows: list[dict], values: dict) -> None:
+    """The median |error| of each split, and of each metric family on the held-out rows."""
+    errs: dict[str, list[float]] = {"fit": [], "held-out": []}
+    families: dict[str, list[float]] = {}
+    for r in rows:
+        e = abs(error(float(r["value"]), values[r["id"]]))
+        errs[r["split"]].append(e)
+        if r["split"] == "held-out":
+            families.setdefault(FAMILIES[r["measure"]], []).append(e)
     for split in ("fit", "held-out"):
         if errs[split]:
             print(f"median |error| on {len(errs[split])} {split} rows: {statistics.median(errs[split]):.1%}")
     for fam, v in sorted(families.items()):
         print(f"  held-out {fam}: median |error| {statistics.median(v):.1%} over {len(v)} rows")
-    return 0
 
 
 if __name__ == "__main__":

@@ -103,3 +103,21 @@ def test_a_device_without_time_fit_rows_keeps_its_profile_figure(monkeypatch):
     fitted, _ = vp.fit([held], {}, None)
     assert (fitted.mme, fitted.unoverlapped) == ({"B200": 0.7}, {"B200": 0.0})
     assert pf.profile_mme("B200") == 0.7
+
+
+def test_as_shipped_simulates_each_row_once_on_its_bundled_profile(monkeypatch):
+    seen = []
+
+    def predict(row, model, devs):
+        seen.extend((row["id"], k, d.name, d.matrix_memory_efficiency, d.static_power_w) for k, d in devs.items())
+        return {k: ({"tpot": 0.01}, 2.0, 0.02, 256) for k in devs}
+
+    monkeypatch.setattr(vp, "build", lambda name: None)
+    monkeypatch.setattr(vp, "predict_row", predict)
+    rows = [_row("t", "fit", "tpot", 0.0125), _row("e", "held-out", "energy_per_token", 0.05, batch="2")]
+    preds = vp.predict_all(rows, {}, None, chosen=vp.SHIPPED)
+    # the bundled H100-SXM as users get it: the family's matrix_memory_efficiency 0.7, static 350 W
+    assert seen == [("t", vp.SHIPPED, "H100-SXM", 0.7, 350.0), ("e", vp.SHIPPED, "H100-SXM", 0.7, 350.0)]
+    assert vp.shipped_value(rows[0], preds["t"][vp.SHIPPED]) == 0.01
+    # 2 J of kernels + 350 W x 20 ms over 256 tokens
+    assert vp.shipped_value(rows[1], preds["e"][vp.SHIPPED]) == pytest.approx((2.0 + 7.0) / 256, rel=1e-12)
