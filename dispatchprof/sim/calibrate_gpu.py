@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import yaml
 
-from op_formulas.matmul import matmul_cost
 from dispatchprof.results.files import write_atomic
 from dispatchprof.sim.gemm_fit import GemmFit, fit_gemm
 from dispatchprof.sim.loader import parse_profile
+from op_formulas.matmul import matmul_cost
 
 GEMM_M = (1, 16, 64, 256, 1024, 4096, 8192)
 GEMM_N = 12288

@@ -22,11 +22,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from op_formulas.matmul import matmul_cost
 from dispatchprof.results.records import OpRecord
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
 from dispatchprof.sim.timing import time_op
+from op_formulas.matmul import matmul_cost
 
 MME_GRID = tuple(round(0.5 + 0.05 * i, 2) for i in range(11))      # 0.50 .. 1.00
 U_GRID = tuple(round(0.05 * i, 2) for i in range(21))              # 0.00 .. 1.00
@@ -80,14 +80,17 @@ def fit_gemm(base: Device, gemm_flops: dict[int, float], n: int) -> GemmFit:
                                          compute_efficiency=1.0, matrix_memory_efficiency=mme,
                                          unoverlapped_fraction=u)
             fit = GemmFit(peak / 1e12, mme, u, tuple((m, t, predicted_s(device, m, n)) for m, t in measured.items()))
-            if best is None or (round(fit.mean_error, 12), u, -mme) < (round(best.mean_error, 12),
-                                                                      best.unoverlapped_fraction,
-                                                                      -best.matrix_memory_efficiency):
+            if best is None or _rank(fit) < _rank(best):
                 best = fit
     if best is None:
         raise ValueError(f"no matrix_memory_efficiency in {MME_GRID[0]}..{MME_GRID[-1]} reproduces the "
                          f"[{m_max}, {n}] GEMM: it moved its bytes faster than the copy bandwidth")
     return best
+
+
+def _rank(fit: GemmFit) -> tuple[float, float, float]:
+    """Least mean error first; on a tie the smaller u, then the larger mme."""
+    return round(fit.mean_error, 12), fit.unoverlapped_fraction, -fit.matrix_memory_efficiency
 
 
 def _compute_time(busy: float, t_m: float, u: float) -> float | None:
