@@ -100,18 +100,14 @@ def measure_gpu() -> GpuCalibration:
 
 def fit_calibration(cal: GpuCalibration, name: str = "this-gpu") -> GemmFit:
     """The matrix figures that reproduce ``cal``'s GEMM sweep (`dispatchprof.sim.gemm_fit`)."""
-    base = parse_profile(yaml.safe_dump(_document(cal, name, None)), "the measured GPU")[0]
+    base = parse_profile(yaml.safe_dump(gpu_profile_yaml(cal, None, name)), "the measured GPU")[0]
     return fit_gemm(base, cal.gemm_flops, cal.gemm_n)
 
 
-def gpu_profile_yaml(cal: GpuCalibration, fit: GemmFit, name: str = "this-gpu") -> dict:
-    """The device-profile document of a GPU calibration and its fitted matrix figures."""
-    return _document(cal, name, fit)
-
-
-def _document(cal: GpuCalibration, name: str, fit: GemmFit | None) -> dict:
-    """The profile document; without ``fit``, the measured figures alone (the fit's starting point:
-    the largest measured throughput as the peak)."""
+def gpu_profile_yaml(cal: GpuCalibration, fit: GemmFit | None, name: str = "this-gpu") -> dict:
+    """The device-profile document of a GPU calibration with its fitted matrix figures; without
+    ``fit``, the measured figures alone (the fit's starting point: the largest measured throughput
+    as the peak)."""
     peak = fit.matrix_tflops if fit else max(cal.gemm_flops.values()) / 1e12
     when = time.strftime("%Y-%m-%d")
     n = cal.gemm_n

@@ -153,9 +153,10 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
     kernel = [True] * n
     chains = fused = kv_saved = 0
     consumers = _consumers(records)
+    fusible = [is_fusible(r, records) for r in records]
     i = 0
     while i < n:
-        if not is_fusible(records[i], records):
+        if not fusible[i]:
             if is_kv_append(records[i], records):
                 cut = kv_copy_bytes(records[i])
                 removed[i] += cut
@@ -163,8 +164,7 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
             i += 1
             continue
         j = i
-        while j + 1 < n and is_fusible(records[j + 1], records) and devices[j + 1] == devices[i] \
-                and j + 1 not in starts:
+        while j + 1 < n and fusible[j + 1] and devices[j + 1] == devices[i] and j + 1 not in starts:
             j += 1
         if j > i:
             chains += 1
