@@ -45,7 +45,7 @@ def main() -> None:
         steps = sum(len(t) for t in r.timelines)
         s = r.summary
         print(f"{n:>9} {steps:>8} {last:>13.2f} {1000 * last / n:>15.3f} {s.output_tokens_per_s:>10.0f} "
-              f"{1e3 * s.ttft_s[50]:>7.1f}ms {1e3 * s.tpot_s[50]:>7.2f}ms")
+              f"{1e3 * s.ttft_s.median:>7.1f}ms {1e3 * s.tpot_s.median:>7.2f}ms")
     print(f"10,000 requests: counting {counting:.1f} s + simulation {last:.1f} s = {counting + last:.1f} s "
           f"(goal: under 60 s)")
     print("rows: KV-timeline rows (one per engine step; a run of pure decode steps is one row)")

@@ -40,7 +40,7 @@ def test_trace_json_output_in_trace_order(capsys, tiny_dir, tmp_path):
         # e2e = ttft + tpot x (output - 1)
         assert r["e2e_s"] == pytest.approx(r["ttft_s"] + r["tpot_s"] * (r["output_tokens"] - 1))
     s = data["summary"]
-    assert s["requests"] == 2 and set(s["ttft_s"]) == {"p50", "p90", "p99"}
+    assert s["requests"] == 2 and set(s["ttft_s"]) == {"mean", "median", "p90", "p99"}
     assert s["slo_attainment"] == 1.0 and s["goodput_requests_per_s"] == pytest.approx(s["requests_per_s"])
 
 
@@ -50,7 +50,7 @@ def test_rates_table_csv_and_price(capsys, tiny_dir, tmp_path):
                          "--format", "csv")
     assert code == 0, err
     lines = out.strip().splitlines()
-    assert lines[0].startswith("run,requests,span_s") and len(lines) == 3
+    assert lines[0].startswith("run,requests,warmup_requests,span_s") and len(lines) == 3
     header = lines[0].split(",")
     row = dict(zip(header, lines[1].split(",")))
     # $/Mtok = 3.6 $/h x span / 3600 s/h / (30 requests x 8 output tokens) x 1e6
@@ -87,7 +87,7 @@ def test_generator():
     assert parse_length("uniform:64:512") == Length(64, 512) and parse_length(7) == Length(7, 7)
     with pytest.raises(ValueError, match="rate must be a number of requests per second > 0"):
         generate_requests(0, 5)
-    with pytest.raises(ValueError, match="prompt length must be a whole number or uniform:LOW:HIGH"):
+    with pytest.raises(ValueError, match="prompt length must be a whole number >= 1, uniform:LOW:HIGH"):
         generate_requests(1.0, 5, "normal:3:4")
 
 
@@ -99,14 +99,33 @@ def test_durations():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--rate", "0"], "--rate must be > 0 requests per second, got '0'"),
-    (["--rate", "-2"], "--rate must be > 0 requests per second"),
+    (["--rate", "0"], "--rate must be a finite number > 0 requests per second, got '0'"),
+    (["--rate", "-2"], "--rate must be a finite number > 0 requests per second"),
     (["--rate", "1", "--slo-ttft", "200"], "--slo-ttft needs a number with a unit (s, ms, us, ns) such as 200ms"),
     (["--rate", "1", "--kv-dtype", "fp4"], "argument --kv-dtype: invalid choice: 'fp4'"),
     (["--rate", "1", "--price", "B200=3"], "--price names device 'B200', but the run is on 'H100-SXM'"),
     (["--rate", "1", "--prompt-len", "uniform:9:3"], "--prompt-len must be >= 1 (and LOW <= HIGH)"),
     (["--rate", "1", "--tp", "3"], "tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"),
     (["--rate", "1", "--runtime", "jit"], "argument --runtime: invalid choice: 'jit'"),
+    (["--concurrency", "0"], "--concurrency must be a whole number of clients from 1 to 65536, got '0'"),
+    (["--concurrency", "-4"], "--concurrency must be a whole number of clients from 1 to 65536, got '-4'"),
+    (["--concurrency", "eight"], "--concurrency takes a whole number of clients such as 8 or 1,8,64, got 'eight'"),
+    (["--concurrency", "8", "--rate", "2"], "give either --rate (open loop) or --concurrency (closed loop), not both"),
+    (["--concurrency", "8", "--engine", "tgi"], "argument --engine: invalid choice: 'tgi' (choose from 'vllm', "
+                                                "'sglang', 'trtllm')"),
+    (["--concurrency", "8", "--engine", "vllm", "--engine-version", "0.3"],
+     "vllm has no preset for version '0.3'; known: 0.10, 0.11, 0.11.2"),
+    (["--concurrency", "8", "--engine-version", "0.11"], "--engine-version needs --engine"),
+    (["--concurrency", "8", "--dataset", "sharegpt"], "argument --dataset: invalid choice: 'sharegpt' (choose from "
+                                                      "'azure-conv', 'azure-code', 'arxiv-summarization')"),
+    (["--concurrency", "8", "--dataset", "azure-conv", "--prompt-len", "5"],
+     "give either --dataset or --prompt-len/--output-len, not both"),
+    (["--concurrency", "8", "--prefix-hit", "1.5"], "--prefix-hit must be a rate in [0, 1], got 1.5"),
+    (["--concurrency", "8", "--random-range-ratio", "1"], "--random-range-ratio must be in [0, 1), got 1.0"),
+    (["--concurrency", "8", "--num-requests", "4", "--warmup", "4"],
+     "--warmup must be a whole number of requests from 0 to 3 (fewer than the requests), got 4"),
+    (["--concurrency", "8", "--engine", "vllm", "--runtime", "eager"],
+     "an engine preset runs the serving runtime (CUDA graphs, fused kernels), not 'eager'"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, tiny_dir, args, message):
     code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", *args)
@@ -144,3 +163,25 @@ def test_profile_command_kv_dtype(capsys, tiny_dir):
     assert code == 0, err
     # 10 cached tokens x 2 layers x (K + V) x 2 KV heads x 16 dims = 1280 elements x 4 bits = 640 bytes
     assert json.loads(out)["kv_cache_bytes"] == 640
+
+
+def test_concurrency_rows_with_an_engine(capsys, tiny_dir):
+    code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--engine", "vllm", "--concurrency",
+                         "1,8", "--num-requests", "40", "--prompt-len", "64", "--output-len", "8", "--json")
+    assert code == 0, err
+    runs = json.loads(out)["runs"]
+    assert [r["concurrency"] for r in runs] == [1, 8] and [r["rate_req_per_s"] for r in runs] == [None, None]
+    one, eight = runs[0]["summary"], runs[1]["summary"]
+    for s in (one, eight):
+        assert set(s["ttft_s"]) == set(s["itl_s"]) == set(s["e2e_s"]) == {"mean", "median", "p90", "p99"}
+        assert s["requests"] == 40 and s["output_tokens_per_s_per_gpu"] == s["output_tokens_per_s"]   # 1 GPU
+    # one client: requests one after another, so the span is the sum of their end-to-end latencies
+    assert one["span_s"] == pytest.approx(40 * one["e2e_s"]["mean"], rel=1e-9)
+    assert eight["output_tokens_per_s"] > 4 * one["output_tokens_per_s"]
+    sent = [r["arrival_s"] for r in runs[0]["requests"]]
+    assert sent == sorted(sent) and sent[0] == 0
+    code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--engine", "vllm", "--concurrency",
+                         "1,8", "--num-requests", "40", "--prompt-len", "64", "--output-len", "8")
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("Serving on H100-SXM x 1 replica(s) under vllm 0.11: max 1024 sequences")
+    assert "8 clients" in out and "TTFT mean" in out and "ITL p99" in out and "tok/s/GPU" in out

@@ -1,13 +1,15 @@
 """``dispatchprof serve MODEL --device D``: serve requests (a trace or generated traffic at one
-or more rates) with continuous batching on a simulated device; latency percentiles, goodput,
-KV use, energy and cost per token."""
+or more rates, or closed-loop clients at one or more concurrencies) with continuous batching on a
+simulated device, under an engine's defaults; latency statistics, goodput, KV use, energy and
+cost per token."""
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.options import DTYPES, model_dtype, size, weight_dtype
@@ -16,11 +18,16 @@ from dispatchprof.serving.cost import KV_BITS
 from dispatchprof.serving.engine import ROUTERS
 from dispatchprof.serving.metrics import parse_duration
 from dispatchprof.serving.render import plot_serving, requests_csv, summary_csv, summary_table, timeline_csv
+from dispatchprof.serving.datasets import DATASETS, dataset_lengths
+from dispatchprof.serving.engines import load_engines
 from dispatchprof.serving.requests import ARRIVALS, generate_requests, parse_length, read_trace
 from dispatchprof.serving.serve import prepare_serving, simulate_serving
 from dispatchprof.sim.runtime import RUNTIMES
 
 FORMATS = ("table", "markdown", "json", "csv")
+ENGINES = tuple(load_engines())
+#: The most closed-loop clients a run takes (a benchmark's --max-concurrency rarely exceeds 4096).
+MAX_CLIENTS = 1 << 16
 
 
 def parser() -> Parser:
@@ -29,25 +36,39 @@ def parser() -> Parser:
         "on a simulated device. Step times come from the simulator of the counted model."))
     p.add_argument("model", help="a bundled model, a config.json, a folder holding one, or a hub id")
     p.add_argument("--device", required=True, metavar="NAME|FILE", help="the device each replica runs on")
-    src = p.add_argument_group("requests (a trace, or generated traffic)")
+    src = p.add_argument_group("requests (a trace, or generated traffic) and clients")
     src.add_argument("--requests", metavar="FILE", help="JSONL or CSV with arrival_s, prompt_tokens, output_tokens")
     src.add_argument("--rate", action="append", default=[], metavar="REQ_PER_S",
-                     help="request rate (repeat or comma-separate for several rates)")
+                     help="request rate, open loop (repeat or comma-separate for several rates)")
+    src.add_argument("--concurrency", action="append", default=[], metavar="CLIENTS",
+                     help="closed loop: this many clients, each sending its next request when the last one "
+                          "finishes (repeat or comma-separate for several); arrival times are ignored")
+    src.add_argument("--warmup", type=int, default=0, metavar="N",
+                     help="leave the first N requests sent out of the statistics (default 0)")
     src.add_argument("--num-requests", type=size(), default=1000)
     src.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
-    src.add_argument("--prompt-len", default="512", help="a number or uniform:LOW:HIGH")
-    src.add_argument("--output-len", default="128", help="a number or uniform:LOW:HIGH")
+    src.add_argument("--dataset", choices=tuple(DATASETS),
+                     help="draw prompt and output lengths from this dataset's distribution")
+    src.add_argument("--prompt-len", help="a number, uniform:LOW:HIGH or random:N (default 512)")
+    src.add_argument("--output-len", help="a number, uniform:LOW:HIGH or random:N (default 128)")
+    src.add_argument("--random-range-ratio", type=float, default=0.0, metavar="R",
+                     help="random:N lengths are uniform over N(1-R)..N(1+R), as vllm bench serve (default 0)")
     src.add_argument("--seed", type=int, default=0)
     src.add_argument("--images", type=int, default=0, help="images per generated prompt (a trace has an images field)")
     src.add_argument("--image-size", type=size(), metavar="PIXELS",
                      help="image side: counts the model's image encoder into the time to first token")
-    eng = p.add_argument_group("engine")
-    eng.add_argument("--max-seqs", type=size(), default=256)
-    eng.add_argument("--max-batched-tokens", type=size(), default=8192)
+    eng = p.add_argument_group("engine (figures left out come from --engine's preset, else the generic engine)")
+    eng.add_argument("--engine", choices=ENGINES,
+                     help="an engine's scheduler, CUDA graphs and host costs at its defaults (docs/serving.md)")
+    eng.add_argument("--engine-version", metavar="VERSION", help="the engine's version (default: the newest preset)")
+    eng.add_argument("--prefix-hit", type=float, default=0.0, metavar="RATE",
+                     help="share of each prompt found in the prefix cache, in [0, 1] (default 0)")
+    eng.add_argument("--max-seqs", type=size(), help="default 256")
+    eng.add_argument("--max-batched-tokens", type=size(), help="default 8192")
     eng.add_argument("--no-chunked-prefill", action="store_true")
-    eng.add_argument("--block-size", type=size(), default=16)
+    eng.add_argument("--block-size", type=size(), help="default 16")
     eng.add_argument("--kv-blocks", type=size(), help="KV blocks per replica (default: memory left after weights)")
-    eng.add_argument("--memory-utilization", type=float, default=0.9)
+    eng.add_argument("--memory-utilization", type=float, help="default 0.9")
     eng.add_argument("--replicas", type=size(), default=1)
     eng.add_argument("--router", choices=ROUTERS, default="round_robin")
     eng.add_argument("--dtype", type=model_dtype, default="bf16", help="bf16|bfloat16, fp16|float16, fp32|float32")
@@ -83,10 +104,39 @@ def rates_of(values: Sequence[str]) -> list[float]:
                 rate = float(part)
             except ValueError:
                 raise UsageError(f"--rate takes requests per second such as 4 or 2,4,8, got {part!r}") from None
-            if not rate > 0:
-                raise UsageError(f"--rate must be > 0 requests per second, got {part!r}")
+            if not rate > 0 or not math.isfinite(rate):
+                raise UsageError(f"--rate must be a finite number > 0 requests per second, got {part!r}")
             rates.append(rate)
     return rates
+
+
+def concurrencies_of(values: Sequence[str]) -> list[int]:
+    out = []
+    for value in values:
+        for part in value.split(","):
+            try:
+                clients = int(part)
+            except ValueError:
+                raise UsageError(f"--concurrency takes a whole number of clients such as 8 or 1,8,64, "
+                                 f"got {part!r}") from None
+            if not 1 <= clients <= MAX_CLIENTS:
+                raise UsageError(f"--concurrency must be a whole number of clients from 1 to {MAX_CLIENTS}, "
+                                 f"got {part!r}")
+            out.append(clients)
+    return out
+
+
+def lengths_of(args) -> tuple:
+    """(prompt, output) length distributions from --dataset, --prompt-len, --output-len."""
+    if args.dataset is not None:
+        if args.prompt_len is not None or args.output_len is not None:
+            raise UsageError("give either --dataset or --prompt-len/--output-len, not both")
+        return dataset_lengths(args.dataset)
+    ratio = args.random_range_ratio
+    if not 0 <= ratio < 1:
+        raise UsageError(f"--random-range-ratio must be in [0, 1), got {ratio!r}")
+    return (parse_length(args.prompt_len or "512", "--prompt-len", ratio),
+            parse_length(args.output_len or "128", "--output-len", ratio))
 
 
 def price_of(text: str | None, device: str) -> float | None:
@@ -111,15 +161,27 @@ def run(argv: Sequence[str]) -> int:
     slo_ttft = None if args.slo_ttft is None else parse_duration(args.slo_ttft, "--slo-ttft")
     slo_tpot = None if args.slo_tpot is None else parse_duration(args.slo_tpot, "--slo-tpot")
     price = price_of(args.price, args.device)
-    rates = rates_of(args.rate)
+    rates, clients = rates_of(args.rate), concurrencies_of(args.concurrency)
     if args.requests and rates:
         raise UsageError("give either --requests FILE or --rate, not both")
+    if clients and rates:
+        raise UsageError("give either --rate (open loop) or --concurrency (closed loop), not both")
+    if not 0 <= args.prefix_hit <= 1:
+        raise UsageError(f"--prefix-hit must be a rate in [0, 1], got {args.prefix_hit!r}")
+    if args.engine_version is not None and args.engine is None:
+        raise UsageError("--engine-version needs --engine")
     if args.requests:
-        traces = [(None, read_trace(args.requests))]
+        trace = read_trace(args.requests)
+        traces = [(RunLabel(None, c), trace) for c in clients] or [(RunLabel(None, None), trace)]
     else:
-        prompt, output = parse_length(args.prompt_len, "--prompt-len"), parse_length(args.output_len, "--output-len")
-        traces = [(rate, generate_requests(rate, args.num_requests, prompt, output, arrivals=args.arrivals,
-                                           seed=args.seed, images=args.images)) for rate in (rates or [1.0])]
+        prompt, output = lengths_of(args)
+        runs_of = [RunLabel(None, c) for c in clients] or [RunLabel(rate, None) for rate in (rates or [1.0])]
+        traces = [(label, generate_requests(label.rate or 1.0, args.num_requests, prompt, output,
+                                            arrivals=args.arrivals, seed=args.seed, images=args.images))
+                  for label in runs_of]
+    if not 0 <= args.warmup < len(traces[0][1]):
+        raise UsageError(f"--warmup must be a whole number of requests from 0 to {len(traces[0][1]) - 1} "
+                         f"(fewer than the requests), got {args.warmup}")
     if any(r.images for _, reqs in traces for r in reqs) and args.image_size is None:
         raise UsageError("requests with images need --image-size PIXELS (the encoder's input side)")
     with warnings.catch_warnings():
@@ -127,16 +189,18 @@ def run(argv: Sequence[str]) -> int:
         setup = prepare_serving(args.model, args.device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
                                 kv_dtype=args.kv_dtype, bound=args.bound, draft=args.draft,
                                 spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price,
-                                image_size=args.image_size, runtime=args.runtime, tp=args.tp)
-    runs = [(rate, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router, max_seqs=args.max_seqs,
-                                    max_batched_tokens=args.max_batched_tokens,
-                                    chunked_prefill=not args.no_chunked_prefill, block_size=args.block_size,
-                                    memory_utilization=args.memory_utilization, kv_blocks=args.kv_blocks,
-                                    slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot))
-            for rate, reqs in traces]
-    labelled = [(args.requests if rate is None else f"{rate:g} req/s", r) for rate, r in runs]
+                                image_size=args.image_size, runtime=args.runtime, tp=args.tp,
+                                engine=args.engine, engine_version=args.engine_version)
+    runs = [(label, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router, max_seqs=args.max_seqs,
+                                     max_batched_tokens=args.max_batched_tokens,
+                                     chunked_prefill=False if args.no_chunked_prefill else None,
+                                     block_size=args.block_size, memory_utilization=args.memory_utilization,
+                                     kv_blocks=args.kv_blocks, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot,
+                                     concurrency=label.concurrency, warmup=args.warmup, prefix_hit=args.prefix_hit))
+            for label, reqs in traces]
+    labelled = [(label.text(args.requests), r) for label, r in runs]
     if args.plot:
-        plot_serving(runs, args.plot)
+        plot_serving([(label.rate, r) for label, r in runs], args.plot)
     if args.timeline:
         write_atomic(args.timeline, timeline_csv(runs[0][1]))
     if args.requests_csv:
@@ -149,11 +213,25 @@ def run(argv: Sequence[str]) -> int:
     return 0
 
 
+class RunLabel(NamedTuple):
+    """What distinguishes a run: its request rate (open loop) or its clients (closed loop)."""
+
+    rate: float | None
+    concurrency: int | None
+
+    def text(self, trace: str | None) -> str:
+        head = trace or ""
+        if self.concurrency is not None:
+            return f"{head} {self.concurrency} clients".strip()
+        return head if self.rate is None else f"{self.rate:g} req/s"
+
+
 def render(labelled, runs, fmt: str) -> str:
     if fmt == "json":
         if len(runs) == 1:
             return json.dumps(runs[0][1].to_dict(), indent=1) + "\n"
-        return json.dumps({"runs": [{"rate_req_per_s": rate, **r.to_dict()} for rate, r in runs]}, indent=1) + "\n"
+        return json.dumps({"runs": [{"rate_req_per_s": label.rate, "concurrency": label.concurrency, **r.to_dict()}
+                                    for label, r in runs]}, indent=1) + "\n"
     if fmt == "csv":
         return summary_csv(labelled)
     return summary_table(labelled, "github" if fmt == "markdown" else "simple")

@@ -2,11 +2,11 @@
 paged KV cache, preemption and replicas, timed by a step cost model fitted to a few counted
 compositions; latency percentiles, goodput, KV use, energy and cost per token."""
 
-from dispatchprof.serving.metrics import RequestResult, ServingSummary, parse_duration
+from dispatchprof.serving.metrics import Latency, RequestResult, ServingSummary, parse_duration
 from dispatchprof.serving.requests import Request, generate_requests, read_trace
 from dispatchprof.serving.serve import (
     ServingResult, ServingSetup, expected_tokens, prepare_serving, simulate_serving,
 )
 
-__all__ = ["Request", "RequestResult", "ServingResult", "ServingSetup", "ServingSummary", "expected_tokens",
+__all__ = ["Latency", "Request", "RequestResult", "ServingResult", "ServingSetup", "ServingSummary", "expected_tokens",
            "generate_requests", "parse_duration", "prepare_serving", "read_trace", "simulate_serving"]

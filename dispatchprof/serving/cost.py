@@ -137,6 +137,11 @@ class Composition:
         return Composition((1, n * q, n, keys, q * keys, q * keys if q > 1 else 0, q, computed_max + q,
                             q * (computed_max + q)), (computed, q * keys))
 
+    def padded(self, tokens: int) -> Composition:
+        """The same step run with ``tokens`` tokens (a CUDA graph's padded batch: the extra
+        tokens go through every token-wise op, and are no sequence and attend to nothing)."""
+        return dataclasses.replace(self, x=(self.x[0], tokens, *self.x[2:]))
+
     def merge(self, o: Composition) -> Composition:
         """The step running the sequences of both (sums add, maxima take the larger)."""
         a, b = self.x, o.x

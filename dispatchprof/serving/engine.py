@@ -1,5 +1,19 @@
 """The event loop: arrivals and step completions over N engine replicas behind a router.
 
+**Clients.** Open loop (``concurrency`` None): every request arrives at its ``arrival_s``.
+Closed loop (``concurrency`` = C, as ``vllm bench serve --max-concurrency``, genai-perf and
+aiperf run a concurrency benchmark): C clients send the first C requests (in list order) at 0,
+and each sends the next unsent request the moment one of its requests finishes; the request
+arrives after the engine has planned the step that follows the finishing one (a client reacts to
+a streamed token while the engine goes on), so it joins the step after. The first ``warmup``
+requests sent are marked warm-up (`dispatchprof.serving.metrics` leaves them out).
+
+**Prefix cache.** With ``prefix_hit`` = h, a request finds the first
+``min(floor(h * prompt / block_size), floor((prompt - 1) / block_size)) * block_size`` tokens
+of its prompt in the cache (whole blocks, at least one prompt token computed, as vLLM does): its
+prefill computes the rest, attending to all. Its blocks still count in full (a shared prefix is
+not deducted: conservative), and a preempted one keeps its cached prefix.
+
 Events are processed in time order. An arrival (all arrivals at the same instant together) is
 routed to a replica (`route`): ``round_robin`` (the i-th arrival to replica i mod N) or
 ``least_loaded`` (the replica with the fewest waiting and running requests, the lowest index on
@@ -17,7 +31,12 @@ then runs them in one go (`decode_run`): as many steps as end before the first s
 finishes, within the free KV blocks and, when the queue is empty, before the next arrival (with
 ``max_seqs`` running an arrival only queues); each step is timed from its own composition and
 the sequences advance at once. This gives the same times as step by step (the router sees no
-change of load in between), at a cost per step that does not depend on the batch size.
+change of load in between; in the closed loop a run also ends before another replica's step
+does, where a finish could send a request), at a cost per step that does not depend on the
+batch size.
+
+**Inter-token gaps.** Each token after a request's first records its gap from the one before
+(`Replica.gaps`: (seconds, how many); a decode run's steps after its first share one entry).
 """
 
 from __future__ import annotations
@@ -70,9 +89,15 @@ class SeqState:
     finish_s: float | None = None
     preemptions: int = 0
     replica: int = 0
+    cached: int = 0                     # prompt tokens found in the prefix cache
+    sent_s: float = 0.0                 # when its client sent it
+    send_order: int = 0                 # 0 for the first request sent
+    warmup: bool = False
+    last_token_s: float = 0.0
 
     def view(self) -> SeqView:
-        return SeqView(self.id, self.known, self.computed, self.blocks, self.prefilled)
+        return SeqView(self.id, self.known, self.computed, self.blocks, self.prefilled,
+                       self.request.prompt_tokens + self.request.output_tokens)
 
 
 @dataclass
@@ -90,6 +115,7 @@ class Replica:
     steps: int = 0
     preemptions: int = 0
     timeline: list = field(default_factory=list)   # (start s, KV blocks used, running, waiting, preemptions)
+    gaps: list = field(default_factory=list)       # inter-token gaps of measured requests: (seconds, how many)
 
     @property
     def load(self) -> int:
@@ -116,33 +142,66 @@ def check_fits(requests: Sequence[Request], config: SchedulerConfig) -> None:
                              f"{config.max_batched_tokens}; raise it or enable chunked prefill")
 
 
+def cached_tokens(prompt: int, prefix_hit: float, block_size: int) -> int:
+    """Prompt tokens found in the prefix cache (module docstring)."""
+    return min(math.floor(prefix_hit * prompt / block_size), (prompt - 1) // block_size) * block_size
+
+
 def run_engine(requests: Sequence[Request], config: SchedulerConfig, step_cost: StepCostFn, *,
-               replicas: int = 1, router: Router = "round_robin") -> tuple[list[SeqState], list[Replica]]:
-    """Serve ``requests``; returns their states (trace order) and the replicas."""
+               replicas: int = 1, router: Router = "round_robin", concurrency: int | None = None,
+               warmup: int = 0, prefix_hit: float = 0.0) -> tuple[list[SeqState], list[Replica]]:
+    """Serve ``requests``; returns their states (list order) and the replicas."""
     if router not in ROUTERS:
         raise ValueError(f"router must be one of {ROUTERS}, got {router!r}")
+    if concurrency is not None and (isinstance(concurrency, bool) or not isinstance(concurrency, int)
+                                    or concurrency < 1):
+        raise ValueError(f"concurrency must be a whole number of clients >= 1, got {concurrency!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < len(requests):
+        raise ValueError(f"warmup must be a whole number of requests in [0, {len(requests) - 1}] (fewer than the "
+                         f"{len(requests)} requests), got {warmup!r}")
+    if not 0 <= prefix_hit <= 1:
+        raise ValueError(f"prefix_hit must be a rate in [0, 1], got {prefix_hit!r}")
     check_fits(requests, config)
     seqs = [SeqState(i, r, float(r.prompt_tokens)) for i, r in enumerate(requests)]
+    for s in seqs:
+        s.cached = cached_tokens(s.request.prompt_tokens, prefix_hit, config.block_size)
+        s.computed = float(s.cached)
     reps = [Replica(i, config, free_blocks=config.num_blocks) for i in range(replicas)]
-    order = sorted(range(len(seqs)), key=lambda i: (requests[i].arrival_s, i))
+    if concurrency is None:
+        pending = deque((requests[i].arrival_s, i) for i in sorted(range(len(seqs)),
+                                                                   key=lambda i: (requests[i].arrival_s, i)))
+        unsent = len(seqs)
+    else:
+        unsent = min(concurrency, len(seqs))
+        pending = deque((0.0, i) for i in range(unsent))
     done: list[tuple[float, int]] = []          # heap of (step end, replica)
-    a = 0
-    while a < len(order) or done:
-        t_arrival = requests[order[a]].arrival_s if a < len(order) else math.inf
+    sent = 0
+
+    def next_arrival() -> float:
+        """The earliest time a request may arrive next (a closed loop's come at finishes)."""
+        t = pending[0][0] if pending else math.inf
+        return min(t, done[0][0]) if concurrency is not None and done and unsent < len(seqs) else t
+
+    while pending or done:
+        t_arrival = pending[0][0] if pending else math.inf
         if done and done[0][0] < t_arrival:
             t, i = heapq.heappop(done)
-            _finish_step(reps[i], seqs, t)
-            _start_step(reps[i], seqs, t, step_cost, done, t_arrival)
+            finished = _finish_step(reps[i], seqs, t)
+            sends = min(len(finished), len(seqs) - unsent) if concurrency is not None else 0
+            _start_step(reps[i], seqs, t, step_cost, done, t if sends else next_arrival())
+            for _ in range(sends):                  # they arrive after that step was planned
+                pending.append((t, unsent))
+                unsent += 1
             continue
-        while a < len(order) and requests[order[a]].arrival_s == t_arrival:
-            s = seqs[order[a]]
-            s.replica = route(router, a, reps)
+        while pending and pending[0][0] == t_arrival:
+            s = seqs[pending.popleft()[1]]
+            s.sent_s, s.send_order, s.warmup = t_arrival, sent, sent < warmup
+            s.replica = route(router, sent, reps)
             reps[s.replica].waiting.append(s)
-            a += 1
-        t_next = requests[order[a]].arrival_s if a < len(order) else math.inf
+            sent += 1
         for rep in reps:
             if rep.plan is None:
-                _start_step(rep, seqs, t_arrival, step_cost, done, t_next)
+                _start_step(rep, seqs, t_arrival, step_cost, done, next_arrival())
     return seqs, reps
 
 
@@ -166,7 +225,7 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
         s = seqs[i]
         rep.running.remove(s)
         rep.free_blocks += s.blocks
-        s.computed, s.blocks, s.prefilled = 0.0, 0, False
+        s.computed, s.blocks, s.prefilled = float(s.cached), 0, False
         s.preemptions += 1
         rep.preemptions += 1
         rep.waiting.appendleft(s)
@@ -183,7 +242,7 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
             decoding.append(s)
         else:
             prefill.append((q, int(s.computed) + q, s.request.prompt_tokens))
-            if s.computed == 0 and s.first_token_s is None:
+            if s.computed == s.cached and s.first_token_s is None:
                 images += s.request.images
     seconds, joules = step_cost(prefill, decode_batch(decoding), images)
     _account(rep, t, seconds, joules, 1)
@@ -231,11 +290,16 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
         limit = lo
     batch = decode_batch(running)
     end, seconds, joules, m = t, 0.0, 0.0, 0
+    measured = sum(1 for s in running if not s.warmup)
     while m < limit:
         dt, dj = step_cost((), batch.advanced(m * gain), 0)
         if m and end + dt >= t_next_arrival:
             break
         end, seconds, joules, m = end + dt, seconds + dt, joules + dj, m + 1
+        if m == 1:
+            rep.gaps.extend((end - s.last_token_s, 1) for s in running if not s.warmup)
+        elif measured:
+            rep.gaps.append((dt, measured))
         if end >= t_next_arrival:
             break
     new_blocks = blocks_after(m)
@@ -244,18 +308,23 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
         s.computed += m * gain
         s.generated += m * gain
         s.known = s.request.prompt_tokens + s.generated
+        s.last_token_s = end
     rep.free_blocks -= new_blocks
     _account(rep, t, seconds, joules, m)
     return end
 
 
-def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> None:
+def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> list[SeqState]:
+    """Advance the sequences of the step that ended at ``t``; returns those that finished."""
     assert rep.plan is not None
+    finished = []
     for i, q, _ in rep.plan.scheduled:
         s = seqs[i]
         if s.prefilled:
             s.computed = s.known
             gain = rep.config.decode_gain
+            if not s.warmup:
+                rep.gaps.append((t - s.last_token_s, 1))
         else:
             s.computed += q
             if s.computed < s.known:
@@ -263,6 +332,9 @@ def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> None:
             s.prefilled, gain = True, 1.0
             if s.first_token_s is None:
                 s.first_token_s = t
+            elif not s.warmup:                      # the token after a preempted sequence's recompute
+                rep.gaps.append((t - s.last_token_s, 1))
+        s.last_token_s = t
         s.generated = min(s.generated + gain, s.request.output_tokens)
         s.known = s.request.prompt_tokens + s.generated
         if s.generated >= s.request.output_tokens:
@@ -270,4 +342,6 @@ def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> None:
             rep.running.remove(s)
             rep.free_blocks += s.blocks
             s.blocks = 0
+            finished.append(s)
     rep.plan = None
+    return finished

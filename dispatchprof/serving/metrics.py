@@ -1,25 +1,33 @@
-"""Per-request latencies and their summary: percentiles, throughput, goodput, KV use, cost.
+"""Per-request latencies and their summary, defined as serving benchmarks report them.
 
-Per request (seconds): TTFT = first token - arrival; TPOT = (finish - first token) /
-(output_tokens - 1), 0 for a single output token; end-to-end = finish - arrival.
+Per request (seconds), as ``vllm bench serve`` defines them (vllm/benchmarks/serve.py):
+TTFT = first token - the time the request was sent; end-to-end (E2E) = last token - sent;
+TPOT = (E2E - TTFT) / (output_tokens - 1), the mean gap after the first token (a request of one
+output token has none and is left out of TPOT's statistics, as there); ITL = every gap between
+two consecutive tokens of a request (a step that emits several tokens, under speculative
+decoding, is one gap), pooled over all requests.
 
-Summary: percentiles by linear interpolation between order statistics (numpy's default);
-throughput over the span from the first arrival to the last finish; goodput = requests per
-second that met every SLO given (TTFT and TPOT); energy per output token; and, with a price,
-US dollars per million output tokens = replicas * price per hour * span / 3600 / output tokens * 1e6.
+Summary: mean, median, P90 and P99 of each (`Latency`; percentiles by linear interpolation
+between order statistics, numpy's default); warm-up requests (the first ``warmup`` sent) are
+left out of every statistic and of the span. Throughput is over the span from the first measured
+request's send to the last measured finish: requests/s, output tokens/s, total tokens/s, and
+output tokens/s per GPU (over replicas x tensor-parallel devices). Goodput = requests per second
+that met every SLO given (TTFT and TPOT). Energy per output token (of the whole run, warm-up
+included, as the energy is); with a price, US dollars per
+million output tokens = GPUs * price per GPU-hour * span / 3600 / output tokens * 1e6.
 SLOs are durations with a unit: "200ms", "0.2s", "500us".
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)\s*$")
 _SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-PERCENTILES = (50, 90, 99)
 
 
 def parse_duration(text: str, what: str = "duration") -> float:
@@ -32,18 +40,55 @@ def parse_duration(text: str, what: str = "duration") -> float:
 
 def percentile(values: Sequence[float], p: float) -> float:
     """The p-th percentile (0..100) by linear interpolation; 0 for no values."""
-    if not values:
+    return weighted_percentile(sorted((v, 1) for v in values), p)
+
+
+def weighted_percentile(pairs: Sequence[tuple[float, int]], p: float) -> float:
+    """The p-th percentile of the values ``pairs`` = sorted (value, how many times) stand for,
+    exactly as `percentile` of the expanded list; 0 for none."""
+    total = sum(w for _, w in pairs)
+    if not total:
         return 0.0
-    v = sorted(values)
-    pos = (len(v) - 1) * p / 100
+    ends = []                                   # index after the last copy of each value
+    acc = 0
+    for _, w in pairs:
+        acc += w
+        ends.append(acc)
+    pos = (total - 1) * p / 100
     lo = math.floor(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
+
+    def at(i: int) -> float:                    # the i-th order statistic (0-based)
+        return pairs[bisect.bisect_right(ends, i)][0]
+
+    low, high = at(lo), at(min(lo + 1, total - 1))
+    return low + (high - low) * (pos - lo)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Mean, median, P90 and P99 of a latency (seconds)."""
+
+    mean: float
+    median: float
+    p90: float
+    p99: float
+
+    @staticmethod
+    def of(values: Iterable[float]) -> Latency:
+        return Latency.of_counts([(v, 1) for v in values])
+
+    @staticmethod
+    def of_counts(pairs: Iterable[tuple[float, int]]) -> Latency:
+        """From (value, how many times) pairs (a step's gap, shared by the sequences it served)."""
+        ordered = sorted(pairs)
+        total = sum(w for _, w in ordered)
+        mean = sum(v * w for v, w in ordered) / total if total else 0.0
+        return Latency(mean, *(weighted_percentile(ordered, p) for p in (50, 90, 99)))
 
 
 @dataclass(frozen=True, slots=True)
 class RequestResult:
-    """One served request (seconds)."""
+    """One served request (seconds; ``arrival_s`` is when it was sent)."""
 
     arrival_s: float
     prompt_tokens: int
@@ -53,22 +98,25 @@ class RequestResult:
     e2e_s: float
     preemptions: int
     replica: int
+    cached_tokens: int = 0
+    warmup: bool = False
 
 
 @dataclass(frozen=True)
 class ServingSummary:
-    """What a serving simulation adds up to (units in the names; percentiles as {50: s, ...})."""
+    """What a serving simulation adds up to (units in the names)."""
 
     requests: int
+    warmup_requests: int
     span_s: float
     requests_per_s: float
     output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
     total_tokens_per_s: float
-    ttft_s: dict
-    tpot_s: dict
-    e2e_s: dict
-    ttft_mean_s: float
-    tpot_mean_s: float
+    ttft_s: Latency
+    tpot_s: Latency
+    itl_s: Latency
+    e2e_s: Latency
     goodput_requests_per_s: float | None
     slo_attainment: float | None
     preemptions: int
@@ -77,46 +125,47 @@ class ServingSummary:
     energy_j: float
     energy_per_token_j: float
     usd_per_million_tokens: float | None
+    gpus: int = 1
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        for key in ("ttft_s", "tpot_s", "e2e_s"):
-            d[key] = {f"p{p}": v for p, v in d[key].items()}
-        return d
+        return asdict(self)
 
 
-def request_results(seqs: Sequence) -> list[RequestResult]:
-    """RequestResults of finished engine states, in their order."""
+def request_results(seqs: Sequence, warmup: int = 0) -> list[RequestResult]:
+    """RequestResults of finished engine states, in their order; the first ``warmup`` sent are
+    marked as warm-up."""
     out = []
     for s in seqs:
         r = s.request
         tpot = (s.finish_s - s.first_token_s) / (r.output_tokens - 1) if r.output_tokens > 1 else 0.0
-        out.append(RequestResult(r.arrival_s, r.prompt_tokens, r.output_tokens, s.first_token_s - r.arrival_s,
-                                 tpot, s.finish_s - r.arrival_s, s.preemptions, s.replica))
+        out.append(RequestResult(s.sent_s, r.prompt_tokens, r.output_tokens, s.first_token_s - s.sent_s,
+                                 tpot, s.finish_s - s.sent_s, s.preemptions, s.replica, s.cached,
+                                 s.send_order < warmup))
     return out
 
 
-def summarize(results: Sequence[RequestResult], finish_s: Sequence[float], *, kv_blocks: int, kv_peak: float,
-              preemptions: int, energy_j: float, replicas: int, slo_ttft_s: float | None = None,
+def summarize(results: Sequence[RequestResult], gaps: Iterable[tuple[float, int]], *, kv_blocks: int,
+              kv_peak: float, preemptions: int, energy_j: float, gpus: int, slo_ttft_s: float | None = None,
               slo_tpot_s: float | None = None, price_usd_per_h: float | None = None) -> ServingSummary:
-    """The summary of the module docstring."""
-    start = min(r.arrival_s for r in results)
-    span = max(finish_s) - start
-    out_tokens = sum(r.output_tokens for r in results)
-    all_tokens = out_tokens + sum(r.prompt_tokens for r in results)
+    """The summary of the module docstring over the results not marked warm-up; ``gaps`` are the
+    measured requests' inter-token gaps as (seconds, how many); ``price_usd_per_h`` per GPU."""
+    measured = [r for r in results if not r.warmup]
+    if not measured:
+        raise ValueError(f"all {len(results)} requests are warm-up: nothing is left to measure")
+    start = min(r.arrival_s for r in measured)
+    span = max(r.arrival_s + r.e2e_s for r in measured) - start
+    out_tokens = sum(r.output_tokens for r in measured)
+    all_tokens = out_tokens + sum(r.prompt_tokens for r in measured)
     per_s = (lambda n: n / span) if span > 0 else (lambda n: 0.0)
     goodput = attainment = None
     if slo_ttft_s is not None or slo_tpot_s is not None:
-        good = sum(1 for r in results if (slo_ttft_s is None or r.ttft_s <= slo_ttft_s)
+        good = sum(1 for r in measured if (slo_ttft_s is None or r.ttft_s <= slo_ttft_s)
                    and (slo_tpot_s is None or r.tpot_s <= slo_tpot_s))
-        goodput, attainment = per_s(good), good / len(results)
-    usd = None if price_usd_per_h is None else replicas * price_usd_per_h * span / 3600 / out_tokens * 1e6
-
-    def pct(values: list[float]) -> dict:
-        return {p: percentile(values, p) for p in PERCENTILES}
-
-    ttft, tpot = [r.ttft_s for r in results], [r.tpot_s for r in results]
-    return ServingSummary(len(results), span, per_s(len(results)), per_s(out_tokens), per_s(all_tokens),
-                          pct(ttft), pct(tpot), pct([r.e2e_s for r in results]), sum(ttft) / len(ttft),
-                          sum(tpot) / len(tpot), goodput, attainment, preemptions, kv_blocks, kv_peak, energy_j,
-                          energy_j / out_tokens, usd)
+        goodput, attainment = per_s(good), good / len(measured)
+    usd = None if price_usd_per_h is None else gpus * price_usd_per_h * span / 3600 / out_tokens * 1e6
+    return ServingSummary(
+        len(measured), len(results) - len(measured), span, per_s(len(measured)), per_s(out_tokens),
+        per_s(out_tokens) / gpus, per_s(all_tokens), Latency.of(r.ttft_s for r in measured),
+        Latency.of(r.tpot_s for r in measured if r.output_tokens > 1), Latency.of_counts(gaps),
+        Latency.of(r.e2e_s for r in measured), goodput, attainment, preemptions, kv_blocks, kv_peak, energy_j,
+        energy_j / sum(r.output_tokens for r in results), usd, gpus)

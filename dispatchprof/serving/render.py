@@ -13,20 +13,22 @@ from dispatchprof.report.render import render
 from dispatchprof.serving.serve import ServingResult
 from dispatchprof.units import seconds
 
-#: (header, summary field or percentile key) of the summary table and CSV, in order.
-_LATENCIES = (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("E2E", "e2e_s"))
+#: (header, summary field) of the latencies in the summary table, in order.
+_LATENCIES = (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("ITL", "itl_s"), ("E2E", "e2e_s"))
+#: (header suffix, Latency field) of the statistics the table shows of each latency.
+_STATISTICS = (("mean", "mean"), ("p50", "median"), ("p99", "p99"))
 
 
 def summary_rows(runs: Sequence[tuple[str, ServingResult]]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: one row per (label, result)."""
-    headers = ["run", "req/s", "out tok/s"]
-    headers += [f"{name} p{p}" for name, _ in _LATENCIES for p in (50, 90, 99)]
+    headers = ["run", "req/s", "out tok/s", "tok/s/GPU"]
+    headers += [f"{name} {stat}" for name, _ in _LATENCIES for stat, _ in _STATISTICS]
     headers += ["goodput req/s", "SLO met", "preempt", "KV peak", "J/token", "$/Mtok"]
     rows = []
     for label, r in runs:
         s = r.summary
-        row = [label, f"{s.requests_per_s:.2f}", f"{s.output_tokens_per_s:.1f}"]
-        row += [seconds(getattr(s, key)[p]) for _, key in _LATENCIES for p in (50, 90, 99)]
+        row = [label, f"{s.requests_per_s:.2f}", f"{s.output_tokens_per_s:.1f}", f"{s.output_tokens_per_s_per_gpu:.1f}"]
+        row += [seconds(getattr(getattr(s, key), field)) for _, key in _LATENCIES for _, field in _STATISTICS]
         row += ["-" if s.goodput_requests_per_s is None else f"{s.goodput_requests_per_s:.2f}",
                 "-" if s.slo_attainment is None else f"{100 * s.slo_attainment:.1f}%",
                 str(s.preemptions), f"{100 * s.kv_peak_fraction:.1f}%", f"{s.energy_per_token_j:.4g}",
@@ -40,7 +42,8 @@ def summary_table(runs: Sequence[tuple[str, ServingResult]], fmt: str = "simple"
     headers, rows = summary_rows(runs)
     first = runs[0][1]
     c = first.config
-    head = (f"Serving on {first.device} x {first.replicas} replica(s): max {c.max_seqs} sequences, "
+    engine = f" under {first.engine}" if first.engine else ""
+    head = (f"Serving on {first.device} x {first.replicas} replica(s){engine}: max {c.max_seqs} sequences, "
             f"{c.max_batched_tokens} tokens per step, chunked prefill {'on' if c.chunked_prefill else 'off'}, "
             f"{c.num_blocks} KV blocks of {c.block_size} tokens per replica")
     if c.decode_q > 1:
@@ -103,7 +106,7 @@ def plot_serving(runs: Sequence[tuple[float | None, ServingResult]], path: str |
     rates = [rate for rate, _ in runs if rate is not None]
     panels = 4 if len(rates) > 1 else 3
     fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.6))
-    for ax, (name, key) in zip(axes, _LATENCIES):
+    for ax, (name, key) in zip(axes, (_LATENCIES[0], _LATENCIES[1], _LATENCIES[3])):
         for rate, r in runs:
             values = sorted(getattr(q, key) for q in r.requests)
             n = len(values)

@@ -10,8 +10,10 @@ naming the file and its line number. Requests keep the order of the file (the "t
 of results); arrivals need not be sorted.
 
 Generator: ``rate`` requests/s with Poisson (exponential gaps, seeded) or fixed (1/rate apart)
-arrivals starting at 0; lengths are a whole number or ``uniform:LOW:HIGH`` (both ends included,
-seeded).
+arrivals starting at 0 (a closed loop ignores them: `dispatchprof.serving.engine`). Lengths are
+a whole number, ``uniform:LOW:HIGH`` (both ends included, seeded), ``random:N`` with a range
+ratio r (`random_length`: ``vllm bench serve --dataset-name random``'s draw), or a dataset's
+distribution (`datasets.py`: ``--dataset NAME`` draws both lengths from it).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import json
 import math
 import random
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal, Protocol, Sequence
 
 Arrivals = Literal["poisson", "fixed"]
 ARRIVALS: tuple[Arrivals, ...] = ("poisson", "fixed")
@@ -49,8 +51,24 @@ class Length:
         return self.low if self.low == self.high else rng.randint(self.low, self.high)
 
 
-def parse_length(text: str | int, what: str = "length") -> Length:
-    """``"128"`` or ``128`` -> Length(128, 128); ``"uniform:64:512"`` -> Length(64, 512)."""
+class LengthDraw(Protocol):
+    """A length distribution: a whole number >= 1 per draw."""
+
+    def draw(self, rng: random.Random) -> int: ...
+
+
+def random_length(n: int, range_ratio: float) -> Length:
+    """``vllm bench serve --dataset-name random``'s length: uniform over the whole numbers
+    floor(n * (1 - r)) .. ceil(n * (1 + r)), at least 1 (vllm/benchmarks/datasets.py
+    RandomDataset, 0.10-0.11; the tokenizer's special tokens are not subtracted here)."""
+    if not 0 <= range_ratio < 1:
+        raise ValueError(f"the random range ratio must be in [0, 1), got {range_ratio!r}")
+    return Length(max(1, math.floor(n * (1 - range_ratio))), max(1, math.ceil(n * (1 + range_ratio))))
+
+
+def parse_length(text: str | int, what: str = "length", range_ratio: float = 0.0) -> Length:
+    """``"128"`` or ``128`` -> Length(128, 128); ``"uniform:64:512"`` -> Length(64, 512);
+    ``"random:1024"`` -> `random_length`(1024, range_ratio)."""
     if isinstance(text, int) and not isinstance(text, bool):
         parts = [str(text)]
     else:
@@ -60,21 +78,26 @@ def parse_length(text: str | int, what: str = "length") -> Length:
             low = high = int(parts[0])
         elif len(parts) == 3 and parts[0] == "uniform":
             low, high = int(parts[1]), int(parts[2])
+        elif len(parts) == 2 and parts[0] == "random":
+            n = int(parts[1])
+            if n < 1:
+                raise ValueError
+            return random_length(n, range_ratio)
         else:
             raise ValueError
     except ValueError:
-        raise ValueError(f"{what} must be a whole number or uniform:LOW:HIGH (such as uniform:64:512), "
-                         f"got {text!r}") from None
+        raise ValueError(f"{what} must be a whole number >= 1, uniform:LOW:HIGH (such as uniform:64:512) or "
+                         f"random:N (such as random:1024), got {text!r}") from None
     if low < 1 or high < low:
         raise ValueError(f"{what} must be >= 1 (and LOW <= HIGH), got {text!r}")
     return Length(low, high)
 
 
-def generate_requests(rate: float, num_requests: int, prompt_len: str | int | Length = 128,
-                      output_len: str | int | Length = 32, *, arrivals: Arrivals = "poisson",
+def generate_requests(rate: float, num_requests: int, prompt_len: str | int | LengthDraw = 128,
+                      output_len: str | int | LengthDraw = 32, *, arrivals: Arrivals = "poisson",
                       seed: int = 0, images: int = 0) -> list[Request]:
     """``num_requests`` requests at ``rate`` requests/s (see the module docstring), each with
-    ``images`` images in its prompt."""
+    ``images`` images in its prompt; lengths drawn prompt first, then output, per request."""
     if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or rate <= 0:
         raise ValueError(f"rate must be a number of requests per second > 0, got {rate!r}")
     if isinstance(num_requests, bool) or not isinstance(num_requests, int) or num_requests < 1:
@@ -83,8 +106,8 @@ def generate_requests(rate: float, num_requests: int, prompt_len: str | int | Le
         raise ValueError(f"images must be a whole number >= 0, got {images!r}")
     if arrivals not in ARRIVALS:
         raise ValueError(f"arrivals must be one of {ARRIVALS}, got {arrivals!r}")
-    prompt = prompt_len if isinstance(prompt_len, Length) else parse_length(prompt_len, "prompt length")
-    output = output_len if isinstance(output_len, Length) else parse_length(output_len, "output length")
+    prompt = parse_length(prompt_len, "prompt length") if isinstance(prompt_len, (str, int)) else prompt_len
+    output = parse_length(output_len, "output length") if isinstance(output_len, (str, int)) else output_len
     rng = random.Random(seed)
     out, t = [], 0.0
     for i in range(num_requests):

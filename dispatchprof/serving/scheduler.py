@@ -22,13 +22,26 @@ order `plan_step` applies them:
 After a step, a sequence whose ``computed`` reaches ``known`` samples a token: the first one
 after a prefill (its time to first token), ``decode_gain`` tokens after a decode step (1; the
 expected accepted tokens under speculative decoding).
+
+Engines differ in two rules (`dispatchprof.serving.engines` names which each follows):
+
+- ``policy``: ``mixed`` (vLLM V1, TensorRT-LLM's in-flight batching) runs decodes and prefill
+  chunks in one step as above; ``prefill_first`` (SGLang) runs a step of prefills only whenever
+  a running sequence has prompt tokens left or a waiting one can be admitted (rules 1-3 over the
+  prefilling sequences alone; the decoding ones wait), and a step of every decode otherwise.
+- ``reserve_output``: admission reserves the blocks of a request's whole prompt and output
+  (TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler: a running sequence never needs a new
+  block, so none is preempted), instead of the blocks of its first chunk.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Literal, Sequence
+
+Policy = Literal["mixed", "prefill_first"]
+POLICIES: tuple[Policy, ...] = ("mixed", "prefill_first")
 
 
 @dataclass(frozen=True)
@@ -42,6 +55,8 @@ class SchedulerConfig:
     chunked_prefill: bool = True
     decode_q: int = 1                  # tokens a decoding sequence puts through the model per step
     decode_gain: float = 1.0           # tokens it gains per step (expected, speculative decoding)
+    policy: Policy = "mixed"
+    reserve_output: bool = False       # admission reserves the blocks of prompt + output
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "block_size", "max_seqs", "max_batched_tokens", "decode_q"):
@@ -50,18 +65,22 @@ class SchedulerConfig:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         if not self.decode_gain >= 1:
             raise ValueError(f"decode_gain must be >= 1 token per step, got {self.decode_gain!r}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
 
 
 @dataclass(frozen=True, slots=True)
 class SeqView:
     """What the rules see of a sequence: id, tokens known, tokens in the KV cache, blocks held,
-    whether its prefill is done (it decodes)."""
+    whether its prefill is done (it decodes), and the tokens it holds when done (prompt + output:
+    what ``reserve_output`` admission reserves)."""
 
     id: int
     known: float
     computed: float
     blocks: int
     prefilled: bool = False
+    total: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -96,8 +115,20 @@ def tokens_asked(s: SeqView, budget: int, config: SchedulerConfig) -> int:
 
 def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int,
               config: SchedulerConfig) -> StepPlan:
-    """The batch of the next step (rules 1-3 of the module docstring); ``running`` oldest first,
-    ``waiting`` in queue order (read lazily: admission stops at the first that does not fit)."""
+    """The batch of the next step (rules 1-3 of the module docstring, under ``config.policy``);
+    ``running`` oldest first, ``waiting`` in queue order (read lazily: admission stops at the
+    first that does not fit)."""
+    if config.policy == "mixed":
+        return _plan(running, waiting, free_blocks, config, decodes=True)
+    prefills = _plan(running, waiting, free_blocks, config, decodes=False)
+    if prefills.scheduled or prefills.preempted:
+        return prefills
+    return _plan(running, (), free_blocks, config, decodes=True)
+
+
+def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int, config: SchedulerConfig,
+          decodes: bool) -> StepPlan:
+    """Rules 1-3; with ``decodes`` False, rule 1 passes over decoding sequences (they stay running)."""
     budget, free = config.max_batched_tokens, free_blocks
     run = list(running)
     scheduled: list[tuple[int, int, int]] = []
@@ -105,7 +136,7 @@ def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_block
     i = 0
     while i < len(run):
         s = run[i]
-        q = tokens_asked(s, budget, config)
+        q = tokens_asked(s, budget, config) if decodes or not s.prefilled else 0
         if q == 0:
             i += 1
             continue
@@ -129,7 +160,8 @@ def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_block
             if len(run) + len(admitted) >= config.max_seqs or budget == 0:
                 break
             q = tokens_asked(w, budget, config)
-            need = blocks_for(w.computed + q, config.block_size) - w.blocks
+            held = max(w.total, w.computed + q) if config.reserve_output else w.computed + q
+            need = blocks_for(held, config.block_size) - w.blocks
             if q == 0 or need > free:
                 break
             free -= need

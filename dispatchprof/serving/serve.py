@@ -15,6 +15,13 @@ sequence runs k draft decode steps and one target step over k + 1 tokens, and ga
 expected accepted tokens (1 - a^(k+1)) / (1 - a) (k + 1 when a = 1) (`expected_tokens`). The
 draft's first step also prefills the prompt chunks of the step.
 
+Engines (``engine=``, `dispatchprof.serving.engines`): a preset's host work replaces the
+device profile's graph launch and per-sequence host cost (the step is counted without them):
+a step of N sequences takes ``step_host_us + N x sequence_host_us`` of host time before its
+kernels, or overlapped with the previous step's (``overlap_host``: max(host, device)), and static
+power runs through it; a step of T tokens within the captured CUDA-graph sizes computes the
+padded size's tokens; the scheduler takes the preset's policy, limits and KV block size.
+
 Encoder-decoder models (T5, BART, Whisper; `dispatchprof.serving.seq2seq`): a request's prompt
 is its encoder input; each prompt scheduled in a step runs its encoder and first decoder step on
 its own (its cost counted once per prompt length), and the decoding sequences run one decoder
@@ -33,6 +40,7 @@ import torch
 from dispatchprof.serving.cost import Composition, StepCostModel, count_design, fit, kv_scale
 from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
+from dispatchprof.serving.engines import EnginePreset, engine_preset
 from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
@@ -41,7 +49,7 @@ from dispatchprof.serving.seq2seq import (
     is_encoder_decoder,
 )
 from dispatchprof.sim.parallel import check_tp
-from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.placement import Placement, Scenarios, scenarios_of
 from dispatchprof.sim.runtime import check_runtime
 
 
@@ -54,6 +62,10 @@ def expected_tokens(acceptance: float, k: int) -> float:
     if acceptance == 1:
         return float(k + 1)
     return (1 - acceptance ** (k + 1)) / (1 - acceptance)
+
+
+#: Step costs a setup remembers (a few tens of MB at most); past that it starts again.
+MEMO_STEPS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -74,12 +86,18 @@ class ServingSetup:
     tp: int = 1                                      # devices per replica (tensor parallelism)
     prompt: PromptCost | None = None                 # an encoder-decoder's prompt cost (seq2seq)
     fixed_prompt: int | None = None                  # Whisper: the prompt length its encoder reads
+    engine: EnginePreset | None = None               # the serving engine (host costs, graphs, scheduler)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
-    def num_blocks(self, block_size: int, memory_utilization: float) -> int:
-        """KV blocks of one replica (module docstring)."""
+    def num_blocks(self, block_size: int, memory_utilization: float, memory_of: str = "total") -> int:
+        """KV blocks of one replica (module docstring; ``memory_of`` "free": the utilization is a
+        share of the memory the weights leave, as `dispatchprof.serving.engines` says)."""
         if self.capacity_bytes is None:
             raise ValueError(f"device {self.device} publishes no memory capacity; give kv_blocks (--kv-blocks)")
-        free = self.capacity_bytes * memory_utilization - self.weights_bytes
+        if memory_of == "free":
+            free = (self.capacity_bytes - self.weights_bytes) * memory_utilization
+        else:
+            free = self.capacity_bytes * memory_utilization - self.weights_bytes
         blocks = math.floor(free / (self.kv_bytes_per_token * block_size))
         if blocks < 1:
             raise ValueError(f"the weights ({self.weights_bytes / 1e9:.2f} GB) leave no memory for the KV cache on "
@@ -88,7 +106,19 @@ class ServingSetup:
 
     def step_cost(self, prefill: Sequence[tuple[int, int, int]], decoding: DecodeBatch,
                   images: int) -> tuple[float, float]:
-        """(seconds, joules) of one step (engine.StepCostFn): the target over the prefill chunks
+        """(seconds, joules) of one step (engine.StepCostFn), remembered for the compositions
+        that recur (the same lengths served again): `step_cost_of`."""
+        key = (tuple(prefill), decoding, images)
+        cost = self._memo.get(key)
+        if cost is None:
+            if len(self._memo) >= MEMO_STEPS:
+                self._memo.clear()
+            cost = self._memo[key] = self.step_cost_of(prefill, decoding, images)
+        return cost
+
+    def step_cost_of(self, prefill: Sequence[tuple[int, int, int]], decoding: DecodeBatch,
+                     images: int) -> tuple[float, float]:
+        """(seconds, joules) of one step: the target over the prefill chunks
         and the decoding sequences (k + 1 tokens each under speculative decoding), the image
         encoder, and the draft's k steps; for an encoder-decoder, each prompt's encoder and first
         decoder step and one decoder step of the decoding sequences. Joules of the whole
@@ -98,8 +128,16 @@ class ServingSetup:
         n = decoding.n
         q = self.spec_tokens + 1 if self.draft is not None else 1
         chunks = Composition.of(prefill)
-        c = self.cost.cost(chunks.merge(Composition.decoding(n, decoding.computed_sum, decoding.computed_max, q)))
-        time, energy = c.time_s + images * self.image_cost[0], c.energy_j + images * self.image_cost[1]
+        step = chunks.merge(Composition.decoding(n, decoding.computed_sum, decoding.computed_max, q))
+        if self.engine is None:
+            c = self.cost.cost(step)
+            time, energy = c.time_s, c.energy_j
+        else:
+            tokens = int(step.x[1])
+            c = self.cost.cost(step.padded(self.engine.padded_tokens(tokens, not prefill)))
+            time = self.engine.step_s(c.time_s, len(prefill) + n)
+            energy = c.energy_j + self.cost.static_power_w * (time - c.time_s)
+        time, energy = time + images * self.image_cost[0], energy + images * self.image_cost[1]
         if self.draft is not None:
             drafting = Composition.decoding(n, decoding.computed_sum, decoding.computed_max, 1)
             first = self.draft.cost(chunks.merge(drafting))
@@ -133,13 +171,15 @@ class ServingResult:
     timelines: tuple[tuple[tuple[float, int, int, int, int], ...], ...] = field(repr=False)
     config: SchedulerConfig = field(repr=False)
     replicas: int = 1
+    engine: str | None = None                        # "vllm 0.11": the preset it ran under
 
     def to_dict(self) -> dict:
-        """{"device", "requests": [{ttft_s, tpot_s, e2e_s, ...}], "summary": {...}}."""
-        return {"device": self.device, "replicas": self.replicas,
+        """{"device", "replicas", "requests": [{ttft_s, tpot_s, e2e_s, ...}], "summary": {...}}."""
+        return {"device": self.device, "replicas": self.replicas, "engine": self.engine,
                 "requests": [{"ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s, "arrival_s": r.arrival_s,
                               "prompt_tokens": r.prompt_tokens, "output_tokens": r.output_tokens,
-                              "preemptions": r.preemptions, "replica": r.replica} for r in self.requests],
+                              "cached_tokens": r.cached_tokens, "preemptions": r.preemptions, "replica": r.replica,
+                              "warmup": r.warmup} for r in self.requests],
                 "summary": self.summary.to_dict()}
 
 
@@ -153,18 +193,27 @@ def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
 def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloat16, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, bound: bool = False, draft: Any = None, spec_tokens: int = 4,
                     acceptance: float = 0.7, price_usd_per_h: float | None = None,
-                    image_size: int | None = None, runtime: str = "serving", tp: int = 1) -> ServingSetup:
+                    image_size: int | None = None, runtime: str = "serving", tp: int = 1,
+                    engine: str | EnginePreset | None = None, engine_version: str | None = None) -> ServingSetup:
     """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``
     under ``runtime`` ("serving" by default: CUDA-graph steps, fused pointwise kernels, the KV
     cache written in place; "compiled", "eager") with tensor parallelism over ``tp`` devices per
-    replica; with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`)."""
+    replica; with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`);
+    with ``engine`` ("vllm", "sglang", "trtllm" or a preset), that engine's host costs, graphs and
+    scheduler (module docstring)."""
     check_runtime(runtime)
     scenarios = scenarios_of(device)
     if len(scenarios) != 1:
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
     name = next(iter(scenarios))
+    preset = _engine(engine, engine_version, scenarios[name], runtime)
+    if preset is not None:          # the engine's host work replaces the profile's (module docstring)
+        scenarios = Scenarios(((name, scenarios[name].replacing(graph_launch_us=0.0, sequence_host_us=0.0)),))
     target = _model(model, dtype)
     if is_encoder_decoder(target):
+        if preset is not None:
+            raise ValueError(f"{type(target).__name__} is an encoder-decoder model: engine presets are for "
+                             f"decoder-only models")
         return _prepare_seq2seq(target, scenarios, name, draft=draft, image_size=image_size, weight_dtype=weight_dtype,
                                 kv_dtype=kv_dtype, bound=bound, price_usd_per_h=price_usd_per_h, runtime=runtime, tp=tp)
     heads = getattr(getattr(target, "config", None), "num_attention_heads", None)
@@ -191,7 +240,23 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     images = (0.0, 0.0) if image_size is None else \
         image_cost(target, scenarios, image_size, weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp)[name]
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
-                        spec_tokens if draft is not None else 0, acceptance, images, runtime, tp)
+                        spec_tokens if draft is not None else 0, acceptance, images, runtime, tp, engine=preset)
+
+
+def _engine(engine: str | EnginePreset | None, version: str | None, placement: Placement,
+            runtime: str) -> EnginePreset | None:
+    """The engine preset for a run on ``placement`` (None: the device profile's host costs)."""
+    if engine is None:
+        if version is not None:
+            raise ValueError("engine_version needs an engine")
+        return None
+    if runtime != "serving":
+        raise ValueError(f"an engine preset runs the serving runtime (CUDA graphs, fused kernels), not {runtime!r}")
+    if isinstance(engine, EnginePreset):
+        return engine
+    d = placement.devices[0]
+    capacity = None if d.memory_capacity_gb is None else d.memory_capacity_gb * 1e9
+    return engine_preset(engine, version, memory_bytes=capacity, device_name=d.name)
 
 
 def _prepare_seq2seq(model: torch.nn.Module, scenarios: Any, name: str, *, draft: Any, image_size: int | None,
@@ -230,13 +295,24 @@ def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
                          f"decoding needs the same vocabulary")
 
 
+#: Scheduler figures of a run without an engine preset.
+GENERIC_ENGINE = {"max_seqs": 256, "max_batched_tokens": 8192, "chunked_prefill": True, "block_size": 16,
+                  "memory_utilization": 0.9}
+
+
 def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None, *, replicas: int = 1,
-                     router: Router = "round_robin", max_seqs: int = 256, max_batched_tokens: int = 8192,
-                     chunked_prefill: bool = True, block_size: int = 16, memory_utilization: float = 0.9,
+                     router: Router = "round_robin", max_seqs: int | None = None,
+                     max_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
+                     block_size: int | None = None, memory_utilization: float | None = None,
                      kv_blocks: int | None = None, slo_ttft_s: float | None = None, slo_tpot_s: float | None = None,
+                     concurrency: int | None = None, warmup: int = 0, prefix_hit: float = 0.0,
                      **prepare: Any) -> ServingResult:
     """Serve ``requests`` on ``device`` (see the module docstring). ``model`` is a ServingSetup
-    (from `prepare_serving`), or a model / catalog name counted now with ``prepare``'s options."""
+    (from `prepare_serving`), or a model / catalog name counted now with ``prepare``'s options.
+    ``concurrency`` = C runs C closed-loop clients instead of the requests' arrival times;
+    ``warmup`` requests are left out of the summary; ``prefix_hit`` is the share of each prompt
+    found in the prefix cache (`dispatchprof.serving.engine`). Scheduler figures left None come
+    from the setup's engine preset, or `GENERIC_ENGINE` without one."""
     if isinstance(model, ServingSetup):
         if prepare:
             raise ValueError(f"options {sorted(prepare)} belong to prepare_serving; the setup is already counted")
@@ -249,23 +325,35 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
         raise ValueError("no requests to serve")
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise ValueError(f"replicas must be a whole number >= 1, got {replicas!r}")
+    given = {"max_seqs": max_seqs, "max_batched_tokens": max_batched_tokens, "chunked_prefill": chunked_prefill,
+             "block_size": block_size, "memory_utilization": memory_utilization}
+    engine = setup.engine
+    figures = {k: v if v is not None else (getattr(engine, k) if engine else GENERIC_ENGINE[k])
+               for k, v in given.items()}
+    max_seqs, max_batched_tokens, chunked_prefill, block_size, memory_utilization = figures.values()
     if not 0 < memory_utilization <= 1:
         raise ValueError(f"memory_utilization must be in (0, 1], got {memory_utilization!r}")
+    if prefix_hit and engine is not None and not engine.prefix_caching:
+        raise ValueError(f"{engine.label} does not cache prompt prefixes by default: a prefix hit rate needs an "
+                         f"engine that does")
     if setup.fixed_prompt is not None:
         check_fixed_prompts(requests, setup.fixed_prompt)
-    blocks = kv_blocks if kv_blocks is not None else setup.num_blocks(block_size, memory_utilization)
+    blocks = kv_blocks if kv_blocks is not None else setup.num_blocks(block_size, memory_utilization,
+                                                                      engine.memory_of if engine else "total")
     gain = expected_tokens(setup.acceptance, setup.spec_tokens) if setup.draft is not None else 1.0
     config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
-                             setup.spec_tokens + 1 if setup.draft is not None else 1, gain)
-    seqs, reps = run_engine(requests, config, setup.step_cost, replicas=replicas, router=router)
-    results = request_results(seqs)
+                             setup.spec_tokens + 1 if setup.draft is not None else 1, gain,
+                             engine.policy if engine else "mixed", engine.reserve_output if engine else False)
+    seqs, reps = run_engine(requests, config, setup.step_cost, replicas=replicas, router=router,
+                            concurrency=concurrency, warmup=warmup, prefix_hit=prefix_hit)
+    results = request_results(seqs, warmup)
     peak = max((used for rep in reps for _, used, *_ in rep.timeline), default=0) / blocks
-    summary = summarize(results, [s.finish_s for s in seqs], kv_blocks=blocks, kv_peak=peak,
+    summary = summarize(results, [g for rep in reps for g in rep.gaps], kv_blocks=blocks, kv_peak=peak,
                         preemptions=sum(r.preemptions for r in reps), energy_j=sum(r.energy_j for r in reps),
-                        replicas=replicas, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-                        price_usd_per_h=None if setup.price_usd_per_h is None else setup.price_usd_per_h * setup.tp)
+                        gpus=replicas * setup.tp, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                        price_usd_per_h=setup.price_usd_per_h)
     return ServingResult(setup.device, tuple(results), summary, tuple(tuple(r.timeline) for r in reps), config,
-                         replicas)
+                         replicas, engine.label if engine else None)
 
 
 def check_fixed_prompts(requests: Sequence[Request], positions: int) -> None:

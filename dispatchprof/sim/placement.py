@@ -13,6 +13,7 @@ shared by every consumer: the simulator, the capacity check, the trace, the roof
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import os
 from dataclasses import dataclass, field
@@ -42,6 +43,10 @@ class Placement:
     def as_bound(self) -> Placement:
         """The same placement on the bound versions of its devices (Device.as_bound)."""
         return Placement(tuple((glob, d.as_bound()) for glob, d in self.rules))
+
+    def replacing(self, **fields: object) -> Placement:
+        """The same placement with ``fields`` replaced on every device (such as a host cost)."""
+        return Placement(tuple((glob, dataclasses.replace(d, **fields)) for glob, d in self.rules))
 
     def device_for(self, scope: str) -> Device:
         d = self._cache.get(scope)
