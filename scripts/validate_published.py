@@ -41,8 +41,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import hashlib
-import inspect
 import itertools
 import json
 import math
@@ -50,9 +48,10 @@ import multiprocessing
 import os
 import statistics
 import sys
-import tempfile
 import warnings
 
+import prediction_cache
+from prediction_cache import VERSION, save_cache
 from published_fit import (
     HOST, MME, READINGS, UNOVERLAPPED, WOE, Fitted, energy, error, fit_energy, fit_hosts, fit_time_rows,
     fit_unoverlapped, runtime_of, variant_key, weight_only,
@@ -60,9 +59,6 @@ from published_fit import (
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "scripts", "data", "published_gpu.csv")
-#: What a cached prediction depends on: these trees' .py and .yaml files (`code_version`).
-CODE = ("dispatchprof", "op_formulas", "devices")
-VERSION = "__code_version__"                                     # the cache's key for it
 FAMILIES = {"tpot": "TPOT", "e2e_per_token": "TPOT", "ttft": "TTFT", "throughput": "throughput",
             "energy_per_token": "energy"}
 LLAMA2 = {"llama-2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
@@ -192,47 +188,17 @@ def generation_key(row: dict) -> str:
 
 
 def code_version() -> str:
-    """A hash of what the cached predictions depend on: every .py and .yaml file under `CODE` and
-    the source of this script's functions that simulate (`build`, `variants`, `shipped_variant`,
-    `simulated_weight_dtype`, `predict_row`, `predict_continuous`); the fitting code is not in it."""
-    h = hashlib.sha256()
-    for top in CODE:
-        for folder, dirs, files in os.walk(os.path.join(ROOT, top)):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(f for f in files if f.endswith((".py", ".yaml"))):
-                path = os.path.join(folder, name)
-                h.update(os.path.relpath(path, ROOT).encode() + b"\0")
-                with open(path, "rb") as f:
-                    h.update(f.read())
-    for fn in (build, variants, shipped_variant, simulated_weight_dtype, predict_row, predict_continuous):
-        h.update(inspect.getsource(fn).encode())
-    return h.hexdigest()[:16]
+    """The version of the code the predictions come from (`prediction_cache.code_version`): the
+    library's trees and this script's functions that simulate (`build`, `variants`,
+    `shipped_variant`, `simulated_weight_dtype`, `predict_row`, `predict_continuous`); the fitting
+    code is not in it."""
+    return prediction_cache.code_version((build, variants, shipped_variant, simulated_weight_dtype, predict_row,
+                                          predict_continuous))
 
 
 def load_cache(path: str | None) -> dict:
-    """The predictions cached in ``path`` (an empty cache when there is none), stamped with
-    `code_version`; a cache written by other code is refused, since its numbers would be stale."""
-    version = code_version()
-    if not path or not os.path.exists(path):
-        return {VERSION: version}
-    with open(path, encoding="utf-8") as f:
-        cache = json.load(f)
-    if cache.get(VERSION) != version:
-        raise SystemExit(f"validate_published.py: --cache {path} holds predictions of other code (version "
-                         f"{cache.get(VERSION, 'unrecorded')}, this code {version}); give a new file to simulate again")
-    return cache
-
-
-def save_cache(cache: dict, path: str) -> None:
-    """Write ``cache`` to ``path`` whole or not at all (a temporary file, then a rename)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(cache, f)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """The predictions cached in ``path``, refused when another code version made them."""
+    return prediction_cache.load_cache(path, code_version(), "validate_published.py")
 
 
 SHIPPED = "as-shipped"                   # the variant name of a row's bundled profile, unchanged

@@ -1,72 +1,251 @@
-"""Predict published serving results and print the errors.
+"""Predict measured serving benchmarks with the shipped defaults, beside AIConfigurator.
 
-Rows: scripts/data/published_serving.csv (each with its source; collected in the project's
-research notes). They are TensorRT-LLM's offline throughput benchmarks (trtllm-bench: every
-request queued at once, fixed input and output lengths, FP8 weights) for Llama-3.1-8B on one
-H100-SXM or H200, and Llama-3.3-70B (the Llama-3.1-70B architecture) on one H200.
+Rows: every row of AIConfigurator's silicon sample (the measured serving benchmarks its wheel ships,
+read from the installed package in .venv-validation: scripts/setup_validation.sh) that dispatchprof
+expresses (`serving_rows.aic_rows`; the others are counted by reason). Each row is simulated as its
+benchmark ran it, with nothing fitted: ``dispatchprof serve MODEL --device D --tp N --engine E
+--concurrency C`` with the row's lengths and weight dtype, the engine's bundled preset (its max
+batch set to the row's ``batch_size``), ``serving_rows.ROUNDS`` requests per client; the predicted
+mean TTFT and mean TPOT are compared with the measured ones. AIConfigurator's own estimate of each
+row (``cli_estimate``, in .venv-validation: scripts/aic_estimate.py) runs in the same run.
 
-Each row is simulated with its lengths, all requests arriving at 0 (min(published count, --cap)
-of them), under the serving runtime (an inference engine: CUDA-graph steps, fused kernels, the
-KV cache written in place), weights in fp8, an engine of max 2048 sequences and 8192 tokens per
-step with chunked prefill, and 95% of the memory for weights and KV cache (the source's usual
-kv_cache_free_gpu_mem_fraction). The KV cache is fp8 by default (``--kv-dtype``): the source does
-not state it, but NVIDIA's ModelOpt FP8 checkpoints carry ``kv_cache_quant_algo: FP8`` in their
-hf_quant_config.json and trtllm-bench runs the checkpoint's KV dtype (``--kv-dtype bf16`` shows
-the other reading). The metric is output tokens per second over the whole run, as trtllm-bench
-reports it.
+The split (fit / held-out) is fixed by each row's id (`serving_rows.split_of`). The table gives
+median |error| per metric over the held-out rows, per engine and per device, for dispatchprof and
+for AIConfigurator over the rows both predict.
 
-    .venv/bin/python scripts/validate_serving.py [--cap 3000] [--rows 1,2,3] [--kv-dtype fp8|bf16]
+    python scripts/validate_serving.py [--cache FILE] [--jobs N] [--limit N] [--markdown]
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
+import collections
+import dataclasses
+import json
+import multiprocessing
 import os
+import pickle
+import statistics
+import subprocess
+import sys
 import time
 import warnings
 
-from dispatchprof.serving import Request, prepare_serving, simulate_serving
+import prediction_cache
+from serving_rows import ServingRow, aic_rows
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "published_serving.csv")
-ENGINE = {"max_seqs": 2048, "max_batched_tokens": 8192, "memory_utilization": 0.95}
+from dispatchprof.serving import Request, prepare_serving, simulate_serving
+from dispatchprof.serving.engines import engine_preset
+
+ROOT = prediction_cache.ROOT
+AIC_PYTHON = os.path.join(ROOT, ".venv-validation", "bin", "python")
+METRICS = (("ttft_mean", "TTFT mean"), ("tpot_mean", "TPOT mean"))
+#: The version of the counting code: the library less the engine presets, and `counted_setup`.
+COUNT_VERSION = prediction_cache.code_version((), skip=("dispatchprof/serving/engines.yaml",))
+
+
+def silicon_sample(python: str) -> str:
+    """The path of silicon_sample.csv in the validation environment's aiconfigurator-core."""
+    code = ("import aiconfigurator_core, os; print(os.path.join(os.path.dirname(aiconfigurator_core.__file__), "
+            "'systems', 'silicon_sample.csv'))")
+    try:
+        out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SystemExit(f"validate_serving.py: no AIConfigurator in {python} ({e}); run scripts/setup_validation.sh")
+    return out.stdout.strip()
+
+
+def counted_setup(r: ServingRow, folder: str | None):
+    """The counted model of a row's `ServingRow.setup_key` (host costs left to the engine preset),
+    kept in ``folder`` as a pickle stamped with the counting code's version: what engines.yaml
+    says does not change a count, so a preset change re-simulates without counting again."""
+    path = None
+    if folder:
+        key = "-".join(str(v) for v in r.setup_key) + f"-{COUNT_VERSION}.pickle"
+        path = os.path.join(folder, key)
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                return pickle.load(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        setup = prepare_serving(r.model, r.device, weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype,
+                                runtime="serving", tp=r.tp, engine=r.engine, engine_version=r.engine_version)
+    if path:
+        os.makedirs(folder, exist_ok=True)
+        prediction_cache.save_bytes(pickle.dumps(setup), path)
+    return setup
+
+
+def predict_group(rows: list[ServingRow], folder: str | None = None) -> dict[str, dict]:
+    """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"}."""
+    try:
+        setup = counted_setup(rows[0], folder)
+    except ValueError as e:
+        return {r.id: {"error": str(e)} for r in rows}
+    return {r.id: predict_row(r, setup) for r in rows}
+
+
+def predict_row(r: ServingRow, setup, **figures) -> dict:
+    """One row on a counted setup, under its engine's preset on its device (``figures`` replace
+    the preset's). A prompt longer than the preset's step budget without chunked prefill could
+    not have run: such a row ran with chunked prefill, and is simulated so."""
+    capacity = setup.capacity_bytes
+    preset = engine_preset(r.engine, r.engine_version, memory_bytes=capacity, device_name=setup.device)
+    preset = dataclasses.replace(preset, **figures)
+    chunked = preset.chunked_prefill or r.prompt_len > preset.max_batched_tokens
+    try:
+        result = simulate_serving(dataclasses.replace(setup, engine=preset),
+                                  [Request(0.0, r.prompt_len, r.output_len)] * r.num_requests,
+                                  concurrency=r.concurrency, max_seqs=r.max_seqs, chunked_prefill=chunked)
+    except ValueError as e:
+        return {"error": str(e)}
+    s = result.summary
+    return {"ttft_mean": s.ttft_s.mean, "tpot_mean": s.tpot_s.mean, "output_tokens_per_s": s.output_tokens_per_s}
+
+
+def _group_task(task: tuple) -> dict[str, dict]:
+    return predict_group(*task)
+
+
+def predict_all(rows: list[ServingRow], cache: dict, path: str | None, jobs: int,
+                setups: str | None = None) -> dict[str, dict]:
+    """dispatchprof's prediction of every row (from ``cache`` where it has it), one counted model per
+    task, in ``jobs`` processes; the cache is saved to ``path`` after every task."""
+    todo = collections.defaultdict(list)
+    for r in rows:
+        if r.id not in cache:
+            todo[r.setup_key].append(r)
+    groups = [(g, setups) for g in sorted(todo.values(), key=len, reverse=True)]
+    start = time.perf_counter()
+    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else _Serial() as pool:
+        for k, out in enumerate(pool.imap_unordered(_group_task, groups), 1):
+            cache.update(out)
+            if path:
+                prediction_cache.save_cache(cache, path)
+            print(f"  simulated {k}/{len(groups)} models ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    return {r.id: cache[r.id] for r in rows}
+
+
+class _Serial:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def imap_unordered(self, fn, items):
+        return map(fn, items)
+
+
+def aic_predictions(rows: list[ServingRow], python: str) -> dict[str, dict]:
+    """AIConfigurator's estimate of every row (scripts/aic_estimate.py in the validation environment)."""
+    lines = "".join(json.dumps(r.raw) + "\n" for r in rows)
+    script = os.path.join(ROOT, "scripts", "aic_estimate.py")
+    out = subprocess.run([python, script], input=lines, capture_output=True, text=True, check=True)
+    preds = {}
+    for line in out.stdout.splitlines():
+        d = json.loads(line)
+        preds[d["id"]] = ({"error": d["error"]} if "error" in d else
+                          {"ttft_mean": d["ttft_ms"] / 1e3, "tpot_mean": d["tpot_ms"] / 1e3})
+    return preds
+
+
+def error(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured
+
+
+def median_abs(values: list[float]) -> str:
+    return f"{100 * statistics.median(abs(v) for v in values):.1f}%" if values else "-"
+
+
+def table(rows: list[ServingRow], ours: dict, theirs: dict, markdown: bool) -> str:
+    """Median |error| per metric and group: dispatchprof on the rows it predicts, then both tools
+    on the rows both predict."""
+    groups: dict[str, list[ServingRow]] = collections.OrderedDict()
+    groups["all held-out"] = [r for r in rows if r.split == "held-out"]
+    for key, label in (("engine", "engine {}"), ("device", "device {}")):
+        for value in sorted({getattr(r, key) for r in rows}):
+            groups[label.format(value)] = [r for r in rows if r.split == "held-out" and getattr(r, key) == value]
+    groups["all fit"] = [r for r in rows if r.split == "fit"]
+    head = ["rows", "predicted"] + [f"{name} dispatchprof" for _, name in METRICS]
+    head += ["both", *(f"{name} dispatchprof / AIConfigurator" for _, name in METRICS)]
+    lines = []
+    for label, members in groups.items():
+        ok = [r for r in members if "error" not in ours[r.id]]
+        both = [r for r in ok if "error" not in theirs.get(r.id, {"error": 1})]
+        cells = [str(len(members)), str(len(ok))]
+        cells += [median_abs([error(ours[r.id][m], r.measured[m]) for r in ok]) for m, _ in METRICS]
+        cells.append(str(len(both)))
+        cells += [f"{median_abs([error(ours[r.id][m], r.measured[m]) for r in both])} / "
+                  f"{median_abs([error(theirs[r.id][m], r.measured[m]) for r in both])}" for m, _ in METRICS]
+        lines.append((label, cells))
+    if markdown:
+        out = ["| group | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
+        out += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in lines]
+    else:
+        width = max(len(label) for label, _ in lines)
+        out = [f"{'':<{width}}  " + "  ".join(head)]
+        out += [f"{label:<{width}}  " + "  ".join(f"{c:>{len(h)}}" for c, h in zip(cells, head)) for label, cells in lines]
+    return "\n".join(out)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cap", type=int, default=3000, help="at most this many requests per row")
-    p.add_argument("--rows", help="comma-separated row ids (default: all)")
-    p.add_argument("--kv-dtype", default="fp8", help="KV-cache dtype (bf16: the model's own)")
+    p.add_argument("--cache", help="JSON file of dispatchprof's predictions (read and extended)")
+    p.add_argument("--setups", metavar="DIR", help="keep the counted models here (re-simulating skips counting)")
+    p.add_argument("--jobs", type=int, default=1, help="processes simulating in parallel")
+    p.add_argument("--limit", type=int, help="only the first N expressible rows (a quick look)")
+    p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
+    p.add_argument("--markdown", action="store_true")
+    p.add_argument("--errors", metavar="FILE", help="write every row's errors to FILE (CSV)")
     args = p.parse_args()
-    with open(DATA, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(f))
-    if args.rows:
-        wanted = set(args.rows.split(","))
-        rows = [r for r in rows if r["id"] in wanted]
-    setups: dict[tuple[str, str, str], object] = {}
-    print(f"runtime serving, weights fp8, KV cache {args.kv_dtype}")
-    print(f"{'id':>3} {'model':<14} {'device':<9} {'ISL/OSL':>10} {'requests':>8} {'published':>10} "
-          f"{'predicted':>10} {'error':>7}  (output tokens/s)")
-    errors = []
+    rows, skipped = aic_rows(silicon_sample(args.aic_python))
+    expressed = len(rows)
+    rows = rows[:args.limit] if args.limit else rows
+    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, aic_rows))
+    cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     start = time.perf_counter()
+    ours = predict_all(rows, cache, args.cache, args.jobs, args.setups)
+    theirs = aic_predictions(rows, args.aic_python)
+    reasons = collections.Counter(s.reason for s in skipped)
+    unpredicted = collections.Counter(ours[r.id]["error"].split(":")[0][:80] for r in rows if "error" in ours[r.id])
+    print(f"AIConfigurator silicon sample: {expressed + len(skipped)} rows, {expressed} expressed, {len(rows)} "
+          f"predicted here ({sum(r.split == 'fit' for r in rows)} fit, {sum(r.split == 'held-out' for r in rows)} "
+          f"held-out); "
+          f"as shipped, nothing fitted ({time.perf_counter() - start:.0f} s)")
+    print(table(rows, ours, theirs, args.markdown))
+    print("not expressed:")
+    for reason, n in reasons.most_common():
+        print(f"  {n:5d}  {reason}")
+    if unpredicted:
+        print("expressed, not predicted by dispatchprof:")
+        for reason, n in unpredicted.most_common():
+            print(f"  {n:5d}  {reason}")
+    failed = collections.Counter(theirs[r.id]["error"][:80] for r in rows if "error" in theirs.get(r.id, {}))
+    if failed:
+        print("not predicted by AIConfigurator:")
+        for reason, n in failed.most_common():
+            print(f"  {n:5d}  {reason}")
+    if args.errors:
+        write_errors(args.errors, rows, ours, theirs)
+
+
+def write_errors(path: str, rows: list[ServingRow], ours: dict, theirs: dict) -> None:
+    """Every row's measured and predicted figures (ms) and errors."""
+    import csv
+    import io
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "split", "engine", "device", "model", "tp", "weights", "isl", "osl", "concurrency", "metric",
+                "measured_ms", "dispatchprof_ms", "aiconfigurator_ms"])
     for r in rows:
-        key = (r["catalog_model"], r["device"], r["weight_dtype"])
-        if key not in setups:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                setups[key] = prepare_serving(r["catalog_model"], r["device"], weight_dtype=r["weight_dtype"],
-                                              kv_dtype=None if args.kv_dtype == "bf16" else args.kv_dtype,
-                                              runtime="serving")
-        isl, osl = int(r["prompt_len"]), int(r["output_len"])
-        n = min(int(r["num_requests"]), args.cap)
-        result = simulate_serving(setups[key], [Request(0.0, isl, osl)] * n, **ENGINE)
-        predicted, published = result.summary.output_tokens_per_s, float(r["value"])
-        error = (predicted - published) / published
-        errors.append(abs(error))
-        print(f"{r['id']:>3} {r['catalog_model']:<14} {r['device']:<9} {f'{isl}/{osl}':>10} {n:>8} "
-              f"{published:>10.0f} {predicted:>10.0f} {100 * error:>+6.1f}%")
-    print(f"mean |error| {100 * sum(errors) / len(errors):.1f}% over {len(errors)} rows, "
-          f"max {100 * max(errors):.1f}% ({time.perf_counter() - start:.0f} s)")
+        for m, _ in METRICS:
+            a, b = ours[r.id].get(m), theirs.get(r.id, {}).get(m)
+            w.writerow([r.id, r.split, r.engine, r.device, r.model, r.tp, r.weight_dtype or "bf16", r.prompt_len,
+                        r.output_len, r.concurrency, m, f"{1e3 * r.measured[m]:.4g}",
+                        "" if a is None else f"{1e3 * a:.4g}", "" if b is None else f"{1e3 * b:.4g}"])
+    from dispatchprof.results.files import write_atomic
+    write_atomic(path, buf.getvalue())
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ MODELS_MD = {  # published parameter counts (MODELS.md)
     "llama-3.2-1b": 1_235_814_400, "llama-3.2-3b": 3_212_749_824, "llama-3.1-8b": 8_030_261_248,
     "llama-3.1-70b": 70_553_706_496, "llama-3.1-405b": 405_853_388_800, "llama-2-7b": 6_738_415_616,
     "mistral-7b": 7_241_732_096, "mixtral-8x7b": 46_702_792_704, "qwen2.5-7b": 7_615_616_512,
+    # Qwen3-32B: 64 x 487,598,336 per layer (q 5120x8192, k and v 5120x1024, o 8192x5120, MLP 3 x 5120x25600,
+    # two 5120 norms, q/k norms of 128) + 2 x 151936x5120 (embedding, LM head) + 5120 = 32,762,123,264 ("32.8B")
+    "qwen3-32b": 32_762_123_264,
     "gemma-2-9b": 9_241_705_984, "phi-3-mini": 3_821_079_552, "gpt2": 124_439_808, "bert-base": 109_482_240,
 }
 

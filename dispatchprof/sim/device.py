@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
 Kind = Literal["pim", "gpu", "soc", "cpu", "other"]
-DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4")
+DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 #: Storage bits of the dtypes weights can be simulated in (``weight_dtype``).
-WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}
 WEIGHT_CATEGORIES = ("div", "sqrt", "exp", "cmp", "other")
 OVERRIDE_OPS = ("softmax", "silu", "rms_norm")
 

@@ -1,0 +1,117 @@
+"""Measured serving rows for scripts/validate_serving.py, as one shape: what ran (model, device,
+tensor parallelism, dtypes, engine, lengths, clients) and what was measured (seconds).
+
+AIConfigurator's silicon sample (`aic_rows`): NVIDIA's measured serving benchmarks shipped in the
+aiconfigurator-core wheel (systems/silicon_sample.csv, Apache-2.0): each row is a closed-loop
+benchmark of ``silicon_concurrency`` clients (named in its ``silicon_data_source``) with fixed
+input and output lengths, and its mean TTFT and TPOT in milliseconds. A row is predicted when
+dispatchprof can express it: an aggregated engine (not disaggregated prefill/decode), a dense
+model of the catalog, tensor parallelism only, a device with a bundled profile; every other row
+is kept with the reason it is not (`Skipped`).
+
+The split is fixed by the row's id alone, before any prediction: a row whose SHA-256 of its id
+has a first byte divisible by 3 is a fit row, every other row is held out (`split_of`).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+#: silicon-sample model -> catalog model (the -Instruct and FP8/NVFP4 checkpoints share the architecture)
+MODELS = {"Qwen/Qwen3-32B": "qwen3-32b", "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+          "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+          "meta-llama/Llama-3.1-70B": "llama-3.1-70b"}
+#: silicon-sample system -> bundled device profile
+DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
+#: gemm_quant_mode -> simulated weight dtype (None: the model's bf16)
+WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
+#: backend -> the engine preset its rows run under: each backend's newest preset (the rows' versions,
+#: vLLM 0.12-0.19, SGLang 0.5.1-0.5.10, TensorRT-LLM 1.0-1.3, are that version or newer)
+ENGINES = {"vllm": ("vllm", "0.11.2"), "sglang": ("sglang", "0.5"), "trtllm": ("trtllm", "1.1")}
+#: Requests per client in a simulated benchmark (the source does not give its request count).
+ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class ServingRow:
+    """One measured serving benchmark and what dispatchprof simulates it as (seconds)."""
+
+    id: str
+    source: str
+    split: str
+    model: str
+    device: str
+    tp: int
+    engine: str
+    engine_version: str
+    weight_dtype: str | None
+    kv_dtype: str | None
+    prompt_len: int
+    output_len: int
+    concurrency: int
+    max_seqs: int
+    num_requests: int
+    measured: dict                                   # metric -> seconds ("ttft_mean", "tpot_mean")
+    raw: dict = field(repr=False, compare=False)     # the source's own row
+
+    @property
+    def setup_key(self) -> tuple:
+        """Rows with one key share one counted model."""
+        return self.model, self.device, self.tp, self.weight_dtype, self.kv_dtype
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    reason: str
+
+
+def split_of(row_id: str) -> str:
+    """The fixed split rule of the module docstring."""
+    return "fit" if hashlib.sha256(row_id.encode()).digest()[0] % 3 == 0 else "held-out"
+
+
+def kv_dtype_of(backend: str, weights: str | None) -> str | None:
+    """The KV cache's dtype: TensorRT-LLM stores it in fp8 beside fp8 or fp4 weights (its quantized
+    checkpoints carry kv_cache_quant_algo FP8); vLLM and SGLang keep the model's dtype ("auto")."""
+    return "fp8" if backend == "trtllm" and weights in ("fp8", "fp4") else None
+
+
+def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
+    """The rows of the silicon sample at ``path`` that dispatchprof expresses, and the others."""
+    rows, skipped = [], []
+    with open(path, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            reason = _unexpressed(r)
+            if reason:
+                skipped.append(Skipped(r["id"], reason))
+                continue
+            clients = int(re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"]).group(1))
+            weights = WEIGHTS[r["gemm_quant_mode"]]
+            engine, version = ENGINES[r["backend"]]
+            rows.append(ServingRow(
+                r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
+                DEVICES[r["system"]], int(r["tp_size"]), engine, version, weights, kv_dtype_of(r["backend"], weights),
+                int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), ROUNDS * clients,
+                {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r))
+    return rows, skipped
+
+
+def _unexpressed(r: dict) -> str | None:
+    """Why a silicon-sample row is not predicted, or None."""
+    if r["mode"] != "agg":
+        return "disaggregated prefill/decode (not simulated yet)"
+    if r["model_path"] not in MODELS:
+        return f"{r['model_path']}: a mixture-of-experts model (the serving cost model covers dense models)"
+    if r["system"] not in DEVICES:
+        return f"{r['system']}: no bundled device profile"
+    if r["gemm_quant_mode"] not in WEIGHTS:
+        return f"weights {r['gemm_quant_mode']}: no simulated weight dtype"
+    if r["pp_size"] not in ("", "1") or r["attention_dp_size"] not in ("", "0", "1"):
+        return "pipeline or attention data parallelism (not simulated yet)"
+    if "silicon_concurrency=" not in r["silicon_data_source"]:
+        return "the source gives no concurrency"
+    return None
