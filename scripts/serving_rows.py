@@ -3,11 +3,18 @@ tensor parallelism, dtypes, engine, lengths, clients) and what was measured (sec
 
 AIConfigurator's silicon sample (`aic_rows`): NVIDIA's measured serving benchmarks shipped in the
 aiconfigurator-core wheel (systems/silicon_sample.csv, Apache-2.0): each row is a closed-loop
-benchmark of ``silicon_concurrency`` clients (named in its ``silicon_data_source``) with fixed
-input and output lengths, and its mean TTFT and TPOT in milliseconds. A row is predicted when
+benchmark of ``silicon_concurrency`` clients (named in its ``silicon_data_source``; where it is
+not, its ``batch_size``, which equals it in 3,410 of the 3,619 aggregated rows) with fixed input
+and output lengths, and its mean TTFT and TPOT in milliseconds. A row is predicted when
 dispatchprof can express it: an aggregated engine (not disaggregated prefill/decode), a dense
 model of the catalog, tensor parallelism only, a device with a bundled profile; every other row
 is kept with the reason it is not (`Skipped`).
+
+TensorRT-LLM's published offline throughput (`published_rows`: scripts/data/published_serving.csv,
+each row with its source): trtllm-bench queues every request at once with fixed lengths and FP8
+weights; simulated under the TensorRT-LLM preset with the KV cache in fp8 (ModelOpt FP8
+checkpoints carry kv_cache_quant_algo FP8) and 95% of the free memory for it (the page's usual
+kv_cache_free_gpu_mem_fraction), at most `OFFLINE_CAP` requests; the metric is output tokens/s.
 
 The split is fixed by the row's id alone, before any prediction: a row whose SHA-256 of its id
 has a first byte divisible by 3 is a fit row, every other row is held out (`split_of`).
@@ -33,6 +40,8 @@ WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 ENGINES = {"vllm": ("vllm", "0.11.2"), "sglang": ("sglang", "0.5"), "trtllm": ("trtllm", "1.1")}
 #: Requests per client in a simulated benchmark (the source does not give its request count).
 ROUNDS = 5
+#: At most this many requests of an offline throughput row are simulated.
+OFFLINE_CAP = 3000
 
 
 @dataclass(frozen=True)
@@ -51,11 +60,12 @@ class ServingRow:
     kv_dtype: str | None
     prompt_len: int
     output_len: int
-    concurrency: int
-    max_seqs: int
+    concurrency: int | None                          # closed-loop clients; None: every request at 0
+    max_seqs: int | None                             # None: the preset's
     num_requests: int
-    measured: dict                                   # metric -> seconds ("ttft_mean", "tpot_mean")
+    measured: dict                                   # metric -> value ("ttft_mean" s, "tpot_mean" s, "output_tokens_per_s")
     raw: dict = field(repr=False, compare=False)     # the source's own row
+    engine_figures: dict = field(default_factory=dict, compare=False)   # figures the benchmark set
 
     @property
     def setup_key(self) -> tuple:
@@ -89,7 +99,8 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
             if reason:
                 skipped.append(Skipped(r["id"], reason))
                 continue
-            clients = int(re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"]).group(1))
+            named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
+            clients = int(named.group(1)) if named else int(r["batch_size"])
             weights = WEIGHTS[r["gemm_quant_mode"]]
             engine, version = ENGINES[r["backend"]]
             rows.append(ServingRow(
@@ -98,6 +109,17 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                 int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), ROUNDS * clients,
                 {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r))
     return rows, skipped
+
+
+def published_rows(path: str) -> list[ServingRow]:
+    """TensorRT-LLM's offline throughput rows (module docstring)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        return [ServingRow(f"trtllm-bench-{r['id']}", "TensorRT-LLM perf-overview.md", split_of(f"trtllm-bench-{r['id']}"),
+                           r["catalog_model"], r["device"], int(r["tp"]), "trtllm", "1.1", r["weight_dtype"], "fp8",
+                           int(r["prompt_len"]), int(r["output_len"]), None, None,
+                           min(int(r["num_requests"]), OFFLINE_CAP), {"output_tokens_per_s": float(r["value"])}, r,
+                           {"memory_utilization": 0.95})
+                for r in csv.DictReader(f)]
 
 
 def _unexpressed(r: dict) -> str | None:
@@ -112,6 +134,4 @@ def _unexpressed(r: dict) -> str | None:
         return f"weights {r['gemm_quant_mode']}: no simulated weight dtype"
     if r["pp_size"] not in ("", "1") or r["attention_dp_size"] not in ("", "0", "1"):
         return "pipeline or attention data parallelism (not simulated yet)"
-    if "silicon_concurrency=" not in r["silicon_data_source"]:
-        return "the source gives no concurrency"
     return None

@@ -32,16 +32,20 @@ import time
 import warnings
 
 import prediction_cache
-from serving_rows import ServingRow, aic_rows
+from serving_rows import ServingRow, aic_rows, published_rows
 
 from dispatchprof.serving import Request, prepare_serving, simulate_serving
 from dispatchprof.serving.engines import engine_preset
 
 ROOT = prediction_cache.ROOT
 AIC_PYTHON = os.path.join(ROOT, ".venv-validation", "bin", "python")
-METRICS = (("ttft_mean", "TTFT mean"), ("tpot_mean", "TPOT mean"))
-#: The version of the counting code: the library less the engine presets, and `counted_setup`.
-COUNT_VERSION = prediction_cache.code_version((), skip=("dispatchprof/serving/engines.yaml",))
+METRICS = (("ttft_mean", "TTFT mean"), ("tpot_mean", "TPOT mean"), ("output_tokens_per_s", "throughput"))
+#: Files a count does not depend on: the event loop, the engine presets, what they read and render.
+NOT_COUNTING = tuple(f"dispatchprof/serving/{name}" for name in (
+    "engine.py", "scheduler.py", "engines.py", "engines.yaml", "metrics.py", "requests.py", "datasets.py",
+    "render.py")) + tuple(f"dispatchprof/cli/{name}" for name in os.listdir(os.path.join(ROOT, "dispatchprof", "cli")))
+#: The version of the counting code: the library less `NOT_COUNTING`.
+COUNT_VERSION = prediction_cache.code_version((), skip=NOT_COUNTING)
 
 
 def silicon_sample(python: str) -> str:
@@ -91,7 +95,7 @@ def predict_row(r: ServingRow, setup, **figures) -> dict:
     not have run: such a row ran with chunked prefill, and is simulated so."""
     capacity = setup.capacity_bytes
     preset = engine_preset(r.engine, r.engine_version, memory_bytes=capacity, device_name=setup.device)
-    preset = dataclasses.replace(preset, **figures)
+    preset = dataclasses.replace(preset, **{**r.engine_figures, **figures})
     chunked = preset.chunked_prefill or r.prompt_len > preset.max_batched_tokens
     try:
         result = simulate_serving(dataclasses.replace(setup, engine=preset),
@@ -139,7 +143,7 @@ class _Serial:
 
 def aic_predictions(rows: list[ServingRow], python: str) -> dict[str, dict]:
     """AIConfigurator's estimate of every row (scripts/aic_estimate.py in the validation environment)."""
-    lines = "".join(json.dumps(r.raw) + "\n" for r in rows)
+    lines = "".join(json.dumps(r.raw) + "\n" for r in rows if r.source.startswith("aiconfigurator"))
     script = os.path.join(ROOT, "scripts", "aic_estimate.py")
     out = subprocess.run([python, script], input=lines, capture_output=True, text=True, check=True)
     preds = {}
@@ -159,34 +163,33 @@ def median_abs(values: list[float]) -> str:
 
 
 def table(rows: list[ServingRow], ours: dict, theirs: dict, markdown: bool) -> str:
-    """Median |error| per metric and group: dispatchprof on the rows it predicts, then both tools
-    on the rows both predict."""
+    """Median |error| per group and metric: dispatchprof over the rows it predicts, then both tools
+    over the rows both predict (AIConfigurator estimates the silicon-sample rows)."""
     groups: dict[str, list[ServingRow]] = collections.OrderedDict()
-    groups["all held-out"] = [r for r in rows if r.split == "held-out"]
-    for key, label in (("engine", "engine {}"), ("device", "device {}")):
+    groups["held-out"] = [r for r in rows if r.split == "held-out"]
+    for key in ("engine", "device", "source"):
         for value in sorted({getattr(r, key) for r in rows}):
-            groups[label.format(value)] = [r for r in rows if r.split == "held-out" and getattr(r, key) == value]
-    groups["all fit"] = [r for r in rows if r.split == "fit"]
-    head = ["rows", "predicted"] + [f"{name} dispatchprof" for _, name in METRICS]
-    head += ["both", *(f"{name} dispatchprof / AIConfigurator" for _, name in METRICS)]
+            groups[f"held-out, {value}"] = [r for r in groups["held-out"] if getattr(r, key) == value]
+    groups["fit"] = [r for r in rows if r.split == "fit"]
+    head = ["group", "metric", "rows", "dispatchprof", "both", "dispatchprof", "AIConfigurator"]
     lines = []
     for label, members in groups.items():
-        ok = [r for r in members if "error" not in ours[r.id]]
-        both = [r for r in ok if "error" not in theirs.get(r.id, {"error": 1})]
-        cells = [str(len(members)), str(len(ok))]
-        cells += [median_abs([error(ours[r.id][m], r.measured[m]) for r in ok]) for m, _ in METRICS]
-        cells.append(str(len(both)))
-        cells += [f"{median_abs([error(ours[r.id][m], r.measured[m]) for r in both])} / "
-                  f"{median_abs([error(theirs[r.id][m], r.measured[m]) for r in both])}" for m, _ in METRICS]
-        lines.append((label, cells))
+        for m, name in METRICS:
+            measured = [r for r in members if m in r.measured]
+            ok = [r for r in measured if m in ours[r.id]]
+            both = [r for r in ok if m in theirs.get(r.id, {})]
+            if not measured:
+                continue
+            lines.append([label, name, f"{len(ok)}/{len(measured)}",
+                          median_abs([error(ours[r.id][m], r.measured[m]) for r in ok]), str(len(both)),
+                          median_abs([error(ours[r.id][m], r.measured[m]) for r in both]),
+                          median_abs([error(theirs[r.id][m], r.measured[m]) for r in both])])
     if markdown:
-        out = ["| group | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|"]
-        out += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in lines]
-    else:
-        width = max(len(label) for label, _ in lines)
-        out = [f"{'':<{width}}  " + "  ".join(head)]
-        out += [f"{label:<{width}}  " + "  ".join(f"{c:>{len(h)}}" for c, h in zip(cells, head)) for label, cells in lines]
-    return "\n".join(out)
+        out = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+        return "\n".join(out + ["| " + " | ".join(cells) + " |" for cells in lines])
+    widths = [max(len(c) for c in col) for col in zip(head, *lines)]
+    return "\n".join("  ".join(f"{c:<{w}}" if i < 2 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
+                     for cells in [head, *lines])
 
 
 def main() -> None:
@@ -202,7 +205,8 @@ def main() -> None:
     rows, skipped = aic_rows(silicon_sample(args.aic_python))
     expressed = len(rows)
     rows = rows[:args.limit] if args.limit else rows
-    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, aic_rows))
+    rows += published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
+    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, aic_rows, published_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     start = time.perf_counter()
     ours = predict_all(rows, cache, args.cache, args.jobs, args.setups)
@@ -237,13 +241,16 @@ def write_errors(path: str, rows: list[ServingRow], ours: dict, theirs: dict) ->
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["id", "split", "engine", "device", "model", "tp", "weights", "isl", "osl", "concurrency", "metric",
-                "measured_ms", "dispatchprof_ms", "aiconfigurator_ms"])
+                "measured", "dispatchprof", "aiconfigurator"])                     # ms, or output tokens/s
     for r in rows:
         for m, _ in METRICS:
             a, b = ours[r.id].get(m), theirs.get(r.id, {}).get(m)
+            if m not in r.measured:
+                continue
+            scale = 1 if m == "output_tokens_per_s" else 1e3
             w.writerow([r.id, r.split, r.engine, r.device, r.model, r.tp, r.weight_dtype or "bf16", r.prompt_len,
-                        r.output_len, r.concurrency, m, f"{1e3 * r.measured[m]:.4g}",
-                        "" if a is None else f"{1e3 * a:.4g}", "" if b is None else f"{1e3 * b:.4g}"])
+                        r.output_len, r.concurrency or "", m, f"{scale * r.measured[m]:.4g}",
+                        "" if a is None else f"{scale * a:.4g}", "" if b is None else f"{scale * b:.4g}"])
     from dispatchprof.results.files import write_atomic
     write_atomic(path, buf.getvalue())
 

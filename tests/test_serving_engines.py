@@ -1,6 +1,7 @@
 """Engine presets (data with sources), their scheduler rules, CUDA-graph padding and host time,
 and the request-length datasets."""
 
+import math
 import random
 
 import pytest
@@ -127,3 +128,20 @@ def test_quantile_lengths():
     assert set(DATASETS) == {"azure-conv", "azure-code", "arxiv-summarization"}
     with pytest.raises(ValueError, match="unknown dataset 'sharegpt'; known: azure-conv, azure-code"):
         dataset_lengths("sharegpt")
+
+
+def test_a_prefill_that_gives_way_is_planned_again():
+    # prefill-first, 6 blocks of 4 tokens: r0 decodes holding 3 blocks (10 tokens computed); r1 is mid-prefill
+    # (8 of 16 prompt tokens, 2 blocks) and needs 2 more blocks for its next 8 tokens: only 1 is free, and
+    # the decoding r0 is older, so r1 preempts itself; planned again, the step decodes r0.
+    from dispatchprof.serving.engine import Replica, SeqState, _start_step
+    from dispatchprof.serving.requests import Request
+
+    cfg = SchedulerConfig(num_blocks=6, block_size=4, max_batched_tokens=64, policy="prefill_first")
+    r0 = SeqState(0, Request(0.0, 8, 10), known=11.0, computed=10.0, blocks=3, prefilled=True, generated=3.0)
+    r1 = SeqState(1, Request(0.0, 16, 4), known=16.0, computed=8.0, blocks=2)
+    rep = Replica(0, cfg, running=[r0, r1], free_blocks=1)
+    done = []
+    _start_step(rep, [r0, r1], 0.0, lambda p, d, i: (0.01, 1.0), done, math.inf)
+    assert rep.plan.scheduled == ((0, 1, 0),) and rep.running == [r0] and list(rep.waiting) == [r1]
+    assert r1.preemptions == 1 and r1.computed == 0 and rep.free_blocks == 3

@@ -220,17 +220,21 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
             rep.plan = _RUN
             heapq.heappush(done, (end, rep.index))
             return
-    plan = plan_step([s.view() for s in rep.running], (s.view() for s in rep.waiting), rep.free_blocks, rep.config)
-    for i in plan.preempted:                       # newest first: the oldest ends at the front
-        s = seqs[i]
-        rep.running.remove(s)
-        rep.free_blocks += s.blocks
-        s.computed, s.blocks, s.prefilled = float(s.cached), 0, False
-        s.preemptions += 1
-        rep.preemptions += 1
-        rep.waiting.appendleft(s)
-    for _ in plan.admitted:
-        rep.running.append(rep.waiting.popleft())
+    while True:     # a plan that only preempted (a prefill gave way to older sequences) is planned again
+        plan = plan_step([s.view() for s in rep.running], (s.view() for s in rep.waiting), rep.free_blocks,
+                         rep.config)
+        for i in plan.preempted:                   # newest first: the oldest ends at the front
+            s = seqs[i]
+            rep.running.remove(s)
+            rep.free_blocks += s.blocks
+            s.computed, s.blocks, s.prefilled = float(s.cached), 0, False
+            s.preemptions += 1
+            rep.preemptions += 1
+            rep.waiting.appendleft(s)
+        for _ in plan.admitted:
+            rep.running.append(rep.waiting.popleft())
+        if plan.scheduled or not plan.preempted:
+            break
     if not plan.scheduled:
         raise RuntimeError(f"replica {rep.index} scheduled nothing with {len(rep.waiting)} requests waiting")
     prefill, images, decoding = [], 0, []

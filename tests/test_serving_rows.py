@@ -1,0 +1,70 @@
+"""The measured serving rows of scripts/validate_serving.py: which rows are expressed and why the
+others are not, the fixed split, and the dtypes and engines each row is simulated with."""
+
+import csv
+import hashlib
+
+import serving_rows as sr
+
+COLUMNS = ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
+           "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size", "tp_size", "pp_size", "attention_dp_size",
+           "moe_tp_size", "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms"]
+
+
+def row(**over):
+    base = dict(id="r", silicon_data_source="source_file=x.csv; silicon_concurrency=16", backend="trtllm",
+                backend_version="1.0.0rc3", model_path="Qwen/Qwen3-32B", system="h100_sxm", precision="fp8",
+                mode="agg", isl="1024", osl="128", gemm_quant_mode="fp8", moe_quant_mode="fp8", batch_size="16",
+                tp_size="2", pp_size="1", attention_dp_size="", moe_tp_size="1", moe_ep_size="1",
+                silicon_ttft_ms="165.1", silicon_tpot_ms="11.866")
+    return {**base, **over}
+
+
+def write(tmp_path, rows):
+    path = tmp_path / "silicon_sample.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+def test_a_row_as_simulated(tmp_path):
+    rows, skipped = sr.aic_rows(write(tmp_path, [row()]))
+    assert skipped == []
+    r = rows[0]
+    assert (r.model, r.device, r.tp, r.engine, r.engine_version) == ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.1")
+    assert (r.weight_dtype, r.kv_dtype, r.prompt_len, r.output_len) == ("fp8", "fp8", 1024, 128)
+    assert (r.concurrency, r.max_seqs, r.num_requests) == (16, 16, 16 * sr.ROUNDS)
+    assert r.measured == {"ttft_mean": 0.1651, "tpot_mean": 0.011866}          # milliseconds -> seconds
+    vllm = sr.aic_rows(write(tmp_path, [row(backend="vllm", gemm_quant_mode="")]))[0][0]
+    assert (vllm.engine, vllm.weight_dtype, vllm.kv_dtype) == ("vllm", None, None)   # bf16, KV "auto"
+    no_clients = row(silicon_data_source="source_file=gap.csv", batch_size="64")
+    assert sr.aic_rows(write(tmp_path, [no_clients]))[0][0].concurrency == 64   # batch_size stands for it
+
+
+def test_rows_not_expressed_keep_their_reason(tmp_path):
+    rows, skipped = sr.aic_rows(write(tmp_path, [
+        row(id="a", mode="disagg"), row(id="b", model_path="deepseek-ai/DeepSeek-R1"), row(id="c", system="b300_sxm"),
+        row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo")]))
+    assert rows == []
+    assert [s.reason for s in skipped] == [
+        "disaggregated prefill/decode (not simulated yet)",
+        "deepseek-ai/DeepSeek-R1: a mixture-of-experts model (the serving cost model covers dense models)",
+        "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (not simulated yet)",
+        "weights int4_wo: no simulated weight dtype"]
+
+
+def test_the_split_depends_on_the_id_alone():
+    ids = [f"row-{i}" for i in range(300)]
+    fit = [i for i in ids if sr.split_of(i) == "fit"]
+    assert all((hashlib.sha256(i.encode()).digest()[0] % 3 == 0) == (i in fit) for i in ids)
+    assert 70 < len(fit) < 130                                           # about a third
+
+
+def test_published_offline_rows():
+    rows = sr.published_rows(sr.__file__.replace("serving_rows.py", "data/published_serving.csv"))
+    assert len(rows) == 14 and all(r.concurrency is None and r.engine == "trtllm" for r in rows)
+    first = rows[0]
+    assert (first.prompt_len, first.output_len, first.num_requests) == (128, 128, sr.OFFLINE_CAP)
+    assert first.measured == {"output_tokens_per_s": 28312.0} and first.engine_figures == {"memory_utilization": 0.95}
