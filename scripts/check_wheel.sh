@@ -25,5 +25,8 @@ assert (t.macs, t.mult, t.add) == (64, 64, 64), t
 assert c.simulated().total.time_s > 0
 from dispatchprof.flops_profiler import get_model_profile   # a subpackage: listed in setup.cfg
 assert get_model_profile(lin, input_shape=(2, 8), print_profile=False) == ("128 ", "64 MACs", "36")
+from dispatchprof.serving.datasets import dataset_lengths
+from dispatchprof.serving.engines import engine_preset
+assert engine_preset("vllm").block_size == 16 and dataset_lengths("azure-conv")[0].quantiles[50] == 1020.0
 print(f"wheel ok: dispatchprof {dispatchprof.__version__} from {dispatchprof.__file__}: {t.macs} MACs")
 PY

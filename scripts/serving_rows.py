@@ -39,7 +39,7 @@ WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 #: vLLM 0.12-0.19, SGLang 0.5.1-0.5.10, TensorRT-LLM 1.0-1.3, are that version or newer)
 ENGINES = {"vllm": ("vllm", "0.11.2"), "sglang": ("sglang", "0.5"), "trtllm": ("trtllm", "1.1")}
 #: Requests per client in a simulated benchmark (the source does not give its request count).
-ROUNDS = 5
+ROUNDS = 3
 #: At most this many requests of an offline throughput row are simulated.
 OFFLINE_CAP = 3000
 

@@ -91,12 +91,14 @@ def predict_group(rows: list[ServingRow], folder: str | None = None) -> dict[str
 
 def predict_row(r: ServingRow, setup, **figures) -> dict:
     """One row on a counted setup, under its engine's preset on its device (``figures`` replace
-    the preset's). A prompt longer than the preset's step budget without chunked prefill could
-    not have run: such a row ran with chunked prefill, and is simulated so."""
+    the preset's). Without chunked prefill, a prompt that does not fit in the step budget beside
+    the other clients' decodes would have run alone, one request at a time, which a row's
+    measured TPOT (growing with its clients) shows it did not: such a row is simulated with
+    chunked prefill."""
     capacity = setup.capacity_bytes
     preset = engine_preset(r.engine, r.engine_version, memory_bytes=capacity, device_name=setup.device)
     preset = dataclasses.replace(preset, **{**r.engine_figures, **figures})
-    chunked = preset.chunked_prefill or r.prompt_len > preset.max_batched_tokens
+    chunked = preset.chunked_prefill or r.prompt_len + (r.concurrency or 1) - 1 > preset.max_batched_tokens
     try:
         result = simulate_serving(dataclasses.replace(setup, engine=preset),
                                   [Request(0.0, r.prompt_len, r.output_len)] * r.num_requests,
@@ -139,6 +141,47 @@ class _Serial:
 
     def imap_unordered(self, fn, items):
         return map(fn, items)
+
+
+#: The host figures the fit tries for each engine (microseconds).
+HOST_GRID = {"step_host_us": (100, 300), "sequence_host_us": (0, 10, 40)}
+
+
+def _fit_task(task: tuple) -> dict[str, dict]:
+    rows, folder = task
+    setup = counted_setup(rows[0], folder)
+    return {r.id: {(a, b): predict_row(r, setup, step_host_us=a, sequence_host_us=b)
+                   for a in HOST_GRID["step_host_us"] for b in HOST_GRID["sequence_host_us"]} for r in rows}
+
+
+def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int) -> dict[str, tuple]:
+    """Each engine's (step_host_us, sequence_host_us) from `HOST_GRID` with the least mean error
+    over its fit rows (at most ``most`` of them, in id order; a row's error is the mean of its
+    metrics' |error|, capped at 1): engine -> (step, sequence, mean error, rows)."""
+    chosen = collections.defaultdict(list)
+    for r in sorted(rows, key=lambda r: r.id):
+        if r.split == "fit" and len(chosen[r.engine]) < most:
+            chosen[r.engine].append(r)
+    groups = collections.defaultdict(list)
+    for members in chosen.values():
+        for r in members:
+            groups[r.setup_key].append(r)
+    preds: dict[str, dict] = {}
+    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else _Serial() as pool:
+        for out in pool.imap_unordered(_fit_task, [(g, folder) for g in groups.values()]):
+            preds.update(out)
+    best = {}
+    for engine, members in chosen.items():
+        def objective(point: tuple) -> float:
+            errs = []
+            for r in members:
+                p = preds[r.id][point]
+                errs.append(min(1.0, statistics.mean(abs(error(p[m], v)) for m, v in r.measured.items())
+                                if "error" not in p else 1.0))
+            return statistics.mean(errs)
+        point = min(preds[members[0].id], key=lambda pt: (objective(pt), pt))
+        best[engine] = (*point, objective(point), len(members))
+    return best
 
 
 def aic_predictions(rows: list[ServingRow], python: str) -> dict[str, dict]:
@@ -201,11 +244,18 @@ def main() -> None:
     p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--errors", metavar="FILE", help="write every row's errors to FILE (CSV)")
+    p.add_argument("--fit-hosts", type=int, metavar="N",
+                   help="fit each engine's host figures on at most N of its fit rows (HOST_GRID) and stop")
     args = p.parse_args()
     rows, skipped = aic_rows(silicon_sample(args.aic_python))
     expressed = len(rows)
     rows = rows[:args.limit] if args.limit else rows
     rows += published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
+    if args.fit_hosts:
+        for engine, (step, seq, err, n) in fit_hosts(rows, args.setups, args.jobs, args.fit_hosts).items():
+            print(f"{engine}: step_host_us {step}, sequence_host_us {seq}: mean error {100 * err:.1f}% "
+                  f"over {n} fit rows")
+        return
     version = prediction_cache.code_version((counted_setup, predict_group, predict_row, aic_rows, published_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     start = time.perf_counter()
