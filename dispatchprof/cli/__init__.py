@@ -4,17 +4,22 @@ by ``dispatchprof --help``. ``dispatchprof MODEL ...`` is the short form of
 ``dispatchprof profile MODEL ...``.
 
 Bad arguments, an unknown model or device, or an unreadable file end with exit code 2 and one
-line on stderr, never a traceback. Every input is checked before any counting starts.
+line on stderr, never a traceback. Every input is checked before any counting starts. Ctrl-C
+exits 130 and SIGTERM 143, after the temporary file of a write in progress is removed.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import signal
 import sys
-from typing import Sequence
+import threading
+from typing import Any, Sequence
 
 from dispatchprof.cli.parser import UsageError
+from dispatchprof.errors import Terminated
+from dispatchprof.results.files import raise_terminated
 
 #: name -> one-line help. To add a subcommand: a row here and a module <name>_command.py.
 COMMANDS: dict[str, str] = {
@@ -50,22 +55,41 @@ def usage() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    previous = _raise_on_sigterm()
     try:
-        if not args or args[0] in ("-h", "--help", "help"):
-            sys.stdout.write(usage())
-            return 0
-        if args[0] in ("-V", "--version"):
-            sys.stdout.write(f"dispatchprof {version()}\n")
-            return 0
-        name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
-        module = importlib.import_module(f"dispatchprof.cli.{name}_command")
-        return module.run(rest)
+        return _dispatch(args)
     except (UsageError, ValueError, OSError, RecursionError, ImportError) as e:
         print(f"dispatchprof: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dispatchprof: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("dispatchprof: terminated", file=sys.stderr)
+        return 143
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        sys.stdout.write(f"dispatchprof {version()}\n")
+        return 0
+    name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
+    module = importlib.import_module(f"dispatchprof.cli.{name}_command")
+    return module.run(rest)
+
+
+def _raise_on_sigterm() -> Any:
+    """Make SIGTERM raise `Terminated` (so temporary files are removed and the exit status is 143);
+    returns the handler to restore, or None off the main thread, where signals cannot be handled."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, raise_terminated)
 
 
 def one_line(e: BaseException) -> str:

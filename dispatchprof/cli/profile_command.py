@@ -13,7 +13,7 @@ from typing import Sequence
 
 from dispatchprof import report
 from dispatchprof.cli.options import (
-    DTYPES, add_format, as_json, check_output, emit, model_dtype, need_matplotlib, size, table_fmt, warn,
+    DTYPES, add_format, as_json, check_outputs, emit, input_files, model_dtype, need_matplotlib, size, table_fmt, warn,
     weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
@@ -87,8 +87,8 @@ def check_args(args):
         devices.append(placement_rules(args.place))
     if (args.trace or args.roofline) and not devices:
         raise UsageError("--trace and --roofline need a --device to simulate on")
-    for flag in ("output", "trace", "roofline"):
-        check_output(getattr(args, flag), "-o" if flag == "output" else f"--{flag}")
+    check_outputs({"-o": args.output, "--trace": args.trace, "--roofline": args.roofline},
+                  inputs=[*input_files(args.model), *args.device])
     if args.roofline:
         need_matplotlib("--roofline")
     return scenarios_of(devices)                  # unknown devices and bad YAML fail here

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Sequence
 
 from dispatchprof import report
-from dispatchprof.cli.options import add_format, as_json, check_output, emit, table_fmt
+from dispatchprof.cli.options import add_format, as_json, check_outputs, emit, table_fmt
 from dispatchprof.cli.parser import Parser
 from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
@@ -35,7 +35,9 @@ def run(argv: Sequence[str]) -> int:
                    help="rows of --format csv|parquet: one per operator, module or op record (raw units)")
     p.add_argument("-o", "--output", metavar="FILE", help="write csv|parquet rows to FILE (default FILE.csv|.parquet)")
     args = p.parse_args(argv)
-    check_output(args.output, "-o")
+    if args.format in ("csv", "parquet"):
+        args.output = args.output or f"{args.file}.{args.format}"
+    check_outputs({"-o": args.output}, inputs=[args.file, *args.device])
     scenarios = scenarios_of(args.device)              # bad devices fail before the file is read
     data = read_json(args.file, "file")
     schema = data.get("schema") if isinstance(data, dict) else None
@@ -52,7 +54,7 @@ def run(argv: Sequence[str]) -> int:
                          f"{PROFILE_SCHEMA!r}, {GENERATION_SCHEMA!r} or {FORWARD_SCHEMA!r})")
     sims = [simulate(profile, scenarios[n], name=n) for n in scenarios]
     if args.format in ("csv", "parquet"):
-        emit(table_file(profile, sims, args.output or f"{args.file}.{args.format}", args.format, by=args.by) + "\n")
+        emit(table_file(profile, sims, args.output, args.format, by=args.by) + "\n")
         return 0
     if args.format == "json":
         emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,

@@ -8,7 +8,8 @@ import sys
 from typing import Sequence
 
 from dispatchprof.cli.options import (
-    add_format, as_json, check_output, emit, model_dtype, need_matplotlib, size_list, table_fmt, warn, weight_dtype,
+    add_format, as_json, check_outputs, emit, input_files, model_dtype, need_matplotlib, size_list, table_fmt, warn,
+    weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.llm.sweep import shapes, sweep
@@ -52,8 +53,8 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"the sweep has {tasks:,} model shapes; at most {MAX_TASKS:,} (split it)")
     if args.workers < 0:
         raise UsageError(f"--workers must be >= 0, got {args.workers}")
-    check_output(args.output, "-o")
-    check_output(args.plot, "--plot")
+    check_outputs({"-o": args.output, "--plot": args.plot},
+                  inputs=[f for m in args.models for f in input_files(m)] + args.device)
     if args.plot:
         need_matplotlib("--plot")
     if args.output and args.format == "table":
