@@ -10,7 +10,7 @@ from dispatchprof.cli.options import add_format, as_json, check_outputs, emit, t
 from dispatchprof.cli.parser import Parser
 from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
-from dispatchprof.results.files import read_json
+from dispatchprof.results.files import READ_LIMITS, read_json
 from dispatchprof.results.frame import ROWS
 from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
 from dispatchprof.results.generation import generation_from_dict, generation_to_dict
@@ -39,7 +39,7 @@ def run(argv: Sequence[str]) -> int:
         args.output = args.output or f"{args.file}.{args.format}"
     check_outputs({"-o": args.output}, inputs=[args.file, *args.device])
     scenarios = scenarios_of(args.device)              # bad devices fail before the file is read
-    data = read_json(args.file, "file")
+    data = read_json(args.file, "file", limit=READ_LIMITS["profile"])
     schema = data.get("schema") if isinstance(data, dict) else None
     g = model = None
     if schema == GENERATION_SCHEMA:

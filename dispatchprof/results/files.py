@@ -1,5 +1,9 @@
 """The only reader and writer of user files: regular files only, bounded reads, atomic writes.
 
+Reading (`read_text`, `read_json`): regular files only (a FIFO or a device is refused before any
+byte is read, so nothing hangs), at most `READ_LIMITS` bytes per kind of file (the limit is in the
+message), UTF-8 with or without a byte-order mark; every refusal names the file.
+
 Writing (`write_atomic`, `check_output_paths`):
 
 - a destination is a new file, an existing regular file, or a symlink to a regular file owned by
@@ -31,6 +35,10 @@ from typing import Any, Iterable, Iterator
 from dispatchprof.errors import Terminated, UnsafeFileError
 
 ALLOWED_OUTPUT = "an output is a new file, a regular file, or a symlink to a regular file you own"
+#: The largest file of each kind read (bytes): far above a real one, low enough that reading and
+#: parsing it stays within memory and seconds.
+READ_LIMITS = {"profile": 256 << 20, "config": 16 << 20, "device profile": 256 << 10, "trace": 256 << 20}
+DEFAULT_READ_LIMIT = 64 << 20
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
 
@@ -169,14 +177,49 @@ def current_umask() -> int:
     return mask
 
 
-def read_json(path: str | os.PathLike, what: str, error: type[Exception] = ValueError) -> Any:
-    """Parse a JSON file; an unreadable, truncated or corrupt file raises ``error`` naming it."""
+def read_text(path: str | os.PathLike, what: str, error: type[Exception] = ValueError,
+              limit: int | None = None) -> str:
+    """The text of a regular file of kind ``what``, at most ``limit`` bytes (default ``READ_LIMITS[what]``).
+
+    The file is opened without blocking and checked before a byte is read, so a FIFO or a device
+    (``/dev/zero``) is refused at once; a larger file is refused naming the limit; the text is UTF-8
+    (a leading byte-order mark is dropped) and any other encoding is refused naming the file and
+    the offset of the first bad byte. Every refusal raises ``error``."""
     path = os.fspath(path)
+    limit = READ_LIMITS.get(what, DEFAULT_READ_LIMIT) if limit is None else limit
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise error(f"{path}: cannot read the {what} ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise error(f"{path}: is {kind_of(mode)}; a {what} is read from a regular file")
+        try:
+            data = f.read(limit + 1)
+        except OSError as e:
+            raise error(f"{path}: cannot read the {what} ({e.strerror})") from None
+    if len(data) > limit:
+        raise error(f"{path}: a {what} is at most {_size(limit)} (a limit that keeps memory and time bounded); "
+                    f"this file is larger")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: a {what} is UTF-8 text; byte 0x{data[e.start]:02x} at offset {e.start} "
+                    f"is not UTF-8") from None
+
+
+def read_json(path: str | os.PathLike, what: str, error: type[Exception] = ValueError,
+              limit: int | None = None) -> Any:
+    """Parse a JSON file read by `read_text`; a truncated or corrupt file raises ``error`` naming it."""
+    text = read_text(path, what, error, limit)
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as e:
-        raise error(f"{path}: not a complete JSON {what} (truncated or corrupt: {e.msg} at "
+        raise error(f"{os.fspath(path)}: not a complete JSON {what} (truncated or corrupt: {e.msg} at "
                     f"line {e.lineno} column {e.colno})") from None
+
+
+def _size(n: int) -> str:
+    """A byte count in KiB or MiB, as the limits are written."""
+    return f"{n >> 20:,} MiB" if n >= 1 << 20 else f"{n >> 10:,} KiB" if n >= 1 << 10 else f"{n:,} bytes"
