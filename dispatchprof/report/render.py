@@ -23,5 +23,13 @@ def table_format(fmt: str) -> str:
     return name
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters (terminal escapes, carriage returns, tabs) escaped as Python
+    writes them (``\\x1b``), so a name read from a file cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def render(rows: Sequence[Sequence[object]], headers: Sequence[str], fmt: str) -> str:
     return _tabulate.tabulate(rows, headers=headers, tablefmt=table_format(fmt), disable_numparse=True)
