@@ -12,15 +12,11 @@ from dispatchprof.cli.options import (
     weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
-from dispatchprof.llm.sweep import shapes, sweep
+from dispatchprof.llm.sweep import check_sweep_size, sweep
 from dispatchprof.report.render import render
 from dispatchprof.report.sweep import plot_sweep, sweep_csv
 from dispatchprof.results.sweep import sweep_to_dict
 from dispatchprof.sim.runtime import RUNTIMES
-
-#: Tasks (model shapes) one sweep may run: far above a useful grid, low enough to catch a typo.
-MAX_TASKS = 4096
-
 
 def parser() -> Parser:
     p = Parser(prog="dispatchprof sweep", description=(
@@ -48,9 +44,7 @@ def parser() -> Parser:
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    tasks = len(shapes(args.models, args.batch, args.prompt_len, args.new_tokens))
-    if tasks > MAX_TASKS:
-        raise UsageError(f"the sweep has {tasks:,} model shapes; at most {MAX_TASKS:,} (split it)")
+    tasks = check_sweep_size(args.models, args.batch, args.prompt_len, args.new_tokens)
     if args.workers < 0:
         raise UsageError(f"--workers must be >= 0, got {args.workers}")
     check_outputs({"-o": args.output, "--plot": args.plot},
