@@ -47,8 +47,10 @@ def test_a_bug_is_one_line_asking_for_a_report_and_the_traceback_needs_debug(cap
     assert ("Traceback (most recent call last)" in err) is debug and (err.count("\n") == 1) is not debug
 
 
-@pytest.mark.parametrize("fault, code, line", [(KeyboardInterrupt, 130, "dispatchprof: interrupted"),
-                                               (MemoryError, 2, "dispatchprof: error: dispatchprof devices: out of memory")])
+@pytest.mark.parametrize("fault, code, line", [
+    (KeyboardInterrupt, 130, "dispatchprof: interrupted"),
+    (MemoryError, 2, "dispatchprof: error: dispatchprof devices: out of memory"),
+])
 def test_an_interrupt_or_exhausted_memory_inside_a_command_is_one_line(capsys, monkeypatch, fault, code, line):
     def fail():
         raise fault

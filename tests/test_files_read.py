@@ -81,7 +81,8 @@ def _cycle(d):
 @pytest.mark.parametrize("edit, message", [
     (lambda d: d["records"][0][4].__setitem__(0, float("nan")), r"field records\[0\].cost.add must be a finite number "
                                                                 r">= 0, got nan"),
-    (lambda d: d["records"][0][4].__setitem__(1, -5), r"field records\[0\].cost.mult must be a finite number >= 0, got -5"),
+    (lambda d: d["records"][0][4].__setitem__(1, -5),
+     r"field records\[0\].cost.mult must be a finite number >= 0, got -5"),
     (lambda d: d["records"][0][4].__setitem__(7, "many"), r"field records\[0\].cost.macs must be a number, got 'many'"),
     (lambda d: d["records"][0].__setitem__(2, "sideways"), r"field records\[0\].phase must be one of forward, "),
     (lambda d: d["records"][0].__setitem__(0, 7), r"field records\[0\].op must be a string, got 7"),
