@@ -4,6 +4,7 @@ file or hub), and the size of a sweep, checked before anything is built."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import transformers
@@ -71,3 +72,12 @@ def test_a_sweep_checks_its_size_before_building_anything(capsys, monkeypatch):
     assert main(["sweep", "llama-3.2-1b", "--device", "L4", "--batch", big, "--prompt-len", big,
                  "--new-tokens", "1,2"]) == 2
     assert capsys.readouterr().err == f"dispatchprof: error: {message}\n"
+
+
+@pytest.mark.parametrize("flags, message", [(["--top", "-5"], "--top must be >= 0, got -5"),
+                                            (["--depth", "-2"], r"--depth must be -1 \(all\) or >= 0, got -2")])
+def test_report_refuses_the_table_options_profile_refuses(capsys, tmp_path, flags, message):
+    for argv in (["report", str(tmp_path / "p.json")], ["llama-3.2-1b"]):
+        assert main([*argv, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and re.search(message, err)

@@ -103,6 +103,14 @@ def check_outputs(outputs: Mapping[str, str | None], inputs: Iterable[str | None
     check_output_paths(outputs.values())
 
 
+def check_table_options(depth: int, top: int) -> None:
+    """Refuse a --depth below -1 (-1: all) or a --top below 0 (0: no operator table)."""
+    if depth < -1:
+        raise UsageError(f"--depth must be -1 (all) or >= 0, got {depth}")
+    if top < 0:
+        raise UsageError(f"--top must be >= 0, got {top}")
+
+
 def input_files(model: str) -> list[str]:
     """The files a model argument may name: the path itself and, for a folder, its config.json."""
     return [model, os.path.join(model, "config.json")]

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Sequence
 
 from dispatchprof import report
-from dispatchprof.cli.options import add_format, as_json, check_outputs, emit, table_fmt
+from dispatchprof.cli.options import add_format, as_json, check_outputs, check_table_options, emit, table_fmt
 from dispatchprof.cli.parser import Parser
 from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
@@ -35,6 +35,7 @@ def run(argv: Sequence[str]) -> int:
                    help="rows of --format csv|parquet: one per operator, module or op record (raw units)")
     p.add_argument("-o", "--output", metavar="FILE", help="write csv|parquet rows to FILE (default FILE.csv|.parquet)")
     args = p.parse_args(argv)
+    check_table_options(args.depth, args.top)
     if args.format in ("csv", "parquet"):
         args.output = args.output or f"{args.file}.{args.format}"
     check_outputs({"-o": args.output}, inputs=[args.file, *args.device])
