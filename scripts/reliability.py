@@ -111,8 +111,9 @@ def guarantee_lines() -> tuple[list[str], int, int]:
             got = outcomes.get(test, [])
             ok = bool(got) and all(o == "passed" for o in got)
             passed += ok
-            lines.append(f"| {text} | `{test.split('::')[-1]}` | "
-                         f"{f'passed ({len(got)} cases)' if ok else 'FAILED' if got else 'not run'} |")
+            cases = f"{len(got)} case" + "s" * (len(got) != 1)
+            result = f"passed ({cases})" if ok else "FAILED" if got else "not run"
+            lines.append(f"| {text} | `{test.split('::')[-1]}` | {result} |")
         lines.append("")
     return lines, passed, len(tests)
 
