@@ -23,3 +23,14 @@ class DeviceProfileError(ValueError):
 
 class ModelSpecError(ValueError):
     """A model name, path or hub id that cannot be turned into a config."""
+
+
+class UnsafeFileError(ValueError):
+    """A path dispatchprof refuses to write or read: not a regular file, a symlink it must not
+    follow, an output that is also an input, or a file over its kind's size limit."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program was so that ``finally`` blocks run (temporary files are
+    removed); the command exits 143. A BaseException like KeyboardInterrupt: ``except Exception``
+    does not catch it."""

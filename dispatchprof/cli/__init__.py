@@ -3,18 +3,26 @@ module ``dispatchprof.cli.<name>_command`` with ``run(argv) -> int`` and a one-l
 by ``dispatchprof --help``. ``dispatchprof MODEL ...`` is the short form of
 ``dispatchprof profile MODEL ...``.
 
-Bad arguments, an unknown model or device, or an unreadable file end with exit code 2 and one
-line on stderr, never a traceback. Every input is checked before any counting starts.
+Bad arguments, an unknown model or device, an unreadable file, or an error a dependency raised on
+the input end with exit code 2 and one line on stderr, never a traceback; a bug in dispatchprof
+ends with one line asking for a report, exit code 1; ``--debug`` (anywhere on the command line)
+prints the traceback too. Every input is checked before any counting starts. Ctrl-C exits 130
+and SIGTERM 143 at any point, after the temporary file of a write in progress is removed
+(dispatchprof.cli.failures).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import signal
 import sys
-from typing import Sequence
+import threading
+import traceback
+from typing import Any, Sequence
 
-from dispatchprof.cli.parser import UsageError
+from dispatchprof.cli.failures import exit_status
+from dispatchprof.results.files import raise_terminated
 
 #: name -> one-line help. To add a subcommand: a row here and a module <name>_command.py.
 COMMANDS: dict[str, str] = {
@@ -44,36 +52,52 @@ def usage() -> str:
              "commands:"]
     lines += [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
     lines += ["", "Every command takes --json (JSON on stdout; schemas in docs/cli.md).",
-              "dispatchprof COMMAND --help shows a command's options."]
+              "dispatchprof COMMAND --help shows a command's options; --debug prints the traceback of an error."]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    args = [a for a in args if a != "--debug"]
+    previous = _raise_on_sigterm()
     try:
-        if not args or args[0] in ("-h", "--help", "help"):
-            sys.stdout.write(usage())
-            return 0
-        if args[0] in ("-V", "--version"):
-            sys.stdout.write(f"dispatchprof {version()}\n")
-            return 0
-        name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
-        module = importlib.import_module(f"dispatchprof.cli.{name}_command")
-        return module.run(rest)
-    except (UsageError, ValueError, OSError, RecursionError, ImportError) as e:
-        print(f"dispatchprof: error: {one_line(e)}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("dispatchprof: interrupted", file=sys.stderr)
-        return 130
+        return _dispatch(args)
+    except BaseException as e:          # every ending becomes one line and an exit status (cli.failures)
+        if isinstance(e, SystemExit):
+            raise
+        if debug:
+            traceback.print_exc()
+        status, line = exit_status(e, subject(args))
+        print(line, file=sys.stderr)
+        return status
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
-def one_line(e: BaseException) -> str:
-    """An exception as one line: an OSError names its file."""
-    if isinstance(e, OSError) and e.filename:
-        text = f"{e.filename}: {e.strerror}"
-    elif isinstance(e, RecursionError):
-        text = "input nested too deeply"
-    else:
-        text = str(e)
-    return " ".join(text.split())
+def subject(args: Sequence[str]) -> str:
+    """What a command line works on, for an error raised inside a dependency: the first argument
+    that is not an option (a model or a file), else the command's name."""
+    rest = args[1:] if args and args[0] in COMMANDS else args
+    return next((a for a in rest if not a.startswith("-")), f"dispatchprof {args[0] if args else DEFAULT}")
+
+
+def _dispatch(args: list[str]) -> int:
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(usage())
+        return 0
+    if args[0] in ("-V", "--version"):
+        sys.stdout.write(f"dispatchprof {version()}\n")
+        return 0
+    name, rest = (args[0], args[1:]) if args[0] in COMMANDS else (DEFAULT, args)
+    module = importlib.import_module(f"dispatchprof.cli.{name}_command")
+    return module.run(rest)
+
+
+def _raise_on_sigterm() -> Any:
+    """Make SIGTERM raise `Terminated` (so temporary files are removed and the exit status is 143);
+    returns the handler to restore, or None off the main thread, where signals cannot be handled."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, raise_terminated)

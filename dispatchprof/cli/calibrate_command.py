@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
-from dispatchprof.cli.options import add_format, as_json, check_output, emit
+from dispatchprof.cli.options import add_format, as_json, check_outputs, emit
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.report.render import render
 from dispatchprof.sim.calibrate import measure, write_profile
@@ -28,7 +28,7 @@ def run(argv: Sequence[str]) -> int:
     args = p.parse_args(argv)
     args.name = args.name or ("this-gpu" if args.gpu else "host-cpu")
     args.output = args.output or f"{args.name}.yaml"
-    check_output(args.output, "-o")
+    check_outputs({"-o": args.output})
     if args.gpu:
         return _calibrate_gpu(args.output, args.name, args.format)
     cal = measure()

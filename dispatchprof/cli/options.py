@@ -1,8 +1,8 @@
 """Options and checks every subcommand shares, run before any work starts.
 
 Sizes have limits far above any real run but low enough to refuse a typo such as
-``--batch 1000000000000`` at once (`SIZE_LIMITS`). Output paths are checked for a folder that
-exists and can be written, so a mistake fails before counting and names the path the user gave.
+``--batch 1000000000000`` at once (`SIZE_LIMITS`). Output paths are checked before counting
+(`check_outputs`): a regular file or a new one in a writable folder, never one of the inputs.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.llm.models import MODEL_DTYPES
-from dispatchprof.results.files import write_atomic
+from dispatchprof.errors import UnsafeFileError
+from dispatchprof.results.files import check_output_paths, write_atomic
 from dispatchprof.sim.device import WEIGHT_BITS
 
 #: The largest value each size option takes (a whole number >= 1 up to this).
@@ -88,17 +89,31 @@ def table_fmt(fmt: str) -> str:
     return "github" if fmt == "markdown" else "simple"
 
 
-def check_output(path: str | None, flag: str) -> None:
-    """Refuse, before any work, an output path whose folder is missing or not writable."""
-    if not path:
-        return
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path}: is a folder; give a file name")
-    if not os.path.isdir(folder):
-        raise UsageError(f"{flag} {path}: the folder {os.path.dirname(path) or '.'} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{flag} {path}: the folder {os.path.dirname(path) or '.'} is not writable")
+def check_outputs(outputs: Mapping[str, str | None], inputs: Iterable[str | None] = ()) -> None:
+    """Refuse, before any work, an output (flag -> path; None is no output) that cannot be written
+    safely, whose folder is missing or not writable, or that is the same file as one of ``inputs``
+    or as another output (dispatchprof.results.files.check_output_paths); the message starts with
+    the flag."""
+    inputs = [i for i in inputs if i]
+    for flag, path in outputs.items():
+        try:
+            check_output_paths([path], inputs)
+        except UnsafeFileError as e:
+            raise UsageError(f"{flag} {e}") from None
+    check_output_paths(outputs.values())
+
+
+def check_table_options(depth: int, top: int) -> None:
+    """Refuse a --depth below -1 (-1: all) or a --top below 0 (0: no operator table)."""
+    if depth < -1:
+        raise UsageError(f"--depth must be -1 (all) or >= 0, got {depth}")
+    if top < 0:
+        raise UsageError(f"--top must be >= 0, got {top}")
+
+
+def input_files(model: str) -> list[str]:
+    """The files a model argument may name: the path itself and, for a folder, its config.json."""
+    return [model, os.path.join(model, "config.json")]
 
 
 def need_matplotlib(flag: str) -> None:

@@ -13,8 +13,8 @@ from typing import Sequence
 
 from dispatchprof import report
 from dispatchprof.cli.options import (
-    DTYPES, add_format, as_json, check_output, emit, model_dtype, need_matplotlib, size, table_fmt, warn,
-    weight_dtype,
+    DTYPES, add_format, as_json, check_outputs, check_table_options, emit, input_files, model_dtype, need_matplotlib,
+    size, table_fmt, warn, weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
@@ -78,17 +78,14 @@ def placement_rules(rules: Sequence[str]) -> dict[str, str]:
 def check_args(args):
     """Every check that needs no model: options, output folders, devices (each YAML parsed once,
     here). Returns the scenarios."""
-    if args.depth < -1:
-        raise UsageError(f"--depth must be -1 (all) or >= 0, got {args.depth}")
-    if args.top < 0:
-        raise UsageError(f"--top must be >= 0, got {args.top}")
+    check_table_options(args.depth, args.top)
     devices: list = list(args.device)
     if args.place:
         devices.append(placement_rules(args.place))
     if (args.trace or args.roofline) and not devices:
         raise UsageError("--trace and --roofline need a --device to simulate on")
-    for flag in ("output", "trace", "roofline"):
-        check_output(getattr(args, flag), "-o" if flag == "output" else f"--{flag}")
+    check_outputs({"-o": args.output, "--trace": args.trace, "--roofline": args.roofline},
+                  inputs=[*input_files(args.model), *args.device])
     if args.roofline:
         need_matplotlib("--roofline")
     return scenarios_of(devices)                  # unknown devices and bad YAML fail here

@@ -6,11 +6,11 @@ import dataclasses
 from typing import Sequence
 
 from dispatchprof import report
-from dispatchprof.cli.options import add_format, as_json, check_output, emit, table_fmt
+from dispatchprof.cli.options import add_format, as_json, check_outputs, check_table_options, emit, table_fmt
 from dispatchprof.cli.parser import Parser
 from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
-from dispatchprof.results.files import read_json
+from dispatchprof.results.files import READ_LIMITS, read_json
 from dispatchprof.results.frame import ROWS
 from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
 from dispatchprof.results.generation import generation_from_dict, generation_to_dict
@@ -35,9 +35,12 @@ def run(argv: Sequence[str]) -> int:
                    help="rows of --format csv|parquet: one per operator, module or op record (raw units)")
     p.add_argument("-o", "--output", metavar="FILE", help="write csv|parquet rows to FILE (default FILE.csv|.parquet)")
     args = p.parse_args(argv)
-    check_output(args.output, "-o")
+    check_table_options(args.depth, args.top)
+    if args.format in ("csv", "parquet"):
+        args.output = args.output or f"{args.file}.{args.format}"
+    check_outputs({"-o": args.output}, inputs=[args.file, *args.device])
     scenarios = scenarios_of(args.device)              # bad devices fail before the file is read
-    data = read_json(args.file, "file")
+    data = read_json(args.file, "file", limit=READ_LIMITS["profile"])
     schema = data.get("schema") if isinstance(data, dict) else None
     g = model = None
     if schema == GENERATION_SCHEMA:
@@ -52,7 +55,7 @@ def run(argv: Sequence[str]) -> int:
                          f"{PROFILE_SCHEMA!r}, {GENERATION_SCHEMA!r} or {FORWARD_SCHEMA!r})")
     sims = [simulate(profile, scenarios[n], name=n) for n in scenarios]
     if args.format in ("csv", "parquet"):
-        emit(table_file(profile, sims, args.output or f"{args.file}.{args.format}", args.format, by=args.by) + "\n")
+        emit(table_file(profile, sims, args.output, args.format, by=args.by) + "\n")
         return 0
     if args.format == "json":
         emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,

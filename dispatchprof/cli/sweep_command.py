@@ -8,18 +8,15 @@ import sys
 from typing import Sequence
 
 from dispatchprof.cli.options import (
-    add_format, as_json, check_output, emit, model_dtype, need_matplotlib, size_list, table_fmt, warn, weight_dtype,
+    add_format, as_json, check_outputs, emit, input_files, model_dtype, need_matplotlib, size_list, table_fmt, warn,
+    weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
-from dispatchprof.llm.sweep import shapes, sweep
+from dispatchprof.llm.sweep import check_sweep_size, sweep
 from dispatchprof.report.render import render
 from dispatchprof.report.sweep import plot_sweep, sweep_csv
 from dispatchprof.results.sweep import sweep_to_dict
 from dispatchprof.sim.runtime import RUNTIMES
-
-#: Tasks (model shapes) one sweep may run: far above a useful grid, low enough to catch a typo.
-MAX_TASKS = 4096
-
 
 def parser() -> Parser:
     p = Parser(prog="dispatchprof sweep", description=(
@@ -47,13 +44,11 @@ def parser() -> Parser:
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    tasks = len(shapes(args.models, args.batch, args.prompt_len, args.new_tokens))
-    if tasks > MAX_TASKS:
-        raise UsageError(f"the sweep has {tasks:,} model shapes; at most {MAX_TASKS:,} (split it)")
+    tasks = check_sweep_size(args.models, args.batch, args.prompt_len, args.new_tokens)
     if args.workers < 0:
         raise UsageError(f"--workers must be >= 0, got {args.workers}")
-    check_output(args.output, "-o")
-    check_output(args.plot, "--plot")
+    check_outputs({"-o": args.output, "--plot": args.plot},
+                  inputs=[f for m in args.models for f in input_files(m)] + args.device)
     if args.plot:
         need_matplotlib("--plot")
     if args.output and args.format == "table":

@@ -17,6 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
+from dispatchprof.count.interrupts import interrupts_deferred
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.report.dataframe import counter_frame
@@ -121,50 +122,69 @@ class OpCounter:
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
+        """Install the hooks and modes. Each step is undone by `_close` as soon as it is done, and
+        signals wait until all are installed (interrupts_deferred): no interrupt or error, at any
+        point, leaves a hook behind."""
         if self._state is not None:
             raise RuntimeError("this OpCounter is already counting; use a new OpCounter to nest")
         self._profile = None
         self._thread = threading.get_ident()
         self._step_starts = []
-        self._state = Recorder(self._model, self._causal)
-        self._state.tracker.start()
-        self._optimizer_hooks = [register_optimizer_step_pre_hook(self._optimizer_started),
-                                 register_optimizer_step_post_hook(self._optimizer_finished)]
-        self._modes = [FusedAttentionMode(self._state), CountingMode(self._state)]
+        with interrupts_deferred():
+            self._state = Recorder(self._model, self._causal)
+            try:
+                self._install(self._state)
+            except BaseException:
+                self._close()
+                raise
+        return self
+
+    def _install(self, state: Recorder) -> None:
+        state.tracker.start()
+        self._optimizer_hooks.append(register_optimizer_step_pre_hook(self._optimizer_started))
+        self._optimizer_hooks.append(register_optimizer_step_post_hook(self._optimizer_finished))
         self._flex_eager = eager_flex_attention(True)
         _HEADROOM.acquire()
         self._headroom = True
-        try:
-            for m in self._modes:
-                m.__enter__()
-        except BaseException:
-            self._close()
-            raise
-        return self
+        for m in (FusedAttentionMode(state), CountingMode(state)):
+            m.__enter__()
+            self._modes.append(m)
 
     def __exit__(self, *exc: Any) -> None:
-        self._close()
+        with interrupts_deferred():
+            self._close()
 
     def _close(self) -> None:
-        state = self._state
-        try:
-            for m in reversed(self._modes):
-                m.__exit__(None, None, None)
-        finally:
-            self._modes = []
-            eager_flex_attention(self._flex_eager)
-            self._flex_eager = None
-            if self._headroom:
-                _HEADROOM.release()
-                self._headroom = False
-            for h in self._optimizer_hooks:
-                h.remove()
-            self._optimizer_hooks = []
-            if state is not None:
-                state.tracker.stop()
-                self._profile = state.freeze()
-                state.ledger.close()
-                self._state = None
+        """Undo every installed step, each even if another raises (the first error is raised after
+        all ran, the others chained to it), then freeze the profile."""
+        with contextlib.ExitStack() as undo:
+            undo.callback(self._freeze)
+            undo.callback(self._remove_hooks)
+            undo.callback(self._release_headroom)
+            undo.callback(self._restore_flex)
+            while self._modes:
+                undo.callback(self._modes.pop(0).__exit__, None, None, None)
+
+    def _restore_flex(self) -> None:
+        flex, self._flex_eager = self._flex_eager, None
+        eager_flex_attention(flex)
+
+    def _release_headroom(self) -> None:
+        if self._headroom:
+            self._headroom = False
+            _HEADROOM.release()
+
+    def _remove_hooks(self) -> None:
+        while self._optimizer_hooks:
+            self._optimizer_hooks.pop().remove()
+        if self._state is not None:
+            self._state.tracker.stop()
+
+    def _freeze(self) -> None:
+        state, self._state = self._state, None
+        if state is not None:
+            self._profile = state.freeze()
+            state.ledger.close()
 
     def _optimizer_started(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer pre-hook: the step's ops are phase "optimizer" (this thread's steps

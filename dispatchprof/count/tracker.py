@@ -98,13 +98,12 @@ class ModuleTracker:
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         self._thread = threading.get_ident()
-        self._handles = [register_module_forward_pre_hook(self._pre_hook),
-                         register_module_forward_hook(self._post_hook, always_call=True)]
+        self._handles.append(register_module_forward_pre_hook(self._pre_hook))
+        self._handles.append(register_module_forward_hook(self._post_hook, always_call=True))
 
     def stop(self) -> None:
-        for h in self._handles:
-            h.remove()
-        self._handles = []
+        while self._handles:
+            self._handles.pop().remove()
         del self.stack[1:]
 
     # --- scope queries ---------------------------------------------------------------------

@@ -7,7 +7,9 @@ dispatchprof never runs remote code: a config that asks for it (``auto_map``) is
 A config.json is validated before any model is built: an unknown ``model_type`` names the
 closest known ones; a field whose type differs from the type of transformers' default for that
 model type (``"hidden_size": "abc"``) is refused naming the field; the sizes that shape the
-model (`SIZE_FIELDS`) must be whole numbers from 1 to `MAX_SIZE`. A hub id is looked up in the
+model (`SIZE_FIELDS`) must be whole numbers from 1 to `MAX_SIZE`. Every config, bundled, from a
+file or from the hub, is refused when it asks for remote code or has more than `MAX_LAYERS`
+layers or `MAX_EXPERTS` experts (`check_loaded_config`). A hub id is looked up in the
 local cache first; when it is not there and the hub cannot be reached within
 `HUB_CONNECT_TIMEOUT_S`, it fails at once instead of retrying.
 """
@@ -32,6 +34,14 @@ SIZE_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_lay
                "num_key_value_heads", "head_dim", "n_embd", "n_layer", "n_head", "n_positions", "d_model",
                "d_ff", "num_layers", "num_heads", "d_kv")
 MAX_SIZE = 1 << 24
+#: Layer counts (any of these fields) above this are refused: counting time grows with the layers
+#: (the largest bundled model has 126; 1,000 layers already take minutes).
+LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "num_decoder_layers", "encoder_layers", "decoder_layers")
+MAX_LAYERS = 512
+#: Expert counts above this are refused: every expert is a module built, held in memory and
+#: counted (the largest bundled model has 256).
+EXPERT_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+MAX_EXPERTS = 1024
 HUB_CONNECT_TIMEOUT_S = 3.0
 
 
@@ -53,7 +63,48 @@ def catalog() -> dict[str, CatalogEntry]:
 
 
 def load_config(spec: str | os.PathLike) -> Any:
-    """A transformers config from a catalog name, a config.json (or its folder), or a hub id."""
+    """A transformers config from a catalog name, a config.json (or its folder), or a hub id;
+    wherever it came from, checked by `check_loaded_config`."""
+    config = _load_config(spec)
+    check_loaded_config(config, os.fspath(spec))
+    return config
+
+
+def check_loaded_config(config: Any, where: str) -> None:
+    """Refuse a config (or its text config) that asks for remote code, has more than `MAX_LAYERS`
+    layers or `MAX_EXPERTS` experts, or routes each token to more experts than it has; the
+    message gives the reason for the bound."""
+    for c in (config, getattr(config, "text_config", None)):
+        if c is None:
+            continue
+        if getattr(c, "auto_map", None):
+            raise ModelSpecError(f"{where}: this config asks for remote code (auto_map); dispatchprof never runs "
+                                 f"remote code (trust_remote_code is never set)")
+        _bounded(c, where, LAYER_FIELDS, MAX_LAYERS, "layers", "time: counting grows with the layers, and "
+                 "1,000 layers already take minutes")
+        experts = _bounded(c, where, EXPERT_FIELDS, MAX_EXPERTS, "experts", "memory and time: every expert is a "
+                           "module that is built and counted")
+        top_k = getattr(c, "num_experts_per_tok", None)
+        if experts and isinstance(top_k, int) and not 1 <= top_k <= experts:
+            raise ModelSpecError(f"{where}: field 'num_experts_per_tok' must be from 1 to the {experts} experts, "
+                                 f"got {top_k}")
+
+
+def _bounded(config: Any, where: str, names: tuple[str, ...], limit: int, what: str, reason: str) -> int:
+    """The largest of the fields ``names`` that the config sets (0 if none), each checked to be a
+    whole number from 0 to ``limit``."""
+    largest = 0
+    for name in names:
+        value = getattr(config, name, None)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+            raise ModelSpecError(f"{where}: field {name!r} = {_short(value)}: at most {limit:,} {what} ({reason})")
+        largest = max(largest, value)
+    return largest
+
+
+def _load_config(spec: str | os.PathLike) -> Any:
     import transformers
 
     text = os.fspath(spec)

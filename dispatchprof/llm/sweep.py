@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import itertools
+import math
 import multiprocessing
 import os
 import warnings
@@ -38,6 +39,23 @@ class Shape:
     batch: int
     prompt_len: int
     new_tokens: int
+
+
+#: Model shapes one sweep may count: far above a useful grid, low enough to catch a typo (each shape
+#: is counted once, seconds to minutes: 4,096 of them already take hours).
+MAX_TASKS = 4096
+
+
+def check_sweep_size(models: Sequence[str], batches: Sequence[int], prompt_lens: Sequence[int],
+                     new_tokens: Sequence[int]) -> int:
+    """The number of model shapes of a sweep, computed from the lengths before anything is built;
+    above `MAX_TASKS` raises ValueError with the reason."""
+    tasks = math.prod(map(len, (models, batches, prompt_lens, new_tokens)))
+    if tasks > MAX_TASKS:
+        raise ValueError(f"the sweep has {tasks:,} model shapes ({len(models)} models x {len(batches)} batch sizes x "
+                         f"{len(prompt_lens)} prompt lengths x {len(new_tokens)} new-token counts); at most "
+                         f"{MAX_TASKS:,}, since each is counted once and 4,096 already take hours (split it)")
+    return tasks
 
 
 def shapes(models: Sequence[str], batches: Sequence[int], prompt_lens: Sequence[int],
@@ -102,6 +120,7 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
     if dtype not in MODEL_DTYPES:
         raise ValueError(f"sweep(dtype=...) must be one of {tuple(MODEL_DTYPES)}, got {dtype!r}")
     check_runtime(runtime)
+    check_sweep_size(models, batches, prompt_lens, new_tokens)
     scenarios_of(list(devices))                          # unknown devices and bad YAML fail here, at once
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -7,9 +7,11 @@ joules) stacked, with a first column ``scenario``. Raw units throughout.
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Sequence
 
+from dispatchprof.results.files import write_atomic
 from dispatchprof.results.frame import import_pandas, profile_frame
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.frame import simulation_frame
@@ -42,18 +44,13 @@ def write_table(df: Any, path: str | os.PathLike, fmt: str) -> str:
             import pyarrow  # noqa: F401
         except ImportError:
             raise ImportError(PARQUET_MISSING) from None
-    path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        if fmt == "csv":
-            df.to_csv(tmp, index=False)
-        else:
-            df.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    if fmt == "csv":
+        data: str | bytes = df.to_csv(index=False)
+    else:
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        data = buf.getvalue()
+    return write_atomic(path, data)
 
 
 def table_file(profile: Profile, simulations: Sequence[Simulation], path: str | os.PathLike, fmt: str,

@@ -14,13 +14,14 @@ import csv
 import io
 
 from dispatchprof import units
-from dispatchprof.report.render import render
+from dispatchprof.report.render import printable, render
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile
 
 
 def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "simple") -> str:
-    """The phase table and the device table of a generation."""
+    """The phase table and the device table of a generation (the model name shown `printable`)."""
+    model = printable(model)
     title = (f"{model + ': ' if model else ''}batch {g.batch}, prompt {g.prompt_len} tokens, "
              f"{g.new_tokens} new tokens (prefill + {g.new_tokens - 1} decode steps; "
              f"{g.steps_counted} decode steps counted, the rest summed exactly)" if g.new_tokens > 1 else

@@ -1,4 +1,7 @@
-"""Rendering rows with tabulate, and the legend every report ends with. Nothing here prints."""
+"""Rendering rows with tabulate, and the legend every report ends with. Nothing here prints.
+
+Text in a table can come from a file (scope and op names of a saved result): every cell goes
+through `printable`, so control characters show escaped and never reach the terminal raw."""
 
 from __future__ import annotations
 
@@ -23,5 +26,15 @@ def table_format(fmt: str) -> str:
     return name
 
 
+def printable(text: str) -> str:
+    """``text`` with control characters (terminal escapes, carriage returns, tabs) escaped as Python
+    writes them (``\\x1b``), so a name read from a file cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def render(rows: Sequence[Sequence[object]], headers: Sequence[str], fmt: str) -> str:
-    return _tabulate.tabulate(rows, headers=headers, tablefmt=table_format(fmt), disable_numparse=True)
+    """A table of ``rows``; every text cell is `printable` (names may come from a saved file)."""
+    cells = [[printable(c) if isinstance(c, str) else c for c in row] for row in rows]
+    return _tabulate.tabulate(cells, headers=headers, tablefmt=table_format(fmt), disable_numparse=True)

@@ -14,6 +14,7 @@ from dispatchprof.results import frame
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals
+from dispatchprof.results.validate import check_generation_data
 
 SCHEMA = "dispatchprof.generation"
 VERSION = 1
@@ -96,11 +97,13 @@ def generation_to_dict(g: GenerationProfile, model: str = "") -> dict[str, Any]:
 
 
 def generation_from_dict(data: dict[str, Any], where: str = "generation") -> tuple[GenerationProfile, str]:
-    """The inverse of `generation_to_dict`: (profile, model name)."""
+    """The inverse of `generation_to_dict`: (profile, model name); every field is checked first
+    (dispatchprof.results.validate)."""
     version = data.get("version")
     if not isinstance(version, int) or not 1 <= version <= VERSION:
         raise ValueError(f"{where}: generation schema version {version!r} is not supported: this dispatchprof "
                          f"reads version {VERSION}; a newer version needs a newer dispatchprof")
+    check_generation_data(data, where)
     try:
         devices = {n: DeviceGeneration(
             d["name"], d["ttft_s"], d["tpot_first_s"], d["tpot_mean_s"], d["tpot_last_s"],

@@ -18,6 +18,7 @@ from dispatchprof.results.files import read_json, write_atomic
 from dispatchprof.results.records import (
     OpRecord, Scope, Totals, UnknownOp, check_phase, sum_records,
 )
+from dispatchprof.results.validate import check_profile_data
 from op_formulas.cost import Cost
 
 SCHEMA = "dispatchprof.profile"
@@ -133,13 +134,15 @@ class Profile:
 
     @staticmethod
     def from_dict(data: Any, where: str = "profile") -> Profile:
-        """The inverse of `to_dict`; checks the schema name and version."""
+        """The inverse of `to_dict`; checks the schema name and version, then every field
+        (dispatchprof.results.validate)."""
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ValueError(f"{where}: not a dispatchprof profile (expected \"schema\": \"{SCHEMA}\")")
         version = data.get("version")
         if not isinstance(version, int) or version > VERSION or version < 1:
             raise ValueError(f"{where}: profile schema version {version!r} is not supported: this dispatchprof "
                              f"reads version {VERSION}; a newer version needs a newer dispatchprof")
+        check_profile_data(data, where)
         try:
             records = tuple(
                 OpRecord(r[0], r[1], r[2], r[3], Cost(*r[4]), *(_tuples(x) for x in r[5:]))

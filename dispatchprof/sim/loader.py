@@ -23,6 +23,7 @@ from typing import Any, get_args
 import yaml
 
 from dispatchprof.errors import DeviceProfileError
+from dispatchprof.results.files import READ_LIMITS, read_text
 from dispatchprof.sim.device import DTYPE_KEYS, OVERRIDE_OPS, WEIGHT_CATEGORIES, Device, Kind
 
 # --- the schema: name -> (python types, required, check) ---------------------------------------
@@ -91,7 +92,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
 }
 _LARGEST = 1e12   # no figure in these units comes near it (the largest are about 1e5)
 #: A profile file holds a few kB; this is 50 times the largest bundled one.
-MAX_FILE_BYTES = 256 * 1024
+MAX_FILE_BYTES = READ_LIMITS["device profile"]
 #: Mappings and lists nest at most this deep (a profile needs 4: file, devices, device, table).
 MAX_DEPTH = 8
 #: (smallest, largest) nonzero value of a figure, by the unit its field name ends in.
@@ -137,19 +138,7 @@ _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _c
 def read_profile_file(path: str | os.PathLike) -> list[Device]:
     """Every device of one profile file, validated (size and encoding checked before parsing)."""
     path = str(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise DeviceProfileError(f"{path}: cannot read the device profile ({e.strerror})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise DeviceProfileError(f"{path}: a device profile is at most {MAX_FILE_BYTES // 1024} KiB; "
-                                 f"this file is larger")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DeviceProfileError(f"{path}: a device profile is UTF-8 text; byte 0x{data[e.start]:02x} at "
-                                 f"offset {e.start} is not UTF-8") from None
+    text = read_text(path, "device profile", DeviceProfileError)
     return parse_profile(text, path)
 
 

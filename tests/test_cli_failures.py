@@ -1,0 +1,78 @@
+"""How a command ends (dispatchprof.cli.failures): an error a dependency raised on the input is one
+line naming the input, exit 2; a bug is one line asking for a report, exit 1, with the traceback
+only under --debug; Ctrl-C exits 130 and SIGTERM 143 at any point, leaving no file behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import dispatchprof.cli.devices_command as devices_command
+from dispatchprof.cli import main, subject
+from tests.test_cli_inputs import HUGE, TINY
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("edit, message", [
+    ({"num_key_value_heads": 3}, r"RuntimeError: The size of tensor a \(4\) must match the size of tensor b \(3\)"),
+    ({"hidden_act": "nope"}, r"KeyError: 'nope'"),
+])
+def test_an_error_raised_inside_transformers_or_torch_is_one_line_naming_the_input(capsys, tmp_path, edit, message):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**TINY, **edit}))
+    code = main([str(path), "--prompt-len", "4", "--new-tokens", "2", "--top", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"dispatchprof: error: {path}: transformers failed on this input: ")
+    assert re.search(message, err)
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_bug_is_one_line_asking_for_a_report_and_the_traceback_needs_debug(capsys, monkeypatch, debug):
+    monkeypatch.setattr(devices_command, "catalog", lambda: {"x": None})
+    code = main(["devices", *(["--debug"] if debug else [])])
+    err = capsys.readouterr().err
+    last = err.splitlines()[-1]
+    assert code == 1 and last == (
+        "dispatchprof: internal error: AttributeError: 'NoneType' object has no attribute 'matrix_tflops'. This is "
+        "a bug in dispatchprof: please report it with the command line and the traceback that --debug prints")
+    assert ("Traceback (most recent call last)" in err) is debug and (err.count("\n") == 1) is not debug
+
+
+@pytest.mark.parametrize("fault, code, line", [
+    (KeyboardInterrupt, 130, "dispatchprof: interrupted"),
+    (MemoryError, 2, "dispatchprof: error: dispatchprof devices: out of memory"),
+])
+def test_an_interrupt_or_exhausted_memory_inside_a_command_is_one_line(capsys, monkeypatch, fault, code, line):
+    def fail():
+        raise fault
+    monkeypatch.setattr(devices_command, "catalog", fail)
+    assert main(["devices"]) == code
+    assert capsys.readouterr().err.startswith(line)
+
+
+def test_the_subject_is_the_first_argument_that_is_not_an_option():
+    assert subject(["report", "f.json", "--json"]) == "f.json"
+    assert subject(["m.json", "--batch", "2"]) == "m.json"
+    assert subject(["calibrate", "--gpu"]) == "dispatchprof calibrate"
+
+
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "dispatchprof: interrupted"),
+                                             (signal.SIGTERM, 143, "dispatchprof: terminated")])
+def test_ctrl_c_and_sigterm_during_a_count_exit_130_and_143_leaving_nothing(tmp_path, sig, code, line):
+    out = tmp_path / "r.json"
+    proc = subprocess.Popen([sys.executable, "-m", "dispatchprof", *HUGE, "--json", "-o", str(out)], cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": ROOT}, stderr=subprocess.PIPE, text=True)
+    time.sleep(15)                            # past start-up: counting a 405B model takes minutes
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == code and err.strip().splitlines()[-1] == line and "Traceback" not in err
+    assert os.listdir(tmp_path) == []
