@@ -14,11 +14,12 @@ DEVICES_MD = [  # every device of DEVICES.md
     "CXL-PIM-nBC", "SAM-LPDDR5PIM", "A17Pro", "Dimensity9300", "Snapdragon8gen3", "V100", "A100-40GB",
     "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A6000", "RTX-4090", "MI300X",
     "MI250X-GCD"]  # issue #14 adds one GCD of an MI250X
+ADDED = ["GB200"]   # issue #33: the GB200 rows of AIConfigurator's silicon sample (NVIDIA's GB200 NVL72 table)
 
 
 def test_every_device_of_the_reference_is_bundled_with_a_source():
-    assert set(list_devices()) == set(DEVICES_MD)
-    for name in DEVICES_MD:
+    assert set(list_devices()) == set(DEVICES_MD + ADDED)
+    for name in DEVICES_MD + ADDED:
         d = load_device(name)
         assert d.source and all(d.source_of(f) for f in ("memory_bandwidth_gb_per_s", "matrix_tflops"))
 
@@ -33,6 +34,8 @@ def test_every_device_of_the_reference_is_bundled_with_a_source():
     ("H100-PCIe", "memory_bandwidth_gb_per_s", 2000),
     ("H200", "memory_bandwidth_gb_per_s", 4800),
     ("MI300X", "memory_capacity_gb", 192),
+    ("GB200", "memory_capacity_gb", 186),
+    ("GB200", "memory_bandwidth_gb_per_s", 8000),
 ])
 def test_reference_figures(name, field, value):
     assert getattr(load_device(name), field) == value

@@ -102,7 +102,7 @@ def test_durations():
     (["--rate", "0"], "--rate must be a finite number > 0 requests per second, got '0'"),
     (["--rate", "-2"], "--rate must be a finite number > 0 requests per second"),
     (["--rate", "1", "--slo-ttft", "200"], "--slo-ttft needs a number with a unit (s, ms, us, ns) such as 200ms"),
-    (["--rate", "1", "--kv-dtype", "fp4"], "argument --kv-dtype: invalid choice: 'fp4'"),
+    (["--rate", "1", "--kv-dtype", "fp2"], "argument --kv-dtype: invalid choice: 'fp2'"),
     (["--rate", "1", "--price", "B200=3"], "--price names device 'B200', but the run is on 'H100-SXM'"),
     (["--rate", "1", "--prompt-len", "uniform:9:3"], "--prompt-len must be >= 1 (and LOW <= HIGH)"),
     (["--rate", "1", "--tp", "3"], "tp=3 does not divide the model's 4 attention heads; allowed: 1, 2, 4"),
@@ -124,6 +124,12 @@ def test_durations():
     (["--concurrency", "8", "--random-range-ratio", "1"], "--random-range-ratio must be in [0, 1), got 1.0"),
     (["--concurrency", "8", "--num-requests", "4", "--warmup", "4"],
      "--warmup must be a whole number of requests from 0 to 3 (fewer than the requests), got 4"),
+    (["--rate", "1", "--num-requests", "2000000"], "expected at most 1,048,576 (time: 10,000 requests take about "
+                                                   "20 s to simulate), got 2,000,000"),
+    (["--rate", "1", "--replicas", "5000"], "expected at most 1,024 (time: each replica runs its own steps)"),
+    (["--rate", "1", "--output-len", "2000000"], "--output-len must be at most 1,048,576 tokens"),
+    (["--rate", "1", "--price", "H100-SXM=nan"], "--price takes DEVICE=USD_PER_H such as H100-SXM=2.5"),
+    (["--rate", "1", "-o", "/dev/null"], "-o "),
     (["--concurrency", "8", "--engine", "vllm", "--runtime", "eager"],
      "an engine preset runs the serving runtime (CUDA graphs, fused kernels), not 'eager'"),
 ])
@@ -185,3 +191,16 @@ def test_concurrency_rows_with_an_engine(capsys, tiny_dir):
     assert code == 0, err
     assert out.splitlines()[0].startswith("Serving on H100-SXM x 1 replica(s) under vllm 0.11: max 1024 sequences")
     assert "8 clients" in out and "TTFT mean" in out and "ITL p99" in out and "tok/s/GPU" in out
+
+
+def test_trace_edge_cases_are_one_line(capsys, tiny_dir, tmp_path):
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes("\ufeffarrival_s,prompt_tokens,output_tokens\n0,8,2\n".encode())
+    code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--requests", str(bom), "--json")
+    assert code == 0, err
+    assert json.loads(out)["summary"]["requests"] == 1                               # a BOM is read
+    inf = write(tmp_path, "inf.jsonl", '{"arrival_s": 0, "prompt_tokens": 8, "output_tokens": "inf"}\n')
+    code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--requests", inf)
+    assert code == 2 and "inf.jsonl: line 1: output_tokens must be a number, got 'inf'" in err
+    code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--requests", inf, "-o", inf)
+    assert code == 2 and err.count("\n") == 1 and "-o " in err                    # an input is never overwritten

@@ -194,7 +194,7 @@ def test_kv_bytes_per_token_follow_the_kv_dtype(model):
     int4 = prepare_serving(model, "H100-SXM", kv_dtype="int4")
     assert int4.num_blocks(16, 0.9) == int((80e9 * 0.9 - 2 * params) // (64 * 16))
     with pytest.raises(ValueError, match="kv_dtype must be one of"):
-        kv_scale("fp4", model)
+        kv_scale("fp2", model)
 
 
 def test_kv_dtype_makes_a_long_context_decode_faster(model):
@@ -250,7 +250,7 @@ def test_generation_kv_dtype_bytes_by_hand(model):
         assert g.kv_cache_bytes == nbytes, kv
         assert g.devices["H100-SXM"].capacity[0].kv_bytes == nbytes
     with pytest.raises(ValueError, match="kv_dtype must be one of"):
-        profile_generation(model, 1, 4, 2, kv_dtype="fp4")
+        profile_generation(model, 1, 4, 2, kv_dtype="fp2")
 
 
 def test_price_from_the_device_profile(model, tmp_path):

@@ -20,7 +20,11 @@ from dispatchprof.results.files import check_output_paths, write_atomic
 from dispatchprof.sim.device import WEIGHT_BITS
 
 #: The largest value each size option takes (a whole number >= 1 up to this).
-SIZE_LIMITS = {"batch": 1 << 20, "prompt_len": 1 << 24, "new_tokens": 1 << 20}
+SIZE_LIMITS = {"batch": 1 << 20, "prompt_len": 1 << 24, "new_tokens": 1 << 20, "num_requests": 1 << 20,
+               "replicas": 1 << 10}
+#: Why a limit is where it is, where the message should say so.
+SIZE_REASONS = {"num_requests": "time: 10,000 requests take about 20 s to simulate",
+                "replicas": "time: each replica runs its own steps"}
 DTYPES = MODEL_DTYPES            # the dtypes a model's tensors can take (dispatchprof.llm.models)
 #: Other spellings (torch's and transformers' names) -> the canonical short name.
 DTYPE_ALIASES = {"float32": "fp32", "float": "fp32", "bfloat16": "bf16", "float16": "fp16", "half": "fp16",
@@ -60,7 +64,8 @@ def size(name: str | None = None):
         if value < 1:
             raise argparse.ArgumentTypeError(f"expected a number >= 1, got {value}")
         if limit is not None and value > limit:
-            raise argparse.ArgumentTypeError(f"expected at most {limit:,}, got {value:,}")
+            reason = f" ({SIZE_REASONS[name]})" if name in SIZE_REASONS else ""
+            raise argparse.ArgumentTypeError(f"expected at most {limit:,}{reason}, got {value:,}")
         return value
     return parse
 

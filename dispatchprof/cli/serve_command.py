@@ -12,7 +12,7 @@ import warnings
 from typing import NamedTuple, Sequence
 
 from dispatchprof.cli.parser import Parser, UsageError
-from dispatchprof.cli.options import DTYPES, model_dtype, size, weight_dtype
+from dispatchprof.cli.options import DTYPES, check_outputs, input_files, model_dtype, size, weight_dtype
 from dispatchprof.results.files import write_atomic
 from dispatchprof.serving.cost import KV_BITS
 from dispatchprof.serving.engine import ROUTERS
@@ -45,7 +45,7 @@ def parser() -> Parser:
                           "finishes (repeat or comma-separate for several); arrival times are ignored")
     src.add_argument("--warmup", type=int, default=0, metavar="N",
                      help="leave the first N requests sent out of the statistics (default 0)")
-    src.add_argument("--num-requests", type=size(), default=1000)
+    src.add_argument("--num-requests", type=size("num_requests"), default=1000)
     src.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
     src.add_argument("--dataset", choices=tuple(DATASETS),
                      help="draw prompt and output lengths from this dataset's distribution")
@@ -69,7 +69,7 @@ def parser() -> Parser:
     eng.add_argument("--block-size", type=size(), help="default 16")
     eng.add_argument("--kv-blocks", type=size(), help="KV blocks per replica (default: memory left after weights)")
     eng.add_argument("--memory-utilization", type=float, help="default 0.9")
-    eng.add_argument("--replicas", type=size(), default=1)
+    eng.add_argument("--replicas", type=size("replicas"), default=1)
     eng.add_argument("--router", choices=ROUTERS, default="round_robin")
     eng.add_argument("--dtype", type=model_dtype, default="bf16", help="bf16|bfloat16, fp16|float16, fp32|float32")
     eng.add_argument("--weight-dtype", type=weight_dtype)
@@ -147,7 +147,7 @@ def price_of(text: str | None, device: str) -> float | None:
         price = float(value)
     except ValueError:
         price = -1.0
-    if not sep or not name or price < 0:
+    if not sep or not name or not 0 <= price < math.inf:
         raise UsageError(f"--price takes DEVICE=USD_PER_H such as {device}=2.5, got {text!r}")
     if name.lower() != device.lower():
         raise UsageError(f"--price names device {name!r}, but the run is on {device!r}")
@@ -158,6 +158,10 @@ def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
     if args.json:
         args.format = "json"
+    check_outputs({"-o": args.output, "--plot": args.plot, "--timeline": args.timeline,
+                   "--requests-csv": args.requests_csv},
+                  inputs=[args.requests, args.device, *input_files(args.model),
+                          *(input_files(args.draft) if args.draft else ())])
     slo_ttft = None if args.slo_ttft is None else parse_duration(args.slo_ttft, "--slo-ttft")
     slo_tpot = None if args.slo_tpot is None else parse_duration(args.slo_tpot, "--slo-tpot")
     price = price_of(args.price, args.device)

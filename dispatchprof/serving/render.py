@@ -10,6 +10,7 @@ import os
 from typing import Sequence
 
 from dispatchprof.report.render import render
+from dispatchprof.results.files import write_atomic
 from dispatchprof.serving.serve import ServingResult
 from dispatchprof.units import seconds
 
@@ -125,6 +126,7 @@ def plot_serving(runs: Sequence[tuple[float | None, ServingResult]], path: str |
         ax.grid(alpha=0.3)
     fig.suptitle(f"Serving on {runs[0][1].device}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return str(path)
+    return write_atomic(path, buf.getvalue())          # the one safe writer (regular files, atomic)

@@ -25,9 +25,14 @@ import random
 from dataclasses import dataclass
 from typing import Literal, Protocol, Sequence
 
+from dispatchprof.results.files import read_text
+
 Arrivals = Literal["poisson", "fixed"]
 ARRIVALS: tuple[Arrivals, ...] = ("poisson", "fixed")
 FIELDS = ("arrival_s", "prompt_tokens", "output_tokens")
+#: The most tokens a request's prompt or output may have (time: a million-token output is a
+#: million engine steps, minutes of simulation for that request alone).
+MAX_REQUEST_TOKENS = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,9 @@ def parse_length(text: str | int, what: str = "length", range_ratio: float = 0.0
                          f"random:N (such as random:1024), got {text!r}") from None
     if low < 1 or high < low:
         raise ValueError(f"{what} must be >= 1 (and LOW <= HIGH), got {text!r}")
+    if high > MAX_REQUEST_TOKENS:
+        raise ValueError(f"{what} must be at most {MAX_REQUEST_TOKENS:,} tokens (time: each output token is an "
+                         f"engine step), got {text!r}")
     return Length(low, high)
 
 
@@ -119,8 +127,7 @@ def generate_requests(rate: float, num_requests: int, prompt_len: str | int | Le
 
 def read_trace(path: str) -> list[Request]:
     """Requests of a JSONL or CSV trace file (by content: a first line starting with '{' is JSONL)."""
-    with open(path, encoding="utf-8", newline="") as f:
-        text = f.read()
+    text = read_text(path, "trace")
     lines = text.splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     rows = _jsonl_rows(path, lines) if first.lstrip().startswith("{") else _csv_rows(path, text)
@@ -163,7 +170,7 @@ def request_of(row: dict, where: str) -> Request:
             raise ValueError(f"{where}: missing {name!r}")
         try:
             value = float(raw) if name == "arrival_s" else _whole(raw)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{where}: {name} must be a number, got {raw!r}") from None
         values[name] = value
     if not math.isfinite(values["arrival_s"]) or values["arrival_s"] < 0:
@@ -171,6 +178,9 @@ def request_of(row: dict, where: str) -> Request:
     for name in ("prompt_tokens", "output_tokens"):
         if values[name] < 1:
             raise ValueError(f"{where}: {name} must be >= 1, got {row[name]!r}")
+        if values[name] > MAX_REQUEST_TOKENS:
+            raise ValueError(f"{where}: {name} must be at most {MAX_REQUEST_TOKENS:,} (time: each output token is an "
+                             f"engine step), got {row[name]!r}")
     if values["images"] < 0:
         raise ValueError(f"{where}: images must be >= 0, got {row['images']!r}")
     return Request(values["arrival_s"], values["prompt_tokens"], values["output_tokens"], values["images"])
