@@ -123,24 +123,21 @@ def predict_all(rows: list[ServingRow], cache: dict, path: str | None, jobs: int
             todo[r.setup_key].append(r)
     groups = [(g, setups) for g in sorted(todo.values(), key=len, reverse=True)]
     start = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else _Serial() as pool:
-        for k, out in enumerate(pool.imap_unordered(_group_task, groups), 1):
-            cache.update(out)
-            if path:
-                prediction_cache.save_cache(cache, path)
-            print(f"  simulated {k}/{len(groups)} models ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    for k, out in enumerate(_map(_group_task, groups, jobs), 1):
+        cache.update(out)
+        if path:
+            prediction_cache.save_cache(cache, path)
+        print(f"  simulated {k}/{len(groups)} models ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
     return {r.id: cache[r.id] for r in rows}
 
 
-class _Serial:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def imap_unordered(self, fn, items):
-        return map(fn, items)
+def _map(fn, items: list, jobs: int):
+    """``fn`` over ``items``, in ``jobs`` forked processes (results as they come) or in this one."""
+    if jobs > 1 and len(items) > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            yield from pool.imap_unordered(fn, items)
+    else:
+        yield from map(fn, items)
 
 
 #: The host figures the fit tries for each engine (microseconds).
@@ -167,9 +164,8 @@ def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int) 
         for r in members:
             groups[r.setup_key].append(r)
     preds: dict[str, dict] = {}
-    with multiprocessing.get_context("fork").Pool(jobs) if jobs > 1 else _Serial() as pool:
-        for out in pool.imap_unordered(_fit_task, [(g, folder) for g in groups.values()]):
-            preds.update(out)
+    for out in _map(_fit_task, [(g, folder) for g in groups.values()], jobs):
+        preds.update(out)
     best = {}
     for engine, members in chosen.items():
         def objective(point: tuple) -> float:

@@ -19,6 +19,8 @@ import random
 from dataclasses import dataclass
 from functools import lru_cache
 
+from dispatchprof.results.files import read_text
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 #: name -> (table file, what it is)
 DATASETS = {
@@ -48,8 +50,8 @@ def dataset_lengths(name: str) -> tuple[QuantileLength, QuantileLength]:
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
     path = os.path.join(DATA, DATASETS[name][0])
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    text = read_text(path, "length table")
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
     if len(rows) != 101 or [round(float(r["quantile"]) * 100) for r in rows] != list(range(101)):
         raise ValueError(f"{path}: expected the quantiles 0.00, 0.01, ..., 1.00")
     prompt = tuple(float(r["prompt_tokens"]) for r in rows)

@@ -27,7 +27,6 @@ field, or a figure without a source, raises `EngineError` naming the file, engin
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -35,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from dispatchprof.results.files import read_text
 from dispatchprof.serving.scheduler import POLICIES
 
 ENGINES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engines.yaml")
@@ -145,7 +145,7 @@ def _merge(base: dict, over: dict, where: str) -> dict:
 def load_engines(path: str | None = None) -> dict[str, dict]:
     """An engine file (the bundled one when None, read once): engine -> {"default": version,
     "versions": {version: fields}} with every version's fields merged over the engine's
-    ``defaults`` and checked."""
+    ``defaults`` and checked, its memory rules parsed as (GiB, name exception, fields)."""
     return _bundled() if path is None else _read(path)
 
 
@@ -155,8 +155,7 @@ def _bundled() -> dict[str, dict]:
 
 
 def _read(path: str) -> dict[str, dict]:
-    with open(path, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+    data = yaml.safe_load(read_text(path, "engine preset file", EngineError))
     if not isinstance(data, dict) or not isinstance(data.get("engines"), dict):
         raise EngineError(f"{path}: expected a mapping with 'engines'")
     out = {}
@@ -179,8 +178,7 @@ def _read(path: str) -> dict[str, dict]:
                 raise EngineError(f"{vwhere}: no source for {', '.join(unsourced)}")
             for key in _TYPES:
                 merged[key] = _check(merged[key], key, vwhere)
-            for rule in merged.get("memory_rules") or []:
-                _memory_rule(rule, vwhere)
+            merged["memory_rules"] = [_memory_rule(rule, vwhere) for rule in merged.get("memory_rules") or []]
             versions[str(version)] = merged
         default = str(spec.get("default_version", next(iter(versions))))
         if default not in versions:
@@ -220,18 +218,11 @@ def engine_preset(engine: str, version: str | None = None, *, memory_bytes: floa
     if version not in spec["versions"]:
         raise EngineError(f"{engine} has no preset for version {version!r}; known: {', '.join(spec['versions'])}")
     fields = dict(spec["versions"][version])
-    for rule in fields.pop("memory_rules", None) or []:
-        gib, unless, values = _memory_rule(rule, f"{engine} {version}")
+    for gib, unless, values in fields.pop("memory_rules"):
         if memory_bytes is not None and memory_bytes >= gib * GIB and not (unless and unless in device_name.lower()):
             fields.update(values)
     sources = fields.pop("sources", {})
     return EnginePreset(engine, version, sources=sources, **fields)
 
 
-def override(preset: EnginePreset, **values: Any) -> EnginePreset:
-    """The preset with the figures a user gave (None: keep the preset's)."""
-    given = {k: v for k, v in values.items() if v is not None}
-    return dataclasses.replace(preset, **given)
-
-
-__all__ = ["EngineError", "EnginePreset", "engine_names", "engine_preset", "load_engines", "override"]
+__all__ = ["EngineError", "EnginePreset", "engine_names", "engine_preset", "load_engines"]
