@@ -16,6 +16,14 @@ weights; simulated under the TensorRT-LLM preset with the KV cache in fp8 (Model
 checkpoints carry kv_cache_quant_algo FP8) and 95% of the free memory for it (the page's usual
 kv_cache_free_gpu_mem_fraction), at most `OFFLINE_CAP` requests; the metric is output tokens/s.
 
+The sim-to-real vLLM runs (`sim2real_rows`: scripts/data/sim2real.csv, written by
+scripts/sim2real_extract.py with each row's source lines quoted): open-loop traffic at a constant
+rate per stage (inference-perf), fixed lengths, a system prompt shared by many requests (vLLM's
+prefix cache holds its whole blocks: ``prefix_hit`` = system prompt / prompt tokens), vLLM 0.15.1
+with the batch, step budget and memory share the run set; each stage is simulated for
+`STAGE_SHARE` of its duration (the runs are unsaturated: their statistics settle within seconds),
+which keeps the stages' shares of the requests. Metrics: TTFT and E2E mean, P90, P99, mean TPOT.
+
 The split is fixed by the row's id alone, before any prediction: a row whose SHA-256 of its id
 has a first byte divisible by 3 is a fit row, every other row is held out (`split_of`).
 """
@@ -42,6 +50,8 @@ ENGINES = {"vllm": ("vllm", "0.11.2"), "sglang": ("sglang", "0.5"), "trtllm": ("
 ROUNDS = 3
 #: At most this many requests of an offline throughput row are simulated.
 OFFLINE_CAP = 3000
+#: Share of each sim-to-real stage's duration that is simulated.
+STAGE_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -60,12 +70,14 @@ class ServingRow:
     kv_dtype: str | None
     prompt_len: int
     output_len: int
-    concurrency: int | None                          # closed-loop clients; None: every request at 0
+    concurrency: int | None                          # closed-loop clients; None: open loop (``stages``) or all at 0
     max_seqs: int | None                             # None: the preset's
     num_requests: int
     measured: dict                                   # metric -> value ("ttft_mean" s, "tpot_mean" s, "output_tokens_per_s")
     raw: dict = field(repr=False, compare=False)     # the source's own row
     engine_figures: dict = field(default_factory=dict, compare=False)   # figures the benchmark set
+    stages: tuple = ()                               # open loop: (requests/s, seconds simulated) per stage
+    prefix_hit: float = 0.0                          # share of each prompt found in the prefix cache
 
     @property
     def setup_key(self) -> tuple:
@@ -120,6 +132,27 @@ def published_rows(path: str) -> list[ServingRow]:
                            min(int(r["num_requests"]), OFFLINE_CAP), {"output_tokens_per_s": float(r["value"])}, r,
                            {"memory_utilization": 0.95})
                 for r in csv.DictReader(f)]
+
+
+def sim2real_rows(path: str) -> list[ServingRow]:
+    """The sim-to-real vLLM runs (module docstring); measured figures in seconds."""
+    rows = []
+    with open(path, encoding="utf-8", newline="") as f:
+        for r in csv.DictReader(f):
+            stages = tuple((float(rate), STAGE_SHARE * float(seconds))
+                           for rate, seconds in (stage.split("x") for stage in r["stages"].split(";")))
+            prompt = int(r["system_prompt_tokens"]) + int(r["question_tokens"])
+            measured = {m: float(r[f"{m}_ms"]) / 1e3 for m in ("ttft_mean", "ttft_p90", "ttft_p99", "e2e_mean",
+                                                               "e2e_p90", "e2e_p99")}
+            measured["tpot_mean"] = float(r["itl_mean_ms"]) / 1e3
+            rows.append(ServingRow(
+                f"sim2real-{r['id']}", "sim-to-real vLLM runs", split_of(f"sim2real-{r['id']}"), r["model"], r["device"],
+                int(r["tp"]), "vllm", ENGINES["vllm"][1], None, None, prompt, int(r["output_tokens"]), None, 128,
+                sum(round(rate * seconds) for rate, seconds in stages), measured, r,
+                {"max_batched_tokens": int(r["max_num_batched_tokens"]),
+                 "memory_utilization": float(r["gpu_memory_utilization"])},
+                stages, int(r["system_prompt_tokens"]) / prompt))
+    return rows
 
 
 def _unexpressed(r: dict) -> str | None:

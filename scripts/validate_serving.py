@@ -32,14 +32,16 @@ import time
 import warnings
 
 import prediction_cache
-from serving_rows import ServingRow, aic_rows, published_rows
+from serving_rows import ServingRow, aic_rows, published_rows, sim2real_rows
 
-from dispatchprof.serving import Request, prepare_serving, simulate_serving
+from dispatchprof.serving import Request, generate_requests, prepare_serving, simulate_serving
 from dispatchprof.serving.engines import engine_preset
 
 ROOT = prediction_cache.ROOT
 AIC_PYTHON = os.path.join(ROOT, ".venv-validation", "bin", "python")
-METRICS = (("ttft_mean", "TTFT mean"), ("tpot_mean", "TPOT mean"), ("output_tokens_per_s", "throughput"))
+METRICS = (("ttft_mean", "TTFT mean"), ("ttft_p90", "TTFT P90"), ("ttft_p99", "TTFT P99"), ("tpot_mean", "TPOT mean"),
+           ("e2e_mean", "E2E mean"), ("e2e_p90", "E2E P90"), ("e2e_p99", "E2E P99"),
+           ("output_tokens_per_s", "throughput"))
 #: Files a count does not depend on: the event loop, the engine presets, what they read and render.
 NOT_COUNTING = tuple(f"dispatchprof/serving/{name}" for name in (
     "engine.py", "scheduler.py", "engines.py", "engines.yaml", "metrics.py", "requests.py", "datasets.py",
@@ -100,13 +102,26 @@ def predict_row(r: ServingRow, setup, **figures) -> dict:
     preset = dataclasses.replace(preset, **{**r.engine_figures, **figures})
     chunked = preset.chunked_prefill or r.prompt_len + (r.concurrency or 1) - 1 > preset.max_batched_tokens
     try:
-        result = simulate_serving(dataclasses.replace(setup, engine=preset),
-                                  [Request(0.0, r.prompt_len, r.output_len)] * r.num_requests,
-                                  concurrency=r.concurrency, max_seqs=r.max_seqs, chunked_prefill=chunked)
+        result = simulate_serving(dataclasses.replace(setup, engine=preset), requests_of(r), concurrency=r.concurrency,
+                                  max_seqs=r.max_seqs, chunked_prefill=chunked, prefix_hit=r.prefix_hit)
     except ValueError as e:
         return {"error": str(e)}
     s = result.summary
-    return {"ttft_mean": s.ttft_s.mean, "tpot_mean": s.tpot_s.mean, "output_tokens_per_s": s.output_tokens_per_s}
+    return {"ttft_mean": s.ttft_s.mean, "ttft_p90": s.ttft_s.p90, "ttft_p99": s.ttft_s.p99, "tpot_mean": s.tpot_s.mean,
+            "e2e_mean": s.e2e_s.mean, "e2e_p90": s.e2e_s.p90, "e2e_p99": s.e2e_s.p99,
+            "output_tokens_per_s": s.output_tokens_per_s}
+
+
+def requests_of(r: ServingRow) -> list[Request]:
+    """A row's requests: its stages one after another at a constant rate each, or all at 0."""
+    if not r.stages:
+        return [Request(0.0, r.prompt_len, r.output_len)] * r.num_requests
+    out, start = [], 0.0
+    for rate, seconds in r.stages:
+        out += [dataclasses.replace(q, arrival_s=start + q.arrival_s)
+                for q in generate_requests(rate, round(rate * seconds), r.prompt_len, r.output_len, arrivals="fixed")]
+        start += seconds
+    return out
 
 
 def _group_task(task: tuple) -> dict[str, dict]:
@@ -247,12 +262,14 @@ def main() -> None:
     expressed = len(rows)
     rows = rows[:args.limit] if args.limit else rows
     rows += published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
+    rows += sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv"))
     if args.fit_hosts:
         for engine, (step, seq, err, n) in fit_hosts(rows, args.setups, args.jobs, args.fit_hosts).items():
             print(f"{engine}: step_host_us {step}, sequence_host_us {seq}: mean error {100 * err:.1f}% "
                   f"over {n} fit rows")
         return
-    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, aic_rows, published_rows))
+    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, requests_of, aic_rows,
+                                             published_rows, sim2real_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     start = time.perf_counter()
     ours = predict_all(rows, cache, args.cache, args.jobs, args.setups)

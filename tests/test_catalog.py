@@ -18,6 +18,15 @@ MODELS_MD = {  # published parameter counts (MODELS.md)
     # Qwen3-32B: 64 x 487,598,336 per layer (q 5120x8192, k and v 5120x1024, o 8192x5120, MLP 3 x 5120x25600,
     # two 5120 norms, q/k norms of 128) + 2 x 151936x5120 (embedding, LM head) + 5120 = 32,762,123,264 ("32.8B")
     "qwen3-32b": 32_762_123_264,
+    # Qwen3-14B: 40 x 330,311,936 (q and o 5120x5120, k and v 5120x1024, MLP 3 x 5120x17408, norms 2 x 5120 + 2 x 128)
+    # + 2 x 151936x5120 + 5120 = 14,768,307,200 ("14.8B")
+    "qwen3-14b": 14_768_307_200,
+    # CodeLlama-34B: 48 x 692,076,544 (q and o 8192x8192, k and v 8192x1024, MLP 3 x 8192x22016, norms 2 x 8192)
+    # + 2 x 32000x8192 + 8192 = 33,743,970,304 ("33.7B")
+    "codellama-34b": 33_743_970_304,
+    # Llama-2-70B: 80 x 855,654,400 (as CodeLlama-34B with MLP 3 x 8192x28672) + 2 x 32000x8192 + 8192
+    # = 68,976,648,192 ("69.0B")
+    "llama-2-70b": 68_976_648_192,
     "gemma-2-9b": 9_241_705_984, "phi-3-mini": 3_821_079_552, "gpt2": 124_439_808, "bert-base": 109_482_240,
 }
 

@@ -4,6 +4,8 @@ others are not, the fixed split, and the dtypes and engines each row is simulate
 import csv
 import hashlib
 
+import pytest
+
 import serving_rows as sr
 
 COLUMNS = ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
@@ -68,3 +70,32 @@ def test_published_offline_rows():
     first = rows[0]
     assert (first.prompt_len, first.output_len, first.num_requests) == (128, 128, sr.OFFLINE_CAP)
     assert first.measured == {"output_tokens_per_s": 28312.0} and first.engine_figures == {"memory_utilization": 0.95}
+
+
+def test_sim2real_rows_as_simulated():
+    rows = {r.id: r for r in sr.sim2real_rows(sr.__file__.replace("serving_rows.py", "data/sim2real.csv"))}
+    assert len(rows) == 20 and all(r.engine == "vllm" and r.concurrency is None and r.max_seqs == 128
+                                   for r in rows.values())
+    r = rows["sim2real-16-llama-3-1-8b-tp1-general-1"]
+    # general: 100 system-prompt tokens + 447 question tokens, 248 out; 8 req/s x 600 s then 20 req/s x 600 s,
+    # each simulated for a fifth of its duration: 8 x 120 + 20 x 120 = 3,360 requests
+    assert (r.model, r.device, r.tp, r.prompt_len, r.output_len) == ("llama-3.1-8b", "H100-SXM", 1, 547, 248)
+    assert r.stages == ((8.0, 120.0), (20.0, 120.0)) and r.num_requests == 3360
+    assert r.prefix_hit == 100 / 547
+    assert r.engine_figures == {"max_batched_tokens": 2048, "memory_utilization": 0.9}
+    assert r.measured["ttft_mean"] == pytest.approx(0.028547) and r.measured["tpot_mean"] == pytest.approx(0.009037)
+    assert r.measured["e2e_p99"] == pytest.approx(2.438083)                                 # ms -> s
+    assert rows["sim2real-23-llama-3-1-8b-tp1-general-1"].engine_figures["max_batched_tokens"] == 8192
+    assert rows["sim2real-54-qwen3-14b-tp1-general-lite-1"].device == "L40S"
+
+
+def test_sim2real_requests_run_their_stages_one_after_another():
+    import dataclasses
+
+    import validate_serving
+    r = dataclasses.replace(sr.sim2real_rows(sr.__file__.replace("serving_rows.py", "data/sim2real.csv"))[3],
+                            stages=((2.0, 3.0), (4.0, 1.0)))
+    reqs = validate_serving.requests_of(r)
+    # 2 req/s for 3 s (0.5 s apart) then 4 req/s for 1 s (0.25 s apart), starting at 3 s
+    assert [q.arrival_s for q in reqs] == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.25, 3.5, 3.75]
+    assert {(q.prompt_tokens, q.output_tokens) for q in reqs} == {(r.prompt_len, r.output_len)}
