@@ -43,9 +43,11 @@ MODELS = {"Qwen/Qwen3-32B": "qwen3-32b", "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
 DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
 #: gemm_quant_mode -> simulated weight dtype (None: the model's bf16)
 WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
-#: backend -> the engine preset its rows run under: each backend's newest preset (the rows' versions,
-#: vLLM 0.12-0.19, SGLang 0.5.1-0.5.10, TensorRT-LLM 1.0-1.3, are that version or newer)
-ENGINES = {"vllm": ("vllm", "0.11.2"), "sglang": ("sglang", "0.5"), "trtllm": ("trtllm", "1.1")}
+#: backend -> the engine presets its rows run under, oldest first: a row runs under the newest preset
+#: not newer than its backend_version (vLLM 0.12 and 0.13 under 0.11.2, whose scheduler they keep;
+#: 0.14 on, with async scheduling, under 0.14), and under the newest one where the version is not given
+#: or not a release number (nightly builds)
+ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
 #: Requests per client in a simulated benchmark (the source does not give its request count).
 ROUNDS = 3
 #: At most this many requests of an offline throughput row are simulated.
@@ -96,6 +98,21 @@ def split_of(row_id: str) -> str:
     return "fit" if hashlib.sha256(row_id.encode()).digest()[0] % 3 == 0 else "held-out"
 
 
+def preset_version(backend: str, version: str) -> str:
+    """The preset a row of ``backend`` at ``version`` runs under (`ENGINES`)."""
+    presets = ENGINES[backend]
+    release = re.match(r"(\d+(?:\.\d+)*)", version or "")
+    if not release:
+        return presets[-1]
+    number = _release(release.group(1))
+    older = [p for p in presets if _release(p) <= number]
+    return older[-1] if older else presets[0]
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
 def kv_dtype_of(backend: str, weights: str | None) -> str | None:
     """The KV cache's dtype: TensorRT-LLM stores it in fp8 beside fp8 or fp4 weights (its quantized
     checkpoints carry kv_cache_quant_algo FP8); vLLM and SGLang keep the model's dtype ("auto")."""
@@ -114,10 +131,10 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
             named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             clients = int(named.group(1)) if named else int(r["batch_size"])
             weights = WEIGHTS[r["gemm_quant_mode"]]
-            engine, version = ENGINES[r["backend"]]
             rows.append(ServingRow(
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
-                DEVICES[r["system"]], int(r["tp_size"]), engine, version, weights, kv_dtype_of(r["backend"], weights),
+                DEVICES[r["system"]], int(r["tp_size"]), r["backend"], preset_version(r["backend"], r["backend_version"]),
+                weights, kv_dtype_of(r["backend"], weights),
                 int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), ROUNDS * clients,
                 {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r))
     return rows, skipped
@@ -127,7 +144,8 @@ def published_rows(path: str) -> list[ServingRow]:
     """TensorRT-LLM's offline throughput rows (module docstring)."""
     with open(path, encoding="utf-8", newline="") as f:
         return [ServingRow(f"trtllm-bench-{r['id']}", "TensorRT-LLM perf-overview.md", split_of(f"trtllm-bench-{r['id']}"),
-                           r["catalog_model"], r["device"], int(r["tp"]), "trtllm", "1.1", r["weight_dtype"], "fp8",
+                           r["catalog_model"], r["device"], int(r["tp"]), "trtllm", ENGINES["trtllm"][-1],
+                           r["weight_dtype"], "fp8",
                            int(r["prompt_len"]), int(r["output_len"]), None, None,
                            min(int(r["num_requests"]), OFFLINE_CAP), {"output_tokens_per_s": float(r["value"])}, r,
                            {"memory_utilization": 0.95})
@@ -147,7 +165,7 @@ def sim2real_rows(path: str) -> list[ServingRow]:
             measured["tpot_mean"] = float(r["itl_mean_ms"]) / 1e3
             rows.append(ServingRow(
                 f"sim2real-{r['id']}", "sim-to-real vLLM runs", split_of(f"sim2real-{r['id']}"), r["model"], r["device"],
-                int(r["tp"]), "vllm", ENGINES["vllm"][1], None, None, prompt, int(r["output_tokens"]), None, 128,
+                int(r["tp"]), "vllm", preset_version("vllm", "0.15.1"), None, None, prompt, int(r["output_tokens"]), None, 128,
                 sum(round(rate * seconds) for rate, seconds in stages), measured, r,
                 {"max_batched_tokens": int(r["max_num_batched_tokens"]),
                  "memory_utilization": float(r["gpu_memory_utilization"])},

@@ -114,7 +114,7 @@ def test_durations():
     (["--concurrency", "8", "--engine", "tgi"], "argument --engine: invalid choice: 'tgi' (choose from 'vllm', "
                                                 "'sglang', 'trtllm')"),
     (["--concurrency", "8", "--engine", "vllm", "--engine-version", "0.3"],
-     "vllm has no preset for version '0.3'; known: 0.10, 0.11, 0.11.2"),
+     "vllm has no preset for version '0.3'; known: 0.10, 0.11, 0.11.2, 0.14"),
     (["--concurrency", "8", "--engine-version", "0.11"], "--engine-version needs --engine"),
     (["--concurrency", "8", "--dataset", "sharegpt"], "argument --dataset: invalid choice: 'sharegpt' (choose from "
                                                       "'azure-conv', 'azure-code', 'arxiv-summarization')"),
@@ -189,7 +189,7 @@ def test_concurrency_rows_with_an_engine(capsys, tiny_dir):
     code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--engine", "vllm", "--concurrency",
                          "1,8", "--num-requests", "40", "--prompt-len", "64", "--output-len", "8")
     assert code == 0, err
-    assert out.splitlines()[0].startswith("Serving on H100-SXM x 1 replica(s) under vllm 0.11: max 1024 sequences")
+    assert out.splitlines()[0].startswith("Serving on H100-SXM x 1 replica(s) under vllm 0.14: max 1024 sequences")
     assert "8 clients" in out and "TTFT mean" in out and "ITL p99" in out and "tok/s/GPU" in out
 
 

@@ -16,7 +16,7 @@ H100, A100, B200, L40S = 80e9, 80e9, 180e9, 48e9
 
 def test_vllm_defaults_follow_its_gpu_rule():
     # vllm/engine/arg_utils.py: 1024 sequences and 8192 tokens on >= 70 GiB GPUs other than the A100
-    h100 = engine_preset("vllm", memory_bytes=H100, device_name="H100-SXM")
+    h100 = engine_preset("vllm", "0.11", memory_bytes=H100, device_name="H100-SXM")
     assert (h100.version, h100.policy, h100.max_seqs, h100.max_batched_tokens) == ("0.11", "mixed", 1024, 8192)
     assert (h100.block_size, h100.memory_utilization, h100.memory_of) == (16, 0.9, "total")
     assert h100.chunked_prefill and h100.prefix_caching and not h100.overlap_host and not h100.reserve_output
@@ -27,6 +27,10 @@ def test_vllm_defaults_follow_its_gpu_rule():
     assert h100.cuda_graph_sizes == (1, 2, 4, *range(8, 513, 8))
     new = engine_preset("vllm", "0.11.2", memory_bytes=H100, device_name="H100-SXM")
     assert new.cuda_graph_sizes == (1, 2, 4, *range(8, 256, 8), *range(256, 513, 16))
+    # 0.14 on: async scheduling is on by default (the scheduler overlaps the GPU); the default preset
+    newest = engine_preset("vllm", memory_bytes=H100, device_name="H100-SXM")
+    assert (newest.version, newest.overlap_host, newest.max_seqs, newest.max_batched_tokens) == ("0.14", True, 1024, 8192)
+    assert newest.cuda_graph_sizes == new.cuda_graph_sizes and not new.overlap_host
 
 
 def test_sglang_and_trtllm_defaults():
@@ -45,13 +49,13 @@ def test_every_figure_has_a_source():
             preset = engine_preset(engine, version)
             for name in ("policy", "max_seqs", "max_batched_tokens", "step_host_us", "overlap_host"):
                 assert len(preset.sources[name]) > 20, (engine, version, name)
-    assert engine_names()[:3] == ["vllm 0.10", "vllm 0.11", "vllm 0.11.2"]
+    assert engine_names()[:4] == ["vllm 0.10", "vllm 0.11", "vllm 0.11.2", "vllm 0.14"]
 
 
 def test_unknown_engine_or_version_lists_the_known_ones():
     with pytest.raises(EngineError, match="unknown engine 'tgi'; known: vllm, sglang, trtllm"):
         engine_preset("tgi")
-    with pytest.raises(EngineError, match=r"vllm has no preset for version '0.3'; known: 0.10, 0.11, 0.11.2"):
+    with pytest.raises(EngineError, match=r"vllm has no preset for version '0.3'; known: 0.10, 0.11, 0.11.2, 0.14"):
         engine_preset("vllm", "0.3")
 
 
@@ -72,13 +76,15 @@ def test_the_loader_is_strict(tmp_path):
 
 
 def test_graph_padding_and_host_time():
-    vllm = engine_preset("vllm", memory_bytes=H100, device_name="H100-SXM")
+    vllm = engine_preset("vllm", "0.11.2", memory_bytes=H100, device_name="H100-SXM")
     assert vllm.padded_tokens(13, decode_only=True) == 16 and vllm.padded_tokens(13, decode_only=False) == 16
     assert vllm.padded_tokens(505, True) == 512 and vllm.padded_tokens(513, True) == 513     # above: no graph
     sgl = engine_preset("sglang", memory_bytes=H100, device_name="H100-SXM")
     assert sgl.padded_tokens(9, True) == 12 and sgl.padded_tokens(9, False) == 9             # prefill: no graph
-    # vLLM: host work before the kernels: 300 + 4 x 40 us = 460 us on top of the device's 1 ms
+    # vLLM 0.11.2: host work before the kernels: 300 + 4 x 40 us = 460 us on top of the device's 1 ms;
+    # 0.14 overlaps it (async scheduling) as SGLang does
     assert vllm.step_s(1e-3, 4) == pytest.approx(1.46e-3)
+    assert engine_preset("vllm", "0.14").step_s(1e-3, 4) == pytest.approx(1e-3)
     # SGLang overlaps it: max(460 us, 1 ms) = 1 ms, max(460 us, 0.2 ms) = 460 us
     assert sgl.step_s(1e-3, 4) == pytest.approx(1e-3) and sgl.step_s(2e-4, 4) == pytest.approx(4.6e-4)
 

@@ -41,6 +41,11 @@ def test_a_row_as_simulated(tmp_path):
     assert r.measured == {"ttft_mean": 0.1651, "tpot_mean": 0.011866}          # milliseconds -> seconds
     vllm = sr.aic_rows(write(tmp_path, [row(backend="vllm", gemm_quant_mode="")]))[0][0]
     assert (vllm.engine, vllm.weight_dtype, vllm.kv_dtype) == ("vllm", None, None)   # bf16, KV "auto"
+    # the newest preset not newer than the row's version; the newest where none is given
+    versions = {v: sr.aic_rows(write(tmp_path, [row(backend="vllm", backend_version=v)]))[0][0].engine_version
+                for v in ("0.12.0", "0.13.0", "0.14.0", "0.19.0", "", "nightly-5b8c30d", "0.9.1")}
+    assert versions == {"0.12.0": "0.11.2", "0.13.0": "0.11.2", "0.14.0": "0.14", "0.19.0": "0.14", "": "0.14",
+                        "nightly-5b8c30d": "0.14", "0.9.1": "0.11.2"}
     no_clients = row(silicon_data_source="source_file=gap.csv", batch_size="64")
     assert sr.aic_rows(write(tmp_path, [no_clients]))[0][0].concurrency == 64   # batch_size stands for it
 
