@@ -18,8 +18,10 @@ from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from dispatchprof.count.fastpath import MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, mha_forward_body
 from dispatchprof.count.flex import FLEX_OPS, run_flex
 from dispatchprof.count.recorder import Recorder
+from dispatchprof.count.sdpa_args import sdpa_call
 from dispatchprof.count.tensors import NO_TORCH_FUNCTION, iter_tensors
 from dispatchprof.errors import DataDependentOpError
 
@@ -31,7 +33,8 @@ _SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
 class NestedTensorNotSupported(TypeError):
-    """Raised when a counted op receives a nested (jagged or strided nested) tensor."""
+    """Raised when a counted op receives a nested (jagged or strided nested) tensor, except the
+    ops of nn.TransformerEncoder's own nested fast path (`NESTED_FAST_PATH_OPS`)."""
 
     def __init__(self, op: str) -> None:
         super().__init__(f"dispatchprof: nested tensors are not supported (op {op} got a nested tensor); "
@@ -72,7 +75,7 @@ class CountingMode(TorchDispatchMode):
                 return self._higher_order(func, args, kwargs or {})
             info = state.op_info(func)
         for a in args:
-            if isinstance(a, torch.Tensor) and a.is_nested:
+            if isinstance(a, torch.Tensor) and a.is_nested and info.name not in NESTED_FAST_PATH_OPS:
                 raise NestedTensorNotSupported(info.name)
         kwargs = kwargs or {}
         if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
@@ -183,18 +186,42 @@ def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 class FusedAttentionMode(TorchFunctionMode):
-    """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
+    """Records F.scaled_dot_product_attention as one op, above torch's backend choice, with any
+    calling convention (`dispatchprof.count.sdpa_args`). Invisible to torch's fast paths
+    (`dispatchprof.count.fastpath`): it steps off the stack while a module whose fast path checks
+    for torch-function modes could take that path, so the counted run runs the uncounted run's
+    code; where the module's slow path runs instead, attention inside
+    ``F.multi_head_attention_forward`` is still recorded as one fused op."""
 
     def __init__(self, state: Recorder) -> None:
         super().__init__()
         self.state = state
+        self._guard = FastPathGuard(self)
+
+    def __enter__(self) -> FusedAttentionMode:
+        super().__enter__()
+        try:
+            self._guard.install()
+        except BaseException:
+            super().__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._guard.remove()
+        finally:
+            super().__exit__(*exc)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if func is not _SDPA:           # every torch call of the model passes here: keep it short
+            if func is MHA_FORWARD:
+                with self:              # its body, with this mode active: attention inside is seen
+                    return mha_forward_body()(*args, **(kwargs or {}))
             return func(*args, **kwargs) if kwargs else func(*args)
-        kwargs = kwargs or {}
         if self.state.inside_fused or torch._C._current_graph_task_id() != -1:
-            return func(*args, **kwargs)
+            return func(*args, **kwargs) if kwargs else func(*args)
+        args, kwargs = sdpa_call(args, kwargs)      # positional as the formula takes them
         self.state.inside_fused += 1
         start = _next_sequence_nr()
         try:

@@ -1,0 +1,179 @@
+"""The counter never changes which code runs (docs/counting.md, "Fast paths").
+
+Every model runs three times on the same inputs: alone, under a plain TorchDispatchMode of this
+file's own (the op stream of the uncounted run: a dispatch mode is not what torch's fast paths
+check for), and under OpCounter. Outputs must be bit-identical and the ops the counter recorded
+must be the plain run's ops, in order. The one documented difference: a call of
+F.scaled_dot_product_attention is one record, ``aten.scaled_dot_product_attention``, where the
+plain run sees the backend torch picked (``_scaled_dot_product_flash_attention_for_cpu`` here).
+"""
+
+import dataclasses
+from collections import Counter
+
+import pytest
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import zoo
+from conftest import count
+from dispatchprof import fake_model, fake_mode
+from op_formulas import state_of
+
+CPU_SDPA = "aten._scaled_dot_product_flash_attention_for_cpu"
+E, H, F_, B, L = 16, 4, 32, 2, 5
+
+
+class OpStream(TorchDispatchMode):
+    """Names every aten op it sees, changes nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func.overloadpacket))
+        return func(*args, **(kwargs or {}))
+
+
+def _split(ops: list[str]) -> tuple[list[str], Counter]:
+    """(ops with a formula, in order; zero-cost ops with their calls)."""
+    packets = {op: getattr(getattr(torch.ops, op.split(".")[0]), op.split(".", 1)[1]) for op in set(ops)}
+    counted = [("aten.scaled_dot_product_attention" if op == CPU_SDPA else op)
+               for op in ops if state_of(packets[op]) != "zero-cost"]
+    return counted, Counter(op for op in ops if state_of(packets[op]) == "zero-cost")
+
+
+def _flat(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    if isinstance(out, dict) or hasattr(out, "to_tuple"):
+        return [t for o in (out.values() if isinstance(out, dict) else out.to_tuple()) for t in _flat(o)]
+    return []
+
+
+def check_invisible(run):
+    """``run()`` alone, under OpStream and under OpCounter: bit-identical outputs, same ops.
+    Returns the counter."""
+    outputs = []
+    torch.manual_seed(0)
+    alone = _flat(run())
+    stream = OpStream()
+    torch.manual_seed(0)
+    with stream:
+        plain = _flat(run())
+    torch.manual_seed(0)
+    c = count(lambda: outputs.extend(_flat(run())))
+    for a, p, k in zip(alone, plain, outputs, strict=True):
+        assert torch.equal(a, p) and torch.equal(a, k), "outputs differ with the counter"
+    ops, zero = _split(stream.ops)
+    assert [r.op for r in c.profile.records] == ops
+    assert Counter(dict(c.profile.zero_cost_calls)) == zero
+    assert not c.unknown_ops()
+    return c
+
+
+# --- torch's own fast paths ------------------------------------------------------------------
+def _mha():
+    return nn.MultiheadAttention(E, H, batch_first=True)
+
+
+def _padding(x):
+    kpm = torch.zeros(B, L, dtype=torch.bool, device=x.device)
+    kpm[1, 3:] = True                          # the second sequence has 3 tokens
+    return kpm
+
+
+def _causal(x):
+    return torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
+
+
+def _layer(**kw):
+    return nn.TransformerEncoderLayer(E, H, F_, batch_first=True, **kw)
+
+
+#: name -> (build, call(model, x)); all self-attention, batch first, eval, no grad
+MODELS = {
+    "mha-padding": (_mha, lambda m, x: m(x, x, x, key_padding_mask=_padding(x), need_weights=False)[0]),
+    "mha-weights": (_mha, lambda m, x: m(x, x, x, attn_mask=_causal(x))),
+    "layer-mask": (_layer, lambda m, x: m(x, src_mask=_causal(x))),
+    "encoder-gelu-mask": (lambda: nn.TransformerEncoder(_layer(activation="gelu"), 2, enable_nested_tensor=False),
+                          lambda m, x: m(x, mask=_causal(x), is_causal=False)),  # no value check
+    "encoder-nested": (lambda: nn.TransformerEncoder(_layer(), 2),
+                       lambda m, x: m(x, src_key_padding_mask=_padding(x))),
+}
+FAST_OPS = {"mha-padding": "aten._native_multi_head_attention", "mha-weights": "aten._native_multi_head_attention",
+            "layer-mask": "aten._transformer_encoder_layer_fwd",
+            "encoder-gelu-mask": "aten._transformer_encoder_layer_fwd",
+            "encoder-nested": "aten._transformer_encoder_layer_fwd"}
+
+
+def _real(name):
+    build, call = MODELS[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    x = torch.randn(B, L, E)
+    return model, lambda: call(model, x)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_torch_fast_paths_run_and_count_as_uncounted(name):
+    model, run = _real(name)
+    with torch.no_grad():
+        c = check_invisible(run)
+    assert FAST_OPS[name] in [r.op for r in c.profile.records]     # the fast path ran, counted
+
+
+def _kind(name, kind):
+    """Total counts of one forward of ``name`` on tensor kind ``kind`` (same weights' shapes)."""
+    build, call = MODELS[name]
+    torch.manual_seed(0)
+    if kind == "fake":
+        model = fake_model(build)
+        with fake_mode(model):
+            x = torch.randn(B, L, E)
+    else:
+        model = build().to(kind)
+        x = torch.randn(B, L, E, device=kind)
+    model.eval()
+
+    def run():
+        if kind != "fake":
+            return call(model, x)
+        with fake_mode(model):
+            return call(model, x)
+    with torch.no_grad():
+        return count(run)
+
+
+@pytest.mark.parametrize("name", ["mha-padding", "mha-weights", "layer-mask", "encoder-gelu-mask"])
+def test_real_fake_meta_count_the_same_arithmetic(name):
+    real, fake, meta = (_kind(name, k) for k in ("cpu", "fake", "meta"))
+    ops = [[r.op for r in c.profile.records] for c in (real, fake, meta)]
+    assert FAST_OPS[name] in ops[0] and ops[0] == ops[1]            # real and fake: the fast path
+    assert FAST_OPS[name] not in ops[2]                              # meta: torch's slow path
+    totals = [c.total() for c in (real, fake, meta)]
+    assert totals[0] == totals[1]
+    arithmetic = [dataclasses.replace(t, bytes_read=0, bytes_written=0, calls=0) for t in totals]
+    assert arithmetic[0] == arithmetic[2]
+
+
+def test_native_mha_counts_by_hand():
+    model, run = _real("mha-padding")
+    with torch.no_grad():
+        c = count(run)
+    r = [r for r in c.profile.records if r.op == FAST_OPS["mha-padding"]][0]
+    # n = B*L = 10 rows, E = 16, H = 4 heads of d = 4, S = 25 scores per head, masked
+    # in_proj: 10*48*16 = 7680 MULT, 7680 ADD (bias included); out_proj: 10*16*16 = 2560 each
+    # attention per head: MULT 25*4 + 25 + 4*25 = 225; ADD 25*3 + 25 (mask) + (50 - 5) + 4*20 = 225
+    assert (r.cost.mult, r.cost.add) == (7680 + 8 * 225 + 2560, 7680 + 8 * 225 + 2560)
+    assert r.cost.macs == 7680 + 8 * 25 * 8 + 2560
+    # softmax per head: 20 CMP, 25 EXP, 25 DIV
+    assert (r.cost.cmp, r.cost.exp, r.cost.div) == (8 * 20, 8 * 25, 8 * 25)
+    # bytes, float32: x 640 + W_in (768 + 48)*4 + q, k, v 1920 + mask [2, 5] 40 + attention out 640
+    # + W_out (256 + 16)*4; written: q, k, v 1920 + attention out 640 + output 640
+    assert r.cost.bytes_read == 640 + 3264 + 1920 + 40 + 640 + 1088
+    assert r.cost.bytes_written == 1920 + 640 + 640
