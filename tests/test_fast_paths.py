@@ -5,7 +5,9 @@ file's own (the op stream of the uncounted run: a dispatch mode is not what torc
 check for), and under OpCounter. Outputs must be bit-identical and the ops the counter recorded
 must be the plain run's ops, in order. The one documented difference: a call of
 F.scaled_dot_product_attention is one record, ``aten.scaled_dot_product_attention``, where the
-plain run sees the backend torch picked (``_scaled_dot_product_flash_attention_for_cpu`` here).
+plain run sees the ops of the backend torch picked (``_scaled_dot_product_flash_attention_for_cpu``,
+or the math backend's ops): a third run marks where each attention call begins and ends, with a
+torch-function mode that must leave the op stream as it was (checked).
 """
 
 import dataclasses
@@ -14,6 +16,7 @@ from collections import Counter
 import pytest
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import zoo
@@ -21,7 +24,7 @@ from conftest import count
 from dispatchprof import fake_model, fake_mode
 from op_formulas import state_of
 
-CPU_SDPA = "aten._scaled_dot_product_flash_attention_for_cpu"
+SDPA = "aten.scaled_dot_product_attention"
 E, H, F_, B, L = 16, 4, 32, 2, 5
 
 
@@ -37,12 +40,42 @@ class OpStream(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+class AttentionSpans(TorchFunctionMode):
+    """Writes a marker into ``stream.ops`` before and after each F.scaled_dot_product_attention."""
+
+    def __init__(self, stream: OpStream) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is not torch.nn.functional.scaled_dot_product_attention:
+            return func(*args, **(kwargs or {}))
+        self.stream.ops.append("<")
+        out = func(*args, **(kwargs or {}))
+        self.stream.ops.append(">")
+        return out
+
+
+def _collapse(ops: list[str]) -> list[str]:
+    """Each marked attention call's ops as one ``aten.scaled_dot_product_attention``."""
+    out, depth = [], 0
+    for op in ops:
+        if op == "<":
+            depth += 1
+            if depth == 1:
+                out.append(SDPA)
+        elif op == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(op)
+    return out
+
+
 def _split(ops: list[str]) -> tuple[list[str], Counter]:
-    """(ops with a formula, in order; zero-cost ops with their calls)."""
-    packets = {op: getattr(getattr(torch.ops, op.split(".")[0]), op.split(".", 1)[1]) for op in set(ops)}
-    counted = [("aten.scaled_dot_product_attention" if op == CPU_SDPA else op)
-               for op in ops if state_of(packets[op]) != "zero-cost"]
-    return counted, Counter(op for op in ops if state_of(packets[op]) == "zero-cost")
+    """(ops with a formula or attention calls, in order; zero-cost ops with their calls)."""
+    zero = {op for op in set(ops) - {SDPA}
+            if state_of(getattr(getattr(torch.ops, op.split(".")[0]), op.split(".", 1)[1])) == "zero-cost"}
+    return [op for op in ops if op not in zero], Counter(op for op in ops if op in zero)
 
 
 def _flat(out):
@@ -55,9 +88,10 @@ def _flat(out):
     return []
 
 
-def check_invisible(run):
+def check_invisible(run, attention_calls: bool = True):
     """``run()`` alone, under OpStream and under OpCounter: bit-identical outputs, same ops.
-    Returns the counter."""
+    ``attention_calls``: mark F.scaled_dot_product_attention calls in a third run (False where a
+    torch-function mode would change the path, as in nn.MultiheadAttention). Returns the counter."""
     outputs = []
     torch.manual_seed(0)
     alone = _flat(run())
@@ -69,7 +103,15 @@ def check_invisible(run):
     c = count(lambda: outputs.extend(_flat(run())))
     for a, p, k in zip(alone, plain, outputs, strict=True):
         assert torch.equal(a, p) and torch.equal(a, k), "outputs differ with the counter"
-    ops, zero = _split(stream.ops)
+    ops = stream.ops
+    if attention_calls:
+        marked = OpStream()
+        torch.manual_seed(0)
+        with marked, AttentionSpans(marked):
+            run()
+        assert [op for op in marked.ops if op not in "<>"] == ops       # the markers changed nothing
+        ops = _collapse(marked.ops)
+    ops, zero = _split(ops)
     assert [r.op for r in c.profile.records] == ops
     assert Counter(dict(c.profile.zero_cost_calls)) == zero
     assert not c.unknown_ops()
@@ -123,7 +165,7 @@ def _real(name):
 def test_torch_fast_paths_run_and_count_as_uncounted(name):
     model, run = _real(name)
     with torch.no_grad():
-        c = check_invisible(run)
+        c = check_invisible(run, attention_calls=False)
     assert FAST_OPS[name] in [r.op for r in c.profile.records]     # the fast path ran, counted
 
 
@@ -177,3 +219,12 @@ def test_native_mha_counts_by_hand():
     # + W_out (256 + 16)*4; written: q, k, v 1920 + attention out 640 + output 640
     assert r.cost.bytes_read == 640 + 3264 + 1920 + 40 + 640 + 1088
     assert r.cost.bytes_written == 1920 + 640 + 640
+
+
+# --- the zoo ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", zoo.ALL_NAMES)
+def test_zoo_runs_and_counts_as_uncounted(name):
+    model, inputs, _ = zoo.build(name, "real")
+    model.eval()
+    with torch.no_grad():
+        check_invisible(lambda: model(**inputs))
