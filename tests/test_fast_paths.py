@@ -73,7 +73,7 @@ def _collapse(ops: list[str]) -> list[str]:
 
 def _split(ops: list[str]) -> tuple[list[str], Counter]:
     """(ops with a formula or attention calls, in order; zero-cost ops with their calls)."""
-    zero = {op for op in set(ops) - {SDPA}
+    zero = {op for op in set(ops) - {SDPA, SDPA + "_backward"}
             if state_of(getattr(getattr(torch.ops, op.split(".")[0]), op.split(".", 1)[1])) == "zero-cost"}
     return [op for op in ops if op not in zero], Counter(op for op in ops if op in zero)
 
@@ -228,3 +228,41 @@ def test_zoo_runs_and_counts_as_uncounted(name):
     model.eval()
     with torch.no_grad():
         check_invisible(lambda: model(**inputs))
+
+
+# --- the slow path: training, gradients ------------------------------------------------------
+def _mha_step(kind):
+    torch.manual_seed(0)
+    if kind == "fake":
+        model = fake_model(lambda: nn.MultiheadAttention(E, H, batch_first=True, dropout=0.0))
+        with fake_mode(model):
+            x = torch.randn(B, L, E, requires_grad=True)
+    else:
+        model = nn.MultiheadAttention(E, H, batch_first=True, dropout=0.0).to(kind)
+        x = torch.randn(B, L, E, device=kind, requires_grad=True)
+    model.train()
+
+    def step():
+        out = model(x, x, x, key_padding_mask=_padding(x), need_weights=False)[0]
+        out.square().sum().backward()
+        return [out, x.grad, *[p.grad for p in model.parameters()]]
+    return step
+
+
+def test_mha_training_counts_attention_once_forward_and_backward():
+    step = _mha_step("cpu")
+    alone = step()
+    stream = OpStream()
+    with stream:
+        _mha_step("cpu")()
+    outputs = []
+    c = count(lambda: outputs.extend(_mha_step("cpu")()))
+    assert all(torch.equal(a, k) for a, k in zip(alone, outputs, strict=True))
+    # the slow path: the CPU flash kernel forward and backward, each one attention record
+    names = {"aten._scaled_dot_product_flash_attention_for_cpu": SDPA,
+             "aten._scaled_dot_product_flash_attention_for_cpu_backward": SDPA + "_backward"}
+    ops, _ = _split([names.get(op, op) for op in stream.ops])
+    assert [r.op for r in c.profile.records] == ops and ops.count(SDPA + "_backward") == 1
+    kinds = [c] + [count(_mha_step(k)) for k in ("fake", "meta")]
+    attention = [[(r.op, r.cost) for r in k.profile.records if "attention" in r.op] for k in kinds]
+    assert attention[0] == attention[1] == attention[2] and len(attention[0]) == 2
