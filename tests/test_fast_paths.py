@@ -141,13 +141,15 @@ def _layer(**kw):
 MODELS = {
     "mha-padding": (_mha, lambda m, x: m(x, x, x, key_padding_mask=_padding(x), need_weights=False)[0]),
     "mha-weights": (_mha, lambda m, x: m(x, x, x, attn_mask=_causal(x))),
+    "mha-keywords": (_mha, lambda m, x: m(query=x, key=x, value=x, need_weights=False)[0]),
     "layer-mask": (_layer, lambda m, x: m(x, src_mask=_causal(x))),
     "encoder-gelu-mask": (lambda: nn.TransformerEncoder(_layer(activation="gelu"), 2, enable_nested_tensor=False),
                           lambda m, x: m(x, mask=_causal(x), is_causal=False)),  # no value check
     "encoder-nested": (lambda: nn.TransformerEncoder(_layer(), 2),
                        lambda m, x: m(x, src_key_padding_mask=_padding(x))),
 }
-FAST_OPS = {"mha-padding": "aten._native_multi_head_attention", "mha-weights": "aten._native_multi_head_attention",
+FAST_OPS = {"mha-padding": "aten._native_multi_head_attention", "mha-keywords": "aten._native_multi_head_attention",
+            "mha-weights": "aten._native_multi_head_attention",
             "layer-mask": "aten._transformer_encoder_layer_fwd",
             "encoder-gelu-mask": "aten._transformer_encoder_layer_fwd",
             "encoder-nested": "aten._transformer_encoder_layer_fwd"}
@@ -191,7 +193,7 @@ def _kind(name, kind):
         return count(run)
 
 
-@pytest.mark.parametrize("name", ["mha-padding", "mha-weights", "layer-mask", "encoder-gelu-mask"])
+@pytest.mark.parametrize("name", ["mha-padding", "mha-weights", "mha-keywords", "layer-mask", "encoder-gelu-mask"])
 def test_real_fake_meta_count_the_same_arithmetic(name):
     real, fake, meta = (_kind(name, k) for k in ("cpu", "fake", "meta"))
     ops = [[r.op for r in c.profile.records] for c in (real, fake, meta)]
@@ -266,3 +268,29 @@ def test_mha_training_counts_attention_once_forward_and_backward():
     kinds = [c] + [count(_mha_step(k)) for k in ("fake", "meta")]
     attention = [[(r.op, r.cost) for r in k.profile.records if "attention" in r.op] for k in kinds]
     assert attention[0] == attention[1] == attention[2] and len(attention[0]) == 2
+
+
+class _UserMode(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_mode_of_your_own_still_disables_the_fast_path_as_without_the_counter():
+    model, run = _real("mha-padding")
+    with torch.no_grad(), _UserMode():
+        c = check_invisible(run, attention_calls=False)
+    assert FAST_OPS["mha-padding"] not in [r.op for r in c.profile.records]
+
+
+def test_a_forward_that_raises_puts_the_attention_mode_back():
+    from dispatchprof import OpCounter
+    model, _ = _real("mha-padding")
+    q, wrong = torch.randn(1, 2, 4, 8), torch.randn(B, L, E + 1)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="embed_dim 16") as alone:   # the fast path's error
+        model(wrong, wrong, wrong)
+    with torch.no_grad(), OpCounter() as c:
+        with pytest.raises(RuntimeError) as counted:
+            model(wrong, wrong, wrong)
+        torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    assert str(counted.value) == str(alone.value)
+    assert [r.op for r in c.profile.records] == [SDPA]     # seen by the mode, put back

@@ -59,19 +59,19 @@ def _no_torch_function(*args: Any) -> bool:
 
 def fast_path_possible(module: nn.Module, args: tuple) -> bool:
     """Whether ``module`` may take its fast path as far as conditions that do not depend on the
-    counter go: eval mode, ``torch.backends.mha`` fast path on, no autocast, no tensor argument
-    on the meta device, and no gradient needed (grad off, or no parameter or tensor argument
-    requires it). Positional arguments only (a global pre-hook sees no keywords): the query or
-    source tensor comes first. The module checks the rest itself."""
-    if module.training or not torch.backends.mha.get_fastpath_enabled() or torch.is_autocast_enabled():
+    counter go, checked on what torch checks (for nn.TransformerEncoder: its first layer): eval
+    mode, ``torch.backends.mha`` fast path on, no autocast, no tensor on the meta device, and no
+    gradient needed (grad off, or no parameter or tensor argument requires it). A global pre-hook
+    sees positional arguments only: tensors passed by keyword are judged by the parameters'
+    device. The module checks the rest itself."""
+    checked = module.layers[0] if isinstance(module, nn.TransformerEncoder) and len(module.layers) else module
+    if checked.training or not torch.backends.mha.get_fastpath_enabled() or torch.is_autocast_enabled():
         return False
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if not tensors or any(t.device.type == "meta" for t in tensors):
+    tensors.extend(checked.parameters())
+    if any(t.device.type == "meta" for t in tensors):
         return False
-    if torch.is_grad_enabled():
-        if any(t.requires_grad for t in tensors) or any(p.requires_grad for p in module.parameters()):
-            return False
-    return True
+    return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 
 class FastPathGuard:
