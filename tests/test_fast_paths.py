@@ -294,3 +294,23 @@ def test_a_forward_that_raises_puts_the_attention_mode_back():
         torch.nn.functional.scaled_dot_product_attention(q, q, q)
     assert str(counted.value) == str(alone.value)
     assert [r.op for r in c.profile.records] == [SDPA]     # seen by the mode, put back
+
+
+def test_nested_encoder_counts_each_sequence_with_its_own_length():
+    model, run = _real("encoder-nested")          # sequences of 5 and 3 tokens (E = 16)
+    with torch.no_grad():
+        c = count(run)
+    layers = [r for r in c.profile.records if r.op == FAST_OPS["encoder-nested"]]
+    assert len(layers) == 2
+    # independent: the slow path, op by op, on meta, one sequence at a time (no padding, no mask)
+    layer = model.layers[0].to("meta")
+    with torch.no_grad():
+        alone = [count(layer, torch.randn(1, n, E, device="meta")).total() for n in (5, 3)]
+    for field in ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs"):
+        assert getattr(layers[0].cost, field) == getattr(alone[0], field) + getattr(alone[1], field)
+    gather = [r for r in c.profile.records if r.op == "aten._nested_tensor_from_mask"][0].cost
+    assert (gather.bytes_read, gather.bytes_written) == (10 + 8 * 16 * 4, 8 * 16 * 4)   # bool mask [2,5]
+    pad = [r for r in c.profile.records if r.op == "aten.to_padded_tensor"][0].cost
+    assert (pad.bytes_read, pad.bytes_written) == (8 * 16 * 4, 2 * 5 * 16 * 4)
+    check = [r for r in c.profile.records if r.op == "aten._nested_tensor_from_mask_left_aligned"][0].cost
+    assert check.cmp == 10
