@@ -221,7 +221,3 @@ def sdpa_cudnn_backward(grad: TensorMeta, q: TensorMeta, k: TensorMeta, v: Tenso
                         result: Any, causal_computed: bool | str = False, **kwargs: Any) -> Cost:
     """(grad, q, k, v, out, lse, seed, offset, attn_bias, cum_q, cum_k, max_q, max_k, p, is_causal)."""
     return _backward(grad, q, k, v, args[4] is not None or bool(args[10]), causal_computed)
-
-
-# torch's fused transformer kernels build on the rules above (registered on import)
-from op_formulas import transformer_fastpath  # noqa: E402,F401
