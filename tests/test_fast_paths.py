@@ -314,3 +314,16 @@ def test_nested_encoder_counts_each_sequence_with_its_own_length():
     assert (pad.bytes_read, pad.bytes_written) == (8 * 16 * 4, 2 * 5 * 16 * 4)
     check = [r for r in c.profile.records if r.op == "aten._nested_tensor_from_mask_left_aligned"][0].cost
     assert check.cmp == 10
+
+
+def test_the_fast_path_still_runs_after_a_slow_path_call_in_the_same_count():
+    from dispatchprof import OpCounter
+    model, run = _real("mha-padding")
+    with OpCounter() as c:
+        model.train()
+        run()                                  # slow path: F.multi_head_attention_forward's own code
+        model.eval()
+        with torch.no_grad():
+            run()                              # the fast path, as without the counter
+    ops = [r.op for r in c.profile.records]
+    assert ops.count(SDPA) == 1 and ops.count(FAST_OPS["mha-padding"]) == 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 from torch._ops import HigherOrderOperator
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _pop_mode, _push_mode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dispatchprof.count.fastpath import MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, mha_forward_body
@@ -215,9 +215,8 @@ class FusedAttentionMode(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if func is not _SDPA:           # every torch call of the model passes here: keep it short
-            if func is MHA_FORWARD:
-                with self:              # its body, with this mode active: attention inside is seen
-                    return mha_forward_body()(*args, **(kwargs or {}))
+            if func is MHA_FORWARD:     # its body, with this mode active: attention inside is seen
+                return self._with_mode_on(mha_forward_body(), args, kwargs or {})
             return func(*args, **kwargs) if kwargs else func(*args)
         if self.state.inside_fused or torch._C._current_graph_task_id() != -1:
             return func(*args, **kwargs) if kwargs else func(*args)
@@ -233,3 +232,12 @@ class FusedAttentionMode(TorchFunctionMode):
         if isinstance(out, torch.Tensor) and out.requires_grad:
             self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)
         return out
+
+    def _with_mode_on(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)`` with this mode back on the stack (torch takes it off while its
+        ``__torch_function__`` runs). Pushed directly: ``with self`` would install the guard again."""
+        _push_mode(self)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _pop_mode()
