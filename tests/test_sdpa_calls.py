@@ -32,6 +32,7 @@ def _conventions():
 
 
 CONVENTIONS = list(_conventions())
+out: list = []          # what a counted call returned
 
 
 def test_the_schema_is_the_python_signature():
@@ -63,9 +64,6 @@ def test_every_convention_counts_once_and_runs_unchanged(head, tail):
     assert only_record(c, SDPA).cost == only_record(positional, SDPA).cost
     # 1*2 heads, S = 16 scores of E = 8, masked: 16*8 + 16 + 8*16 = 272 MULT per head
     assert only_record(c, SDPA).cost.mult == 2 * 272
-
-
-out: list = []
 
 
 def test_keyword_call_backward_is_one_fused_record():

@@ -5,7 +5,8 @@ recorder; `FusedAttentionMode`, a TorchFunctionMode, records ``F.scaled_dot_prod
 one fused op before torch picks a backend, so attention counts the same on real, meta and fake
 tensors. The autograd nodes that call creates (one fused kernel's, or the math decomposition's on
 meta) are remembered by sequence number; in the backward their ops are recorded once, as
-``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
+``aten.scaled_dot_product_attention_backward``. The attention mode steps aside where torch picks
+a fast path by the modes active (`dispatchprof.count.fastpath`). Only `OpCounter` uses them.
 """
 
 from __future__ import annotations
