@@ -124,13 +124,24 @@ def _forward(q: TensorMeta, k: TensorMeta, v: TensorMeta, mask: Any, dropout_p: 
     return cost.with_bytes(written=written)
 
 
+#: Every parameter of ``aten::scaled_dot_product_attention`` (the schema F.scaled_dot_product_attention
+#: is generated from) and what `sdpa` makes of it; tests/test_sdpa_calls.py checks this against
+#: the schema, so a parameter a new torch adds fails a test until its effect is written here.
+SDPA_PARAMETERS = {
+    "query": "q [B,H,Lq,E]", "key": "k [B,Hk,Lk,E]", "value": "v [B,Hk,Lk,Ev]",
+    "attn_mask": "masked: S ADD", "dropout_p": "dropout when > 0: S OTHER + S MULT",
+    "is_causal": "masked: S ADD; the causal rule", "scale": "no change: the scale is S MULT whatever its value",
+    "enable_gqa": "no change: H counts query heads, k and v are shared by shape",
+}
+
+
 @formula(aten.scaled_dot_product_attention)
-def sdpa(q: TensorMeta, k: TensorMeta, v: TensorMeta, attn_mask: Any = None, dropout_p: float = 0.0,
-         is_causal: bool = False, *args: Any, result: Any, causal_computed: bool | str = False,
-         **kwargs: Any) -> Cost:
-    """torch.nn.functional.scaled_dot_product_attention, recorded once above the backends."""
-    return _forward(q, k, v, kwargs.get("attn_mask", attn_mask), kwargs.get("dropout_p", dropout_p),
-                    kwargs.get("is_causal", is_causal), causal_computed)
+def sdpa(query: TensorMeta, key: TensorMeta, value: TensorMeta, attn_mask: Any = None, dropout_p: float = 0.0,
+         is_causal: bool = False, *, scale: Any = None, enable_gqa: bool = False, result: Any,
+         causal_computed: bool | str = False, **kwargs: Any) -> Cost:
+    """torch.nn.functional.scaled_dot_product_attention, recorded once above the backends; its
+    parameters as `SDPA_PARAMETERS` says."""
+    return _forward(query, key, value, attn_mask, dropout_p, is_causal, causal_computed)
 
 
 def _out_and_lse(result: Any) -> int:

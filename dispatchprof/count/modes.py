@@ -5,7 +5,8 @@ recorder; `FusedAttentionMode`, a TorchFunctionMode, records ``F.scaled_dot_prod
 one fused op before torch picks a backend, so attention counts the same on real, meta and fake
 tensors. The autograd nodes that call creates (one fused kernel's, or the math decomposition's on
 meta) are remembered by sequence number; in the backward their ops are recorded once, as
-``aten.scaled_dot_product_attention_backward``. Only `OpCounter` uses them.
+``aten.scaled_dot_product_attention_backward``. The attention mode steps aside where torch picks
+a fast path by the modes active (`dispatchprof.count.fastpath`). Only `OpCounter` uses them.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from typing import Any
 
 import torch
 from torch._ops import HigherOrderOperator
-from torch.overrides import TorchFunctionMode
+from torch.overrides import TorchFunctionMode, _pop_mode, _push_mode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from dispatchprof.count.fastpath import MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, mha_forward_body
 from dispatchprof.count.flex import FLEX_OPS, run_flex
 from dispatchprof.count.recorder import Recorder
+from dispatchprof.count.sdpa_args import sdpa_call
 from dispatchprof.count.tensors import NO_TORCH_FUNCTION, iter_tensors
 from dispatchprof.errors import DataDependentOpError
 
@@ -31,7 +34,8 @@ _SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
 class NestedTensorNotSupported(TypeError):
-    """Raised when a counted op receives a nested (jagged or strided nested) tensor."""
+    """Raised when a counted op receives a nested (jagged or strided nested) tensor, except the
+    ops of nn.TransformerEncoder's own nested fast path (`NESTED_FAST_PATH_OPS`)."""
 
     def __init__(self, op: str) -> None:
         super().__init__(f"dispatchprof: nested tensors are not supported (op {op} got a nested tensor); "
@@ -72,7 +76,7 @@ class CountingMode(TorchDispatchMode):
                 return self._higher_order(func, args, kwargs or {})
             info = state.op_info(func)
         for a in args:
-            if isinstance(a, torch.Tensor) and a.is_nested:
+            if isinstance(a, torch.Tensor) and a.is_nested and info.name not in NESTED_FAST_PATH_OPS:
                 raise NestedTensorNotSupported(info.name)
         kwargs = kwargs or {}
         if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
@@ -183,18 +187,41 @@ def run_once(func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 class FusedAttentionMode(TorchFunctionMode):
-    """Records F.scaled_dot_product_attention as one op, above torch's backend choice."""
+    """Records F.scaled_dot_product_attention as one op, above torch's backend choice, with any
+    calling convention (`dispatchprof.count.sdpa_args`). Invisible to torch's fast paths
+    (`dispatchprof.count.fastpath`): it steps off the stack while a module whose fast path checks
+    for torch-function modes could take that path, so the counted run runs the uncounted run's
+    code; where the module's slow path runs instead, attention inside
+    ``F.multi_head_attention_forward`` is still recorded as one fused op."""
 
     def __init__(self, state: Recorder) -> None:
         super().__init__()
         self.state = state
+        self._guard = FastPathGuard(self)
+
+    def __enter__(self) -> FusedAttentionMode:
+        super().__enter__()
+        try:
+            self._guard.install()
+        except BaseException:
+            super().__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self._guard.remove()
+        finally:
+            super().__exit__(*exc)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if func is not _SDPA:           # every torch call of the model passes here: keep it short
+            if func is MHA_FORWARD:     # its body, with this mode active: attention inside is seen
+                return self._with_mode_on(mha_forward_body(), args, kwargs or {})
             return func(*args, **kwargs) if kwargs else func(*args)
-        kwargs = kwargs or {}
         if self.state.inside_fused or torch._C._current_graph_task_id() != -1:
-            return func(*args, **kwargs)
+            return func(*args, **kwargs) if kwargs else func(*args)
+        args, kwargs = sdpa_call(args, kwargs)      # positional as the formula takes them
         self.state.inside_fused += 1
         start = _next_sequence_nr()
         try:
@@ -206,3 +233,12 @@ class FusedAttentionMode(TorchFunctionMode):
         if isinstance(out, torch.Tensor) and out.requires_grad:
             self.state.remember_fused(start, _next_sequence_nr(), args, kwargs)
         return out
+
+    def _with_mode_on(self, fn: Any, args: tuple, kwargs: dict) -> Any:
+        """``fn(*args, **kwargs)`` with this mode back on the stack (torch takes it off while its
+        ``__torch_function__`` runs). Pushed directly: ``with self`` would install the guard again."""
+        _push_mode(self)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _pop_mode()

@@ -68,7 +68,14 @@ def to_meta(value: Any) -> Any:
 def _tensor_meta(t: Tensor) -> Any:
     if t.layout is not _STRIDED and t.layout in _SPARSE_PARTS:
         return sparse_meta(t)         # a sparse tensor: SparseMeta (stored elements and bytes)
+    if t.is_nested:
+        return nested_meta(t)
     return TensorMeta(tuple(map(int, t.shape)), t.dtype)
+
+
+def nested_meta(t: Tensor) -> tuple[TensorMeta, ...]:
+    """A (strided) nested tensor as formulas see it: the tuple of its components' metas."""
+    return tuple(TensorMeta(tuple(map(int, size)), t.dtype) for size in t._nested_tensor_size().tolist())
 
 
 def iter_tensors(value: Any) -> list[Tensor]:
