@@ -5,7 +5,7 @@ and ``cost`` for the `Cost` they return.
 """
 
 from op_formulas import (  # noqa: F401  (imported for their registrations)
-    activation, attention, collectives, conv, linalg, loss, matmul, movement, norm, optim, pointwise, pool,
+    activation, attention, collectives, conv, linalg, loss, matmul, moe, movement, norm, optim, pointwise, pool,
     quantized, random, reduction, resample, rnn, spectral,
 )
 from op_formulas import complex_arith  # noqa: F401,E402  (refines formulas registered above)
