@@ -58,7 +58,10 @@ _MOVEMENT = (
     aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d, aten._upsample_nearest_exact3d,
     aten._efficientzerotensor, aten.channel_shuffle, aten.native_channel_shuffle,
     aten.diag_embed, aten.masked_scatter_backward, aten.lu_unpack, aten._pack_padded_sequence,
-    aten._pack_padded_sequence_backward, aten._pad_packed_sequence,
+    aten._pack_padded_sequence_backward, aten._pad_packed_sequence, aten.zero, aten.empty_permuted,
+    aten.as_strided_copy, aten.diagonal_copy, aten.narrow_copy, aten.split_with_sizes_copy, aten.unfold_copy,
+    aten._reshape_copy, aten.take, aten.tril_indices, aten.triu_indices, aten.rot90, aten.block_diag,
+    aten._chunk_cat, aten.diagonal_backward, aten.nonzero_static,
 )
 
 

@@ -23,10 +23,17 @@ aten = torch.ops.aten
 @formula(aten.rand, aten.randn, aten.randint, aten.rand_like, aten.randn_like, aten.randint_like,
          aten.bernoulli, aten.bernoulli_, aten.normal, aten.normal_, aten.uniform, aten.uniform_,
          aten.exponential_, aten.random_, aten.randperm, aten.poisson, aten.multinomial,
-         aten._standard_gamma, aten._standard_gamma_grad, aten._dirichlet_grad)
+         aten._standard_gamma, aten._standard_gamma_grad, aten._dirichlet_grad, aten.cauchy, aten.cauchy_,
+         aten.exponential, aten.geometric, aten.geometric_, aten.log_normal, aten.log_normal_, aten.random)
 def draw(*args: Any, result: Any, **kwargs: Any) -> Cost:
     """1 OTHER per element of the output (the mutated tensor for in-place draws)."""
     return Cost(other=first_meta(result).numel)
+
+
+@formula(aten._fused_dropout)
+def fused_dropout(x: TensorMeta, p: float, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """As native_dropout in training (p is the keep probability here): 1 OTHER + 1 CMP + 2 MULT."""
+    return Cost(other=1, cmp=1, mult=2) * x.numel
 
 
 @formula(aten.native_dropout)

@@ -152,3 +152,35 @@ def test_transformer_encoder_mask_check():
     c = count(torch._nested_tensor_from_mask_left_aligned, t, mask)
     r = only_record(c, "aten._nested_tensor_from_mask_left_aligned")
     assert counts(r.cost) == {"cmp": 6} and (r.cost.bytes_read, r.cost.bytes_written) == (6, 0)
+
+
+Y = torch.randn(3, 8)
+
+
+@pytest.mark.parametrize("fn, op, expected", [
+    (lambda: torch.median(Y, 1), "aten.median", {"cmp": 3 * 8 * 3}),          # 3 rows of 8: 8*log2(8) CMP
+    (lambda: torch.median(Y), "aten.median", {"cmp": 24 * 5}),                 # one row of 24: ceil(log2 24) = 5
+    (lambda: torch.kthvalue(Y, 2, 1), "aten.kthvalue", {"cmp": 72}),
+    (lambda: torch.mode(Y, 1), "aten.mode", {"cmp": 72 + 3 * 7}),              # + n-1 run tests per row
+    (lambda: torch.nanmedian(Y, 0), "aten.nanmedian", {"cmp": 8 * (3 * 2 + 2)}),   # 8 rows of 3
+    (lambda: torch.count_nonzero(Y, 1), "aten.count_nonzero", {"cmp": 24, "add": 21}),
+    (lambda: torch.dist(Y, Y), "aten.dist", {"add": 24 + 23, "mult": 24, "sqrt": 1}),
+    (lambda: torch.linalg.cross(Y[:, :3], Y[:, 3:6]), "aten.linalg_cross", {"mult": 18, "add": 9}),
+    (lambda: torch.trace(Y), "aten.trace", {"add": 2}),                        # min(3, 8) - 1
+    (lambda: torch.sinc(Y), "aten.sinc", {"mult": 24, "other": 24, "div": 24, "cmp": 24}),
+    (lambda: torch.special.bessel_j0(Y), "aten.special_bessel_j0", {"other": 24}),
+    (lambda: torch.nan_to_num(Y), "aten.nan_to_num", {"cmp": 72}),
+    (lambda: torch.asinh(Y), "aten.asinh", {"other": 24}),
+    (lambda: Y.clone().floor_(), "aten.floor_", {"other": 24}),              # an in-place twin
+    (lambda: Y.clone().cauchy_(), "aten.cauchy_", {"other": 24}),
+])
+def test_sweep_rules_by_hand(fn, op, expected):
+    assert _one(fn, op) == expected
+
+
+def test_inplace_twins_share_the_functional_formula():
+    from op_formulas import lookup
+    from op_formulas.families import INPLACE_TWINS
+    aten = torch.ops.aten
+    assert "floor_" in INPLACE_TWINS
+    assert all(lookup(getattr(aten, n)) is lookup(getattr(aten, n[:-1])) for n in INPLACE_TWINS)
