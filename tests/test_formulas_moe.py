@@ -111,3 +111,37 @@ def test_user_built_moe_counts_on_fake_tensors_as_on_real(config):
     assert notes and notes[0] == ROUTING_ASSUMPTION and real_notes == []
     assert any(r.op == "aten._grouped_mm" for r in fake.profile.records)
     assert fake.total() == real.total()
+
+
+def test_grouped_experts_path_has_the_macs_of_the_catalogs_balanced_experts():
+    # the catalog's "dispatchprof_balanced" experts (linear per expert over balanced groups) and
+    # transformers' default grouped path do the same contractions: equal forward MACs
+    import transformers as tf
+
+    from dispatchprof.llm.models import BALANCED_EXPERTS, register_balanced_experts
+
+    register_balanced_experts()
+    ids = torch.randint(0, 64, (2, 8))
+    macs = {}
+    for impl in ("grouped_mm", BALANCED_EXPERTS):
+        torch.manual_seed(0)
+        model = tf.AutoModelForCausalLM.from_config(_qwen3_moe(), experts_implementation=impl)
+        with warnings.catch_warnings(), torch.no_grad(), OpCounter() as c:
+            warnings.simplefilter("ignore")
+            model(input_ids=ids)
+        macs[impl] = c.total().macs
+        assert any(r.op == "aten._grouped_mm" for r in c.profile.records) == (impl == "grouped_mm")
+    assert macs["grouped_mm"] == macs[BALANCED_EXPERTS] > 0
+
+
+def test_meta_tensors_run_the_grouped_path_too():
+    import transformers as tf
+    with torch.device("meta"):
+        model = tf.AutoModelForCausalLM.from_config(_qwen3_moe())
+    ids = torch.randint(0, 64, (2, 8), device="meta")
+    with warnings.catch_warnings(record=True) as seen, OpCounter() as c:
+        warnings.simplefilter("always")
+        model(input_ids=ids, labels=ids).loss.backward()
+    assert list(c.unknown_ops()) == [] and any(issubclass(w.category, RoutingAssumptionWarning) for w in seen)
+    fake, _ = _train_step(_qwen3_moe(), "fake")
+    assert (c.total().macs, c.total().add, c.total().mult) == (fake.total().macs, fake.total().add, fake.total().mult)
