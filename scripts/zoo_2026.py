@@ -71,6 +71,11 @@ def _text_configs() -> dict[str, Callable[[], Any]]:
                                                            vocab_size=VOCAB, lru_width=32, attention_window_size=4,
                                                            block_types=["recurrent", "attention"]),
         "gemma3": lambda: tf.Gemma3TextConfig(**t, head_dim=8, sliding_window=4),
+        "gemma3n": lambda: tf.Gemma3nTextConfig(**t, head_dim=8, vocab_size_per_layer_input=VOCAB,
+                                                hidden_size_per_layer_input=8, sliding_window=4,
+                                                layer_types=["sliding_attention", "full_attention"],
+                                                num_kv_shared_layers=0, laurel_rank=4, altup_num_inputs=2,
+                                                activation_sparsity_pattern=[0.0, 0.0]),
         "llama4": lambda: tf.Llama4TextConfig(**t, head_dim=8, num_local_experts=4, num_experts_per_tok=1,
                                               intermediate_size_mlp=64, interleave_moe_layer_step=1,
                                               no_rope_layers=[1, 0], attention_chunk_size=4),
@@ -133,5 +138,5 @@ def entries(entry_cls: type) -> dict[str, Any]:
 
 
 NAMES = ("mixtral", "qwen2-moe", "qwen3-moe", "deepseek-v2", "deepseek-v3", "gpt-oss", "phimoe", "jamba",
-         "mamba", "mamba2", "zamba2", "rwkv", "recurrent-gemma", "gemma3", "llama4", "llava", "dinov2",
+         "mamba", "mamba2", "zamba2", "rwkv", "recurrent-gemma", "gemma3", "gemma3n", "llama4", "llava", "dinov2",
          "wav2vec2-ctc", "bigbird", "longformer", "patchtst")
