@@ -6,7 +6,8 @@ counted ops, element-wise special functions, small element-wise ops and bookkeep
 - Special functions (Bessel, orthogonal polynomials, zeta, entr, log_ndtr, Airy): 1 OTHER per
   output element (COUNTING.md: every other element-wise special function).
 - acosh, asinh, atanh: 1 OTHER; _add_relu: 1 ADD + 1 CMP; _masked_scale: 2 MULT;
-  linalg_cross: 2 MULT + 1 ADD per output element (6 MULT + 3 ADD per 3-vector);
+  linalg_cross: 2 MULT + 1 ADD per output element (6 MULT + 3 ADD per 3-vector); aminmax over n:
+  2(n-1) CMP per output;
 - sinc(x) = sin(pi x) / (pi x), with the x == 0 test: 1 MULT + 1 OTHER + 1 DIV + 1 CMP;
   deg2rad, rad2deg: 1 MULT; ldexp(x, e) = x * 2^e: 1 EXP + 1 MULT; signbit, isposinf,
   isneginf: 1 CMP; heaviside: 2 CMP (x < 0, x == 0); copysign: 2 CMP (|x| and the sign);
@@ -46,9 +47,17 @@ register_per_element(Cost(cmp=1), aten.signbit, aten.isposinf, aten.isneginf)
 register_per_element(Cost(cmp=2), aten.heaviside, aten.copysign, aten.hardshrink)
 register_per_element(Cost(cmp=3), aten.nan_to_num)
 register_per_element(Cost(cmp=2, add=1), aten.softshrink)
-register_per_element(Cost(add=1, cmp=1), aten._add_relu)
+register_per_element(Cost(add=1, cmp=1), aten._add_relu, aten._add_relu_)
 register_per_element(Cost(mult=2), aten._masked_scale)
 register_per_element(Cost(mult=2, add=1), aten.linalg_cross)
+
+
+@formula(aten._aminmax)
+def aminmax(x: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """Min and max of each output's n elements: 2*(n-1) CMP per output."""
+    outputs = result[0].numel if isinstance(result, (tuple, list)) else 1
+    n = x.numel // outputs if outputs else 0
+    return Cost(cmp=2 * max(n - 1, 0) * outputs)
 
 
 @formula(aten.trace)

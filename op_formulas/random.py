@@ -24,7 +24,8 @@ aten = torch.ops.aten
          aten.bernoulli, aten.bernoulli_, aten.normal, aten.normal_, aten.uniform, aten.uniform_,
          aten.exponential_, aten.random_, aten.randperm, aten.poisson, aten.multinomial,
          aten._standard_gamma, aten._standard_gamma_grad, aten._dirichlet_grad, aten.cauchy, aten.cauchy_,
-         aten.exponential, aten.geometric, aten.geometric_, aten.log_normal, aten.log_normal_, aten.random)
+         aten.exponential, aten.geometric, aten.geometric_, aten.log_normal, aten.log_normal_, aten.random,
+         aten.binomial, aten.normal_functional)
 def draw(*args: Any, result: Any, **kwargs: Any) -> Cost:
     """1 OTHER per element of the output (the mutated tensor for in-place draws)."""
     return Cost(other=first_meta(result).numel)

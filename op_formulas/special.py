@@ -55,7 +55,7 @@ def logit_backward(grad: TensorMeta, x: TensorMeta, eps: Any = None, *, result: 
     return Cost(add=1, mult=1, div=1, cmp=2 * int(eps is not None)) * first_meta(result).numel
 
 
-@formula(aten.logcumsumexp)
+@formula(aten.logcumsumexp, aten._logcumsumexp)
 def logcumsumexp(x: TensorMeta, dim: int, *, result: Any, **kwargs: Any) -> Cost:
     """log(cumsum(exp(x))) over n per row: n EXP + (n-1) ADD + n OTHER."""
     rows, n = reduction_size(x.shape, dim) if x.shape else (1, 1)

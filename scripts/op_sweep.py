@@ -25,6 +25,38 @@ from op_formulas import state_of  # noqa: E402
 
 #: Why an aten op has no rule: (name pattern, reason). First match wins.
 REASONS: tuple[tuple[str, str], ...] = (
+    (r"^(__[a-z]+__|_test_|_foobar)",
+     "Python operator aliases (__lshift__, ...: eager tensors dispatch the named op, counted) and torch's "
+     "internal test ops"),
+    (r"^(mkldnn_|_mkldnn_|to_mkldnn|_nnpack_|_mps_|mps_|_lstm_mps|lstm_mps_|_cudnn_|_use_cudnn|_use_miopen|_triton_"
+     r"|conv_depthwise3d|_conv_depthwise2d|slow_conv|_slow_conv|convolution_overrideable|convolution_backward_overrideable"
+     r"|conv_tbc|_thnn_fused_gru_cell|_grid_sampler_2d_cpu_fallback|_mixed_dtypes_linear|_fused_sdp_choice)",
+     "backend kernels (oneDNN tensors, NNPACK, MPS, cuDNN, Triton, the slow reference convolutions, CPU fallbacks) "
+     "below a counted op: a model calls aten.convolution, grid_sampler_2d, ..., which the counter records above "
+     "the kernel torch picks"),
+    (r"(sparse|^_spsolve|^hspmm|indices_copy|values_copy|^_coalesced_|^_convert_indices_|^_validate_compressed"
+     r"|^_to_sparse_semi_structured)",
+     "sparse layouts' conversions, metadata and rare kernels: op_formulas/sparse.py counts the common sparse ops"),
+    (r"^(q_|qscheme|int_repr|quantized_|_make_per_|_empty_per_channel|empty_quantized|fake_quantize|_fake_quantize)",
+     "quantized tensor metadata, quantized pooling/batch norm and fake-quant training ops: op_formulas/quantized.py "
+     "covers torch.ao's inference ops; no model of the zoo reaches these"),
+    (r"^batch_norm_(backward_elemt|backward_reduce|elemt|gather_stats|gather_stats_with_counts|stats|update_stats)$",
+     "SyncBatchNorm's multi-process kernels (CUDA)"),
+    (r"^(_foreach_|_amp_|_fused_adagrad|_fused_sgd|linalg__powsum)",
+     "foreach and fused optimizer/AMP kernels the zoo's optimizers do not run (AdamW's _foreach_* and "
+     "_fused_adamw_ are counted; a foreach op is the list of its element-wise op)"),
+    (r"^(bartlett_window|blackman_window|kaiser_window|range|fft_fftfreq|fft_rfftfreq|from_file|_histogramdd_.*"
+     r"|histogram|hash_tensor|equal|allclose|is_set_to|_has_same_storage_numel|slice_inverse|_fw_primal.*"
+     r"|_make_dual.*|_new_zeros_with_same_feature_meta|_lazy_clone|_copy_from.*|_index_put_impl|_stack|_conj_copy"
+     r"|_conj_physical|_neg_view_copy|_reshape_alias_copy|view_as_.*_copy|_functional_assert_scalar"
+     r"|_fill_mem_eff_dropout_mask_|to_padded_tensor|unique_dim_consecutive|_compute_linear_combination"
+     r"|_cummax_helper|_cummin_helper|put|put_|geqrf|native_norm|embedding_renorm|embedding_renorm_|addr_"
+     r"|_trilinear|_masked_softmax|_masked_softmax_backward|_transform_bias_rescale_qkv|matmul_backward"
+     r"|max_pool2d_backward|adaptive_avg_pool3d_backward|fractional_max_pool.*|multi_margin_loss_backward"
+     r"|multilabel_margin_loss_backward|hardshrink_backward|softshrink_backward|glu_jvp|glu_backward_jvp)$",
+     "rare factories, forward-mode AD, comparisons returning a bool, internal helpers and rare layers' kernels "
+     "(window functions, histograms, nn.Bilinear's _trilinear, the MHA fast path's masked softmax and qkv "
+     "rescale): no model of the zoo reaches them; each is a candidate for a rule"),
     (r"^_(flash|efficient)_attention_|^_scaled_dot_product_(attention_math_for_mps|fused_attention_overrideable)",
      "attention backend kernel below F.scaled_dot_product_attention: the counter records SDPA as one fused op "
      "above the backend (docs/counting.md), so these never reach it on their own"),
@@ -80,12 +112,19 @@ def reason(name: str) -> str | None:
     return next((why for pattern, why in REASONS if re.search(pattern, name)), None)
 
 
+def aten_names() -> list[str]:
+    """Every operator of the aten namespace torch has registered (``dir(torch.ops.aten)`` lists only
+    the packets already looked up in this process)."""
+    names = {n.split("::", 1)[1].split(".", 1)[0] for n in torch._C._dispatch_get_all_op_names()
+             if n.startswith("aten::")}
+    return sorted(n for n in names if isinstance(getattr(torch.ops.aten, n, None), torch._ops.OpOverloadPacket))
+
+
 def sweep() -> dict[str, list[str]]:
     """Every aten packet name by state."""
     states: dict[str, list[str]] = defaultdict(list)
-    for name in sorted(dir(torch.ops.aten)):
-        if not name.startswith("__") and isinstance(getattr(torch.ops.aten, name), torch._ops.OpOverloadPacket):
-            states[classify(name)].append(name)
+    for name in aten_names():
+        states[classify(name)].append(name)
     return states
 
 

@@ -184,3 +184,9 @@ def test_inplace_twins_share_the_functional_formula():
     aten = torch.ops.aten
     assert "floor_" in INPLACE_TWINS
     assert all(lookup(getattr(aten, n)) is lookup(getattr(aten, n[:-1])) for n in INPLACE_TWINS)
+
+
+def test_aminmax_by_hand():
+    # 3 rows of 8: 2*7 CMP per row; all 24 elements: 2*23
+    assert _one(lambda: torch.ops.aten._aminmax(Y, 1), "aten._aminmax") == {"cmp": 42}
+    assert _one(lambda: torch.ops.aten._aminmax(Y), "aten._aminmax") == {"cmp": 46}
