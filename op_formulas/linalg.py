@@ -196,3 +196,17 @@ def pinv(a: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
     m, n = a.shape[-2], a.shape[-1]
     k = min(m, n)
     return (flops(svd_flops(m, n, True, False)) + Cost(div=k, mult=m * k) + matmul_cost(n, m, k)) * _batch(a)
+
+
+MATRIX_EXP_DEGREE = 18
+
+
+@formula(aten.linalg_matrix_exp)
+def matrix_exp(a: TensorMeta, *, result: Any, **kwargs: Any) -> Cost:
+    """Taylor series of degree 18 (torch's highest) by Horner's scheme, per n x n matrix:
+    P = I + A/18, then P = I + (A @ P)/k for k = 17..1: 17 products (n^3 MULT, n^2(n-1) ADD),
+    18 n^2 DIV and 18 n ADD (the identity). NB: torch picks a lower degree for small norms and
+    adds squarings for large ones (values decide both); a product here has no MACs, as every
+    factorisation of this module."""
+    n, k = a.shape[-1], MATRIX_EXP_DEGREE
+    return Cost(mult=(k - 1) * n ** 3, add=(k - 1) * n * n * (n - 1) + k * n, div=k * n * n) * _batch(a)

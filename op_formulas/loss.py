@@ -131,3 +131,35 @@ def bce_with_logits(x: TensorMeta, y: TensorMeta, weight: Any = None, pos_weight
     if weight is not None:
         unit += Cost(mult=1)
     return unit * n + reduce(n, reduction)
+
+
+#: One CTC recursion step of one state: a 3-term log-sum-exp (2 CMP for the max, 3 ADD to
+#: subtract it, 3 EXP, 2 ADD to sum, 1 OTHER for the log, 1 ADD to add the max back) and
+#: 1 ADD for the emission's log-probability.
+CTC_STATE = Cost(cmp=2, add=7, exp=3, other=1)
+
+
+@formula(aten._ctc_loss)
+def ctc_loss(log_probs: TensorMeta, targets: TensorMeta, input_lengths: Any, target_lengths: Any,
+             *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """CTC forward (alpha) recursion over log_probs [T,N,C] and L = 2*S+1 extended states
+    (log_alpha [N,T,L]): every state of steps 1..T-1 costs `CTC_STATE` (the reference kernel's
+    max over 3 predecessors, absent ones -inf); per sequence the final 2-term log-sum-exp
+    (1 CMP + 4 ADD + 2 EXP + 1 OTHER) and the negation (1 ADD).
+    NB: lengths are values: every sequence counts the padded T and L (real = fake = meta)."""
+    n, t, states = result[1].shape
+    return CTC_STATE * (n * max(t - 1, 0) * states) + Cost(cmp=1, add=5, exp=2, other=1) * n
+
+
+@formula(aten._ctc_loss_backward)
+def ctc_loss_backward(grad: TensorMeta, log_probs: TensorMeta, targets: TensorMeta, input_lengths: Any,
+                      target_lengths: Any, nll: TensorMeta, log_alpha: TensorMeta, *args: Any,
+                      result: Any, **kwargs: Any) -> Cost:
+    """The beta recursion (as the forward's alpha: `CTC_STATE` per state of steps 0..T-2); per
+    state and step alpha + beta (1 ADD) added into its label's log-sum (logaddexp: 2 EXP +
+    1 ADD + 1 OTHER); per step, sequence and class (exp(lp) - exp(lsum + nll - lp)) * g:
+    2 EXP + 3 ADD + 1 MULT. NB: padded lengths, as the forward."""
+    n, t, states = log_alpha.shape
+    classes = log_probs.shape[-1]
+    return (CTC_STATE * (n * max(t - 1, 0) * states) + Cost(add=2, exp=2, other=1) * (n * t * states)
+            + Cost(exp=2, add=3, mult=1) * (n * t * classes))

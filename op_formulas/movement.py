@@ -4,7 +4,9 @@ Views and metadata ops (view, transpose, expand, slice, ...) are the zero-cost s
 0 arithmetic and 0 bytes. Data movement (clone, copy_, cat, gather, embedding, pad, ...)
 and factories (zeros, ones, full, empty, arange) do no arithmetic; their bytes follow the
 generic rule (inputs read, outputs written). Embedding reads the gathered rows, not the
-whole table.
+whole table. Movement too: diag_embed, masked_scatter_backward (the source's gradient gathered
+from the masked positions), lu_unpack (triangles copied, the permutation built by swaps) and
+packing/padding of sequences (_pack_padded_sequence, its backward, _pad_packed_sequence).
 """
 
 from __future__ import annotations
@@ -55,6 +57,11 @@ _MOVEMENT = (
     aten.pixel_shuffle, aten.pixel_unshuffle, aten.reflection_pad3d, aten.replication_pad3d, aten.im2col,
     aten._upsample_nearest_exact1d, aten._upsample_nearest_exact2d, aten._upsample_nearest_exact3d,
     aten._efficientzerotensor, aten.channel_shuffle, aten.native_channel_shuffle,
+    aten.diag_embed, aten.masked_scatter_backward, aten.lu_unpack, aten._pack_padded_sequence,
+    aten._pack_padded_sequence_backward, aten._pad_packed_sequence, aten.zero, aten.empty_permuted,
+    aten.as_strided_copy, aten.diagonal_copy, aten.narrow_copy, aten.split_with_sizes_copy, aten.unfold_copy,
+    aten._reshape_copy, aten.take, aten.tril_indices, aten.triu_indices, aten.rot90, aten.block_diag,
+    aten._chunk_cat, aten.diagonal_backward, aten.nonzero_static,
 )
 
 

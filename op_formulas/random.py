@@ -1,4 +1,11 @@
-"""Random draws and dropout. Rule: 1 OTHER per drawn element."""
+"""Random draws and dropout. Rule: 1 OTHER per drawn element.
+
+Gamma draws (``_standard_gamma``; a rejection sampler whose trials depend on values) count 1
+OTHER per element like every draw; their reparameterised gradient ``_standard_gamma_grad`` is
+1 OTHER per element (a special function). A Dirichlet draw over n categories per row is n gamma
+draws normalised by their sum: n OTHER + (n-1) ADD + n DIV; ``_dirichlet_grad`` is 1 OTHER
+per element.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +22,19 @@ aten = torch.ops.aten
 
 @formula(aten.rand, aten.randn, aten.randint, aten.rand_like, aten.randn_like, aten.randint_like,
          aten.bernoulli, aten.bernoulli_, aten.normal, aten.normal_, aten.uniform, aten.uniform_,
-         aten.exponential_, aten.random_, aten.randperm, aten.poisson, aten.multinomial)
+         aten.exponential_, aten.random_, aten.randperm, aten.poisson, aten.multinomial,
+         aten._standard_gamma, aten._standard_gamma_grad, aten._dirichlet_grad, aten.cauchy, aten.cauchy_,
+         aten.exponential, aten.geometric, aten.geometric_, aten.log_normal, aten.log_normal_, aten.random,
+         aten.binomial, aten.normal_functional)
 def draw(*args: Any, result: Any, **kwargs: Any) -> Cost:
     """1 OTHER per element of the output (the mutated tensor for in-place draws)."""
     return Cost(other=first_meta(result).numel)
+
+
+@formula(aten._fused_dropout)
+def fused_dropout(x: TensorMeta, p: float, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """As native_dropout in training (p is the keep probability here): 1 OTHER + 1 CMP + 2 MULT."""
+    return Cost(other=1, cmp=1, mult=2) * x.numel
 
 
 @formula(aten.native_dropout)
@@ -35,3 +51,11 @@ def native_dropout_backward(grad: TensorMeta, mask: TensorMeta, scale: float, *,
                             **kwargs: Any) -> Cost:
     """grad * mask * scale: 2 MULT per element."""
     return Cost(mult=2) * grad.numel
+
+
+@formula(aten._sample_dirichlet)
+def sample_dirichlet(alpha: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """Per row of n categories: n gamma draws (OTHER), their sum (n-1 ADD), n DIV."""
+    n = alpha.shape[-1] if alpha.shape else 1
+    rows = alpha.numel // n if n else 0
+    return Cost(other=n, add=max(n - 1, 0), div=n) * rows

@@ -216,3 +216,40 @@ def bucketize(values: Any, boundaries: TensorMeta, *, result: Any, **kwargs: Any
 def searchsorted(sorted_sequence: TensorMeta, values: Any, *, result: Any, **kwargs: Any) -> Cost:
     """See `binary_search`."""
     return binary_search(sorted_sequence, result)
+
+
+def _order_statistic(extra: int, what: str) -> Formula:
+    def count(x: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
+        dim = next((a for a in args if isinstance(a, int) and not isinstance(a, bool)), kwargs.get("dim"))
+        if what == "kthvalue":              # kthvalue(x, k, dim): the first int is k
+            ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+            dim = ints[1] if len(ints) > 1 else kwargs.get("dim", -1)
+        rows, n = reduction_size(x.shape, dim) if x.shape and dim is not None else (1, x.numel)
+        sort = n * math.ceil(math.log2(n)) if n > 1 else 0
+        return Cost(cmp=(sort + extra * max(n - 1, 0)) * rows)
+
+    count.__doc__ = (f"{what}: sort each row of n (n*ceil(log2 n) CMP, the sort rule) and pick"
+                     + (f", + {extra}*(n-1) CMP" if extra else "") + "; no dim: one row of all elements.")
+    return count
+
+
+# nanmedian tests neighbours for nan while picking, mode counts runs of equal values: n-1 CMP each
+for _op, _extra in ((aten.median, 0), (aten.kthvalue, 0), (aten.nanmedian, 1), (aten.mode, 1)):
+    formula(_op)(_order_statistic(_extra, str(_op).split(".")[-1]))
+
+
+@formula(aten.count_nonzero)
+def count_nonzero(x: TensorMeta, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """1 CMP per element (!= 0) and n-1 ADD per output (the count)."""
+    out = first_meta(result).numel if isinstance(result, TensorMeta) else 1
+    return Cost(cmp=x.numel, add=max(x.numel - out, 0))
+
+
+@formula(aten.dist)
+def dist(a: TensorMeta, b: TensorMeta, p: Any = 2, *, result: Any, **kwargs: Any) -> Cost:
+    """||a - b||_p over n broadcast elements: n ADD (differences), then p=2: n MULT + (n-1) ADD +
+    1 SQRT; other p: n CMP (abs) + n OTHER (pow) + (n-1) ADD + 1 OTHER (root)."""
+    n = max(a.numel, b.numel)
+    if p == 2:
+        return Cost(add=2 * n - 1, mult=n, sqrt=1)
+    return Cost(add=2 * n - 1, cmp=n, other=n + 1)

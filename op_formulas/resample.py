@@ -1,5 +1,5 @@
-"""Resampling: interpolation (nearest, linear, bilinear, bicubic, trilinear), the backward of
-padding, folding (col2im), grid sampling; forward and backward.
+"""Resampling: interpolation (nearest, linear, bilinear, bicubic, trilinear, anti-aliased), the
+backward of padding, folding (col2im), affine grids, grid sampling; forward and backward.
 
 Interpolation with t taps per dim (linear 2, cubic 4) over d spatial dims, done separably:
 each output element costs MULT = t + t^2 + ... + t^d and ADD = t^d - 1 (bilinear 6 MULT +
@@ -135,3 +135,107 @@ def grid_sampler_2d_backward(grad: TensorMeta, x: TensorMeta, grid: TensorMeta, 
     (2 MULT)."""
     points = grid.numel // 2
     return Cost(mult=16, add=12) * grad.numel + Cost(mult=4, add=4, other=2) * points
+
+
+@formula(aten.affine_grid_generator)
+def affine_grid_generator(theta: TensorMeta, size: Any, align_corners: Any = False, *, result: Any,
+                          **kwargs: Any) -> Cost:
+    """Per output coordinate, the affine map of the homogeneous base point over d spatial dims:
+    d+1 MULT + d ADD (2-D: 3 MULT + 2 ADD). A per-point map, not a contraction: no MACs.
+    NB: the base grid's linspace values (one per row and column) are not counted."""
+    d = len(size) - 2
+    return Cost(mult=d + 1, add=d) * first_meta(result).numel
+
+
+@formula(aten.grid_sampler_3d)
+def grid_sampler_3d(x: TensorMeta, grid: TensorMeta, mode: int = 0, *args: Any, result: Any,
+                    **kwargs: Any) -> Cost:
+    """As grid_sampler_2d over 3 coordinates. Per grid point: 3 MULT + 6 ADD + 3 OTHER; per output
+    element: trilinear (mode 0) 14 MULT + 7 ADD, nearest (mode 1) 3 OTHER."""
+    out = first_meta(result)
+    per_point = Cost(mult=3, add=6, other=3) * (grid.numel // 3)
+    if mode == 1:
+        return per_point + Cost(other=3) * out.numel
+    return per_point + interpolation_cost(out.numel, 2, 3)
+
+
+@formula(aten.grid_sampler_3d_backward)
+def grid_sampler_3d_backward(grad: TensorMeta, x: TensorMeta, grid: TensorMeta, mode: int = 0,
+                             *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """grid_sampler_2d_backward's rule over d = 3 coordinates and 2^d = 8 taps, per output
+    element: grad_input d MULT + 1 ADD per tap (24 MULT + 8 ADD); grad_grid, per tap and
+    coordinate, the other d-1 weights times the value and the sum (48 MULT + 24 ADD); per grid
+    point the forward's coordinate work and the unnormalising scale (6 MULT + 6 ADD + 3 OTHER)."""
+    return Cost(mult=72, add=32) * grad.numel + Cost(mult=6, add=6, other=3) * (grid.numel // 3)
+
+
+def _aa_scale(n_in: int, n_out: int, align_corners: bool, scale: Any) -> float:
+    """torch's area_pixel_compute_scale."""
+    if align_corners:
+        return (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+    return 1.0 / scale if scale is not None and scale > 0 else n_in / n_out
+
+
+@lru_cache(maxsize=1024)
+def aa_ranges(n_in: int, n_out: int, interp: int, align_corners: bool, scale: Any = None
+              ) -> tuple[tuple[int, int], ...]:
+    """(first input, taps) of each output index along one dim of anti-aliased interpolation
+    (torch's support: interp/2 input pixels, times the scale when downsampling)."""
+    s = _aa_scale(n_in, n_out, align_corners, scale)
+    support = interp * 0.5 * s if s >= 1.0 else interp * 0.5
+    ranges = []
+    for i in range(n_out):
+        center = s * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        ranges.append((lo, min(int(center + support + 0.5), n_in) - lo))
+    return tuple(ranges)
+
+
+def aa_taps(n_in: int, n_out: int, interp: int, align_corners: bool, scale: Any = None) -> tuple[int, ...]:
+    """Taps of each output index along one dim (`aa_ranges`)."""
+    return tuple(t for _, t in aa_ranges(n_in, n_out, interp, align_corners, scale))
+
+
+def aa_reached(n_in: int, n_out: int, interp: int, align_corners: bool, scale: Any = None) -> int:
+    """Input positions along one dim that some output's taps cover."""
+    return len({lo + k for lo, t in aa_ranges(n_in, n_out, interp, align_corners, scale) for k in range(t)})
+
+
+def _aa(interp: int) -> Any:
+    def count(x: TensorMeta, output_size: Any, align_corners: bool = False, scales_h: Any = None,
+              scales_w: Any = None, *, result: Any, **kwargs: Any) -> Cost:
+        (n, c, h_in, w_in), (h_out, w_out) = x.shape, output_size
+        cost = Cost()
+        if w_out != w_in:                     # horizontal pass: [N,C,H_in,W_in] -> [N,C,H_in,W_out]
+            sx = sum(aa_taps(w_in, w_out, interp, bool(align_corners), scales_w))
+            cost += Cost(mult=sx, add=sx - w_out) * (n * c * h_in)
+        if h_out != h_in:                     # vertical pass -> [N,C,H_out,W_out]
+            sy = sum(aa_taps(h_in, h_out, interp, bool(align_corners), scales_h))
+            cost += Cost(mult=sy, add=sy - h_out) * (n * c * w_out)
+        return cost
+
+    count.__doc__ = (f"Anti-aliased {interp}-tap interpolation, two separable passes (a dim of equal size is "
+                     f"skipped): each output takes its taps (`aa_taps`): taps MULT + taps-1 ADD.")
+    return count
+
+
+def _aa_backward(interp: int) -> Any:
+    def count(grad: TensorMeta, output_size: Any, input_size: Any, align_corners: bool = False,
+              scales_h: Any = None, scales_w: Any = None, *, result: Any, **kwargs: Any) -> Cost:
+        planes, (h_in, w_in), (h_out, w_out) = numel(input_size[:2]), input_size[2:], output_size
+        dims = ((int(h_in), int(h_out), scales_h), (int(w_in), int(w_out), scales_w))
+        products, reached = planes, planes
+        for n_in, n_out, scale in dims:
+            products *= sum(aa_taps(n_in, n_out, interp, bool(align_corners), scale))
+            reached *= aa_reached(n_in, n_out, interp, bool(align_corners), scale)
+        return Cost(mult=2 * products, add=products - reached)
+
+    count.__doc__ = (f"Scatter of anti-aliased {interp}-tap interpolation: per output and tap pair 2 MULT "
+                     f"(weights, gradient); ADD = products - inputs reached.")
+    return count
+
+
+for _interp, _fwd, _bwd in ((2, aten._upsample_bilinear2d_aa, aten._upsample_bilinear2d_aa_backward),
+                            (4, aten._upsample_bicubic2d_aa, aten._upsample_bicubic2d_aa_backward)):
+    formula(_fwd)(_aa(_interp))
+    formula(_bwd)(_aa_backward(_interp))

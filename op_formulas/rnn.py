@@ -5,7 +5,8 @@ gates = W_ih x + W_hh h (+ b_ih + b_hh): 4H*(I+H) MULT and MACs, 4H*(I-1) + 4H*(
     4H ADD to join the two products, 8H ADD for the biases;
 i, f, o = sigmoid (3H sigmoids), g = tanh (H OTHER);
 c = f*c + i*g: 2H MULT + H ADD;  h = o * tanh(c): H OTHER + H MULT.
-Other modes (GRU, plain RNN) are reported as unknown calls.
+Other modes (GRU, plain RNN) are reported as unknown calls. The dynamically quantized LSTM
+(``quantized_lstm``) counts the same steps per layer and direction.
 """
 
 from __future__ import annotations
@@ -84,3 +85,19 @@ def mkldnn_rnn_layer_backward(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta,
     read = sum(a.nbytes for a in (x, w_ih, w_hh, *args[:10]) if isinstance(a, TensorMeta))
     written = sum(r.nbytes for r in result if isinstance(r, TensorMeta))
     return (lstm_step_backward(i, h) * n + weights).with_bytes(read=read, written=written)
+
+
+@formula(aten.quantized_lstm)
+def quantized_lstm(x: TensorMeta, hx: Any, params: Any, has_biases: bool, num_layers: int, dropout: float,
+                   train: bool, bidirectional: bool, batch_first: bool, *, result: Any, **kwargs: Any) -> Cost:
+    """Dynamically quantized LSTM (torch.ao's nn.quantized.dynamic.LSTM): the float LSTM's
+    `lstm_step` per step, batch row, layer and direction; the first layer's input size is I,
+    later layers' H * directions. H comes from the hidden state [layers*dirs, B, H].
+    NB: the per-step quantisation of activations (scale, round, clamp) is not counted."""
+    t, b, i = _sizes(x, batch_first)
+    h, dirs = hx[0].shape[-1], 1 + int(bidirectional)
+    per_layer = [lstm_step(i if layer == 0 else h * dirs, h, has_biases) for layer in range(num_layers)]
+    total = Cost()
+    for step in per_layer:
+        total += step * (t * b * dirs)
+    return total

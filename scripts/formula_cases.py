@@ -358,7 +358,8 @@ def cases() -> list[Case]:
             backward_of("aten._softmax_backward_data", lambda x: x.softmax(-1)),
             backward_of("aten._log_softmax_backward_data", lambda x: x.log_softmax(-1)),
             backward_of("aten.native_layer_norm_backward", lambda x: F.layer_norm(x, x.shape[-1:]))]
-    return out + new_cases()
+    from formula_cases_2026 import cases_2026   # imports this module: here, not at the top
+    return out + new_cases() + cases_2026()
 
 
 def _image_backward(op: str, forward: Callable) -> Case:

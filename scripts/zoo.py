@@ -15,6 +15,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+import zoo_2026
+
 KINDS = ("real", "meta", "fake")
 BATCH, SEQ, VOCAB = 2, 8, 128
 
@@ -165,6 +167,7 @@ def _entries() -> dict[str, Entry]:
     e["lstm"] = Entry("lstm", LSTMClassifier, lambda: {"x": torch.randn(BATCH, 5, 16)},
                       lambda out: out.square().mean())
     e.update(_extended_entries())
+    e.update(zoo_2026.entries(Entry))
     return e
 
 
@@ -244,7 +247,9 @@ ZOO_NAMES = ("llama", "mistral", "qwen2", "gemma2", "phi3", "gpt2", "bert", "t5"
 #: More families (scripts/coverage.py runs them; the tests run a few, to keep CI short).
 EXTENDED_NAMES = ("convnext", "resnet-hf", "swin", "segformer", "detr", "whisper", "wav2vec2", "clip", "bart",
                   "gru", "unet", "audio-conv")
-ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES
+#: Issue #40's families: MoE, state-space and hybrid decoders, vision-language, audio, ... (scripts/zoo_2026.py).
+FAMILIES_2026 = zoo_2026.NAMES
+ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES + FAMILIES_2026
 
 
 def entry(name: str) -> Entry:

@@ -15,7 +15,8 @@ def test_extended_zoo_has_no_unknown_ops(name, kind):
 
 
 def test_every_zoo_name_builds_an_entry():
-    assert set(zoo.ALL_NAMES) == set(zoo.ZOO_NAMES) | set(zoo.EXTENDED_NAMES)
+    assert set(zoo.ALL_NAMES) == set(zoo.ZOO_NAMES) | set(zoo.EXTENDED_NAMES) | set(zoo.FAMILIES_2026)
+    assert set(zoo._entries()) == set(zoo.ALL_NAMES)
     with pytest.raises(KeyError, match="unknown zoo model 'nope'; known: llama"):
         zoo.entry("nope")
 
@@ -66,3 +67,43 @@ def test_detr_forward_in_eval_mode_counts_on_fake_tensors():
         warnings.simplefilter("ignore")
         model(**inputs)
     assert list(c.unknown_ops()) == [] and c.total().macs > 0
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("mixtral", "fake"), ("gpt-oss", "fake"), ("jamba", "fake"), ("mamba2", "fake"), ("rwkv", "fake"),
+    ("llama4", "fake"), ("dinov2", "meta"), ("patchtst", "real"), ("wav2vec2-ctc", "real"),
+])
+def test_2026_families_have_no_unknown_ops(name, kind):
+    # scripts/coverage.py runs every family on every kind; these cover the MoE grouped products,
+    # the state-space scans, chunked attention, a ViT on meta, a time-series model and CTC
+    calls, unknown = coverage_script.run(name, kind, "adamw")
+    assert unknown == [] and calls > 200
+
+
+def test_a_moe_family_counts_on_fake_tensors_as_on_real():
+    # the grouped experts path, the bf16 stand-in and the balanced routing rule give fake = real
+    _, _, real = coverage_script.run_totals("qwen2-moe", "real", "adamw")
+    _, _, fake = coverage_script.run_totals("qwen2-moe", "fake", "adamw")
+    assert coverage_script.versus_real(fake, real) == "= real" and real["macs"] > 0
+
+
+def test_versus_real_names_the_fields_that_differ():
+    real = dict.fromkeys(coverage_script.FIELDS, 10)
+    assert coverage_script.versus_real(dict(real, add=12, bytes_read=4), real) == "add +2; bytes_read -6"
+    assert coverage_script.versus_real(real, None) == "-"
+
+
+def test_whisper_generate_counts_isin_on_real_tensors():
+    import warnings
+
+    import torch
+
+    from dispatchprof import OpCounter
+
+    model, inputs, _ = zoo.build("whisper", "real")
+    model.eval()
+    model.generation_config.forced_decoder_ids = None
+    with warnings.catch_warnings(), torch.no_grad(), OpCounter() as c:
+        warnings.simplefilter("ignore")
+        model.generate(input_features=inputs["input_features"], max_new_tokens=3, do_sample=False)
+    assert list(c.unknown_ops()) == [] and any(r.op == "aten.isin" for r in c.profile.records)

@@ -16,6 +16,7 @@ from torch._subclasses import FakeTensor
 from dispatchprof.count.ledger import TensorLedger, storage_key
 from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
+from dispatchprof.count.stand_ins import runner
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
 from op_formulas.attention import fused_backward
@@ -30,7 +31,7 @@ _graph_task_id = torch._C._current_graph_task_id
 #: Ops whose output depends on tensor values: impossible on meta tensors.
 DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
                             aten._unique2, aten.unique_consecutive, aten.unique_dim,
-                            aten.repeat_interleave, aten.bincount, aten.histc})
+                            aten.repeat_interleave, aten.bincount})
 ATTENTION_OPS = frozenset({
     aten.scaled_dot_product_attention, aten._scaled_dot_product_flash_attention_for_cpu,
     aten._scaled_dot_product_flash_attention, aten._scaled_dot_product_efficient_attention,
@@ -300,6 +301,7 @@ class OpInfo:
         #: op), or the overload itself for subclasses that override ``__call__`` (TorchBind)
         self.call = func._op if type(func) is torch._ops.OpOverload else func
         packet = self.packet = func.overloadpacket
+        self.call = runner(packet, self.call)        # a fake/meta stand-in where torch needs one
         self.name = str(packet)
         self.formula = lookup(packet)
         self.zero_cost = packet in ZERO_COST or packet._qualified_op_name.split("::")[0] in ZERO_COST_NAMESPACES

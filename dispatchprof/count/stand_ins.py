@@ -1,0 +1,66 @@
+"""How the counter runs ops whose fake/meta kernel refuses a call the CPU kernel runs.
+
+torch 2.13's meta kernel of ``aten._grouped_mm`` (the default experts path of transformers 5
+MoE models) accepts bfloat16 operands only, while the CPU kernel multiplies float32 too: a
+float32 MoE model built on fake or meta tensors cannot run its experts, with or without the
+counter. On fake and meta tensors the counter runs such a call on bfloat16 casts of its
+operands and casts the output back to the dtype the CPU kernel returns; the output has the
+shape and dtype a real run gives and no values (fake and meta tensors have none). Real tensors
+run the op unchanged, and the count is the op's formula either way, so real = fake = meta.
+
+MoE routing is decided by values that fake and meta tensors lack; the grouped product's count
+therefore takes the routing assumption of ``op_formulas.moe`` (balanced top-k: the token-expert
+pairs spread over min(experts, pairs) experts), on every tensor kind. The counter warns once
+per process with `ROUTING_ASSUMPTION` when it runs a grouped product on fake or meta tensors.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor
+
+aten = torch.ops.aten
+
+ROUTING_ASSUMPTION = (
+    "dispatchprof: mixture-of-experts routing has no values on fake or meta tensors; aten._grouped_mm "
+    "is counted under the balanced top-k routing assumption (every token-expert pair routed, the pairs "
+    "spread over min(experts, pairs) experts); its MULT and MACs do not depend on routing "
+    "(docs/zoo.md, 'MoE routing')")
+
+
+class RoutingAssumptionWarning(UserWarning):
+    """Issued when a count depends on the MoE routing assumption (`ROUTING_ASSUMPTION`)."""
+
+
+def _valueless(t: Any) -> bool:
+    return isinstance(t, torch.Tensor) and (isinstance(t, FakeTensor) or t.device.type == "meta")
+
+
+def _grouped_mm(call: Callable[..., Any]) -> Callable[..., Any]:
+    def run(a: torch.Tensor, b: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if not _valueless(a):
+            return call(a, b, *args, **kwargs)
+        warnings.warn(ROUTING_ASSUMPTION, RoutingAssumptionWarning, stacklevel=2)
+        if a.dtype == torch.bfloat16 and b.dtype == torch.bfloat16:
+            return call(a, b, *args, **kwargs)
+        out_dtype = kwargs.get("out_dtype") or (args[2] if len(args) > 2 and args[2] is not None else a.dtype)
+        bf = torch.bfloat16
+        args = tuple(x.to(bf) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in args)
+        kwargs = {k: v.to(bf) if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                  for k, v in kwargs.items() if k != "out_dtype"}
+        return call(a.to(bf), b.to(bf), *args, **kwargs).to(out_dtype)
+
+    return run
+
+
+#: packet -> wrapper of its callable: how the counter runs the packet's calls.
+STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {aten._grouped_mm: _grouped_mm}
+
+
+def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:
+    """The callable the counter runs for ``packet``: ``call`` itself, or its stand-in."""
+    wrap = STAND_INS.get(packet)
+    return call if wrap is None else wrap(call)
