@@ -234,8 +234,8 @@ def _order_statistic(extra: int, what: str) -> Formula:
 
 
 # nanmedian tests neighbours for nan while picking, mode counts runs of equal values: n-1 CMP each
-for _op, _extra in ((aten.median, 0), (aten.kthvalue, 0), (aten.nanmedian, 1), (aten.mode, 1)):
-    formula(_op)(_order_statistic(_extra, str(_op).split(".")[-1]))
+for _packet, _extra in ((aten.median, 0), (aten.kthvalue, 0), (aten.nanmedian, 1), (aten.mode, 1)):
+    formula(_packet)(_order_statistic(_extra, str(_packet).split(".")[-1]))
 
 
 @formula(aten.count_nonzero)

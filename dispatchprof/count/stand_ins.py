@@ -39,7 +39,9 @@ def _valueless(t: Any) -> bool:
     return isinstance(t, torch.Tensor) and (isinstance(t, FakeTensor) or t.device.type == "meta")
 
 
-def _grouped_mm(call: Callable[..., Any]) -> Callable[..., Any]:
+def grouped_mm_in_bf16(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` run on bf16 casts of its operands where they have no values (fake or meta), the result
+    cast back to the dtype a real run returns; the routing assumption warned."""
     def run(a: torch.Tensor, b: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         if not _valueless(a):
             return call(a, b, *args, **kwargs)
@@ -57,7 +59,7 @@ def _grouped_mm(call: Callable[..., Any]) -> Callable[..., Any]:
 
 
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
-STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {aten._grouped_mm: _grouped_mm}
+STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {aten._grouped_mm: grouped_mm_in_bf16}
 
 
 def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:
