@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch._subclasses import FakeTensor
 
+from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.ledger import TensorLedger, storage_key
 from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
@@ -67,6 +68,13 @@ class Recorder:
         self.fused_done: set[tuple[int, int]] = set()
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
         self.op_infos: dict[int, OpInfo] = {}      # id(overload) -> OpInfo
+        #: the host clock (dispatchprof.count.hostclock) when host time is measured, else None
+        self.clock: HostClock | None = None
+
+    def host_taken(self) -> tuple[float, int]:
+        """(host seconds, host calls) for the record being made: what the clock gathered since
+        the last record, (0.0, 0) without a clock."""
+        return self.clock.take() if self.clock is not None else (0.0, 0)
 
     # --- optimizer steps ------------------------------------------------------------------
     def enter_optimizer(self) -> None:
@@ -170,7 +178,7 @@ class Recorder:
             first = out_tensors[0]
         self.records.append(OpRecord(info.name, scope, phase, "" if first is None else dtype_name(first.dtype),
                                      cost, causal, tuple(sources), param_bytes, param_elements,
-                                     out_elements, _shapes(meta_args)))
+                                     out_elements, _shapes(meta_args), *self.host_taken()))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
         self._track(out_tensors, index, keys)
@@ -212,8 +220,9 @@ class Recorder:
         written, out_elements = sum(stored_bytes(t) for t in outs), sum(t.numel() for t in outs)
         cost = cost.with_bytes(read if cost.bytes_read is None else cost.bytes_read,
                                written if cost.bytes_written is None else cost.bytes_written)
+        host_s, host_calls = self.host_taken()
         self.records.append(OpRecord(name, scope, phase, _first_dtype((args, out)), cost,
-                                     out_elements=out_elements))
+                                     out_elements=out_elements, host_s=host_s, host_calls=host_calls))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
         self._track(list(outs), len(self.records) - 1,
@@ -268,9 +277,11 @@ class Recorder:
             (q, k, v), causal, computed, dtype = self.fused_spans[i][2]
             cost = fused_backward(q, k, v, causal_computed=computed)
             self.op_index += 1
+            host_s, host_calls = self.host_taken()
             self.records.append(OpRecord("aten.scaled_dot_product_attention_backward",
                                          self.tracker.backward_scope(), "backward", dtype, cost,
-                                         causal, shapes=(q.shape, k.shape, v.shape)))
+                                         causal, shapes=(q.shape, k.shape, v.shape), host_s=host_s,
+                                         host_calls=host_calls))
         return True
 
     def freeze(self) -> Profile:
@@ -283,7 +294,8 @@ class Recorder:
                         for op, (calls, sc, why) in self.unknown.items())
         return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
                        self.causal, self.ledger.peak_bytes, self.tensor_kind or "",
-                       tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())))
+                       tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())),
+                       "measured" if self.clock is not None else "off")
 
 
 class OpInfo:
