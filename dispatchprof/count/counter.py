@@ -17,7 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
-from dispatchprof.count.hostcal import counter_floors
+from dispatchprof.count.hostcal import counter_floors, python_loop_ns
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmode import TimedCountingMode
 from dispatchprof.count.interrupts import interrupts_deferred
@@ -95,9 +95,11 @@ class OpCounter:
         kv_dtype: simulate the KV cache stored in this dtype ("fp8", "int8", "int4", ...): the
             keys and values attention reads and the cache appends move that many bits per element.
         host_time: measure the host time of the model's own code before each op (True, default;
-            OpRecord.host_s and host_calls, dispatchprof.count.hostclock), the counter's own cost
+            OpRecord.host_loops and host_calls, dispatchprof.count.hostclock), the counter's own cost
             excluded and its calibrated residual subtracted (dispatchprof.count.hostcal); False:
-            not measured; "raw": measured without subtracting the residual (calibration).
+            not measured; "raw": measured without subtracting the residual (calibration). Counts of
+            one model object reuse the host times first measured at each op position
+            (dispatchprof.count.hostmemo), so that repeated counts of a step agree exactly.
     """
 
     def __init__(self, model: nn.Module | None = None, *, causal: CausalRule = "full",
@@ -143,8 +145,14 @@ class OpCounter:
         self._profile = None
         self._thread = threading.get_ident()
         self._step_starts = []
+        clock = None
+        if self._host_time is not False:        # calibrated before any hook is installed
+            floors = (0, 0) if self._host_time == "raw" else counter_floors()
+            clock = HostClock(*floors, loop_ns=python_loop_ns())
         with interrupts_deferred():
             self._state = Recorder(self._model, self._causal)
+            self._state.clock = self._state.tracker.clock = clock
+            self._state.reuse_host = self._host_time is True
             try:
                 self._install(self._state)
             except BaseException:
@@ -159,11 +167,7 @@ class OpCounter:
         self._flex_eager = eager_flex_attention(True)
         _HEADROOM.acquire()
         self._headroom = True
-        counting = CountingMode(state)
-        if self._host_time is not False:
-            floors = (0, 0) if self._host_time == "raw" else counter_floors()
-            state.clock = state.tracker.clock = HostClock(*floors)
-            counting = TimedCountingMode(state, state.clock)
+        counting = CountingMode(state) if state.clock is None else TimedCountingMode(state, state.clock)
         for m in (FusedAttentionMode(state), counting):
             m.__enter__()
             self._modes.append(m)
@@ -226,6 +230,7 @@ class OpCounter:
             raise RuntimeError("OpCounter.phase() works only inside `with OpCounter() as c:`")
         state, saved = self._state, (self._state.label, self._state.label_baseline)
         self._step_starts.append(len(state.records))
+        state.block_starts.append(len(state.records))
         state.label, state.label_baseline = name, state.ledger.live_bytes
         try:
             yield

@@ -23,6 +23,47 @@ from typing import Callable
 from dispatchprof.count.hostclock import now_ns
 
 _FLOORS: tuple[int, int] | None = None
+_LOOP_NS: float | None = None
+
+
+class _Box:
+    def __init__(self) -> None:
+        self.value = 0
+
+
+def _step(box: _Box, table: dict, i: int) -> int:
+    box.value += i & 7
+    table[i & 15] = box.value
+    return len(table)
+
+
+def _loop(n: int) -> int:
+    """The calibration loop: attribute reads and writes, a dict store and a call per iteration,
+    the mix of a model's Python between ops."""
+    box, table, total = _Box(), {}, 0
+    for i in range(n):
+        total += _step(box, table, i)
+    return total
+
+
+def python_loop_ns(iterations: int = 20000, repeats: int = 7) -> float:
+    """ns of thread CPU time per iteration of the calibration loop on this machine: the median
+    of ``repeats`` runs, measured once per process (the unit of OpRecord.host_loops)."""
+    global _LOOP_NS
+    if _LOOP_NS is None:
+        _LOOP_NS = measure_loop_ns(iterations, repeats)
+    return _LOOP_NS
+
+
+def measure_loop_ns(iterations: int = 20000, repeats: int = 7) -> float:
+    """One fresh measurement of `python_loop_ns` (``dispatchprof calibrate --host-speed``)."""
+    _loop(1000)
+    times = []
+    for _ in range(repeats):
+        t = now_ns()
+        _loop(iterations)
+        times.append((now_ns() - t) / iterations)
+    return statistics.median(times)
 
 
 def counter_floors() -> tuple[int, int]:
@@ -58,7 +99,7 @@ def calibrate_floors(steps: int = 100, repeats: int = 3) -> tuple[int, int]:
     def counted_gap(body: Callable[[], None]) -> float:
         with torch.no_grad(), OpCounter(host_time="raw") as c:
             body()
-        return statistics.median(r.host_s for r in c.profile.records[1:]) * 1e9
+        return statistics.median(r.host_loops for r in c.profile.records[1:]) * c.profile.host_loop_ns
 
     def plain(body: Callable[[], None]) -> float:
         with torch.no_grad():

@@ -13,7 +13,9 @@ parsing and the dispatcher up to the counter's mode. From each gap the counter's
 subtracted (``op_floor_ns`` for a gap that ends at an op, ``hook_floor_ns`` for one that ends at a
 module hook; calibrated by `dispatchprof.count.hostcal`), clamped at 0. The gaps add up in
 ``pending_ns`` until the next op record takes them (`take`): the host time of the code before an
-op belongs to that op, and so to its module scope. ``calls`` counts the aten calls dispatched
+op belongs to that op, and so to its module scope, in iterations of the calibration loop
+(`dispatchprof.count.hostcal.python_loop_ns`, measured here): a host profile says how long one
+iteration takes on the target (dispatchprof.sim.hostprofile). ``calls`` counts the aten calls dispatched
 since the last record (views and zero-cost ops included, each a call the host dispatches).
 """
 
@@ -27,15 +29,16 @@ now_ns = time.thread_time_ns
 class HostClock:
     """Per counting context; mutated on the hot path (slots, no properties)."""
 
-    __slots__ = ("mark", "pending_ns", "calls", "depth", "op_floor_ns", "hook_floor_ns")
+    __slots__ = ("mark", "pending_ns", "calls", "depth", "op_floor_ns", "hook_floor_ns", "loop_ns")
 
-    def __init__(self, op_floor_ns: int = 0, hook_floor_ns: int = 0) -> None:
+    def __init__(self, op_floor_ns: int = 0, hook_floor_ns: int = 0, loop_ns: float = 1.0) -> None:
         self.mark = now_ns()          # end of the counter's last piece of work
         self.pending_ns = 0           # model time since the last record (ns)
         self.calls = 0                # aten calls since the last record
         self.depth = 0                # > 0 while the counter handles an op (nested ops are its own)
         self.op_floor_ns = op_floor_ns
         self.hook_floor_ns = hook_floor_ns
+        self.loop_ns = loop_ns            # one calibration-loop iteration here (the unit of `take`)
 
     def arrive(self) -> None:
         """An aten op reaches the counter: the gap since `mark`, less the op floor, is model time."""
@@ -55,8 +58,9 @@ class HostClock:
         self.mark = now_ns()
 
     def take(self) -> tuple[float, int]:
-        """(seconds, calls) gathered since the last record, for the record being made."""
-        out = (self.pending_ns * 1e-9, self.calls)
+        """(calibration-loop iterations, calls) gathered since the last record, for the record
+        being made: the loop makes the figure independent of the machine that counted."""
+        out = (self.pending_ns / self.loop_ns, self.calls)
         self.pending_ns = 0
         self.calls = 0
         return out

@@ -14,6 +14,7 @@ from torch import nn
 from torch._subclasses import FakeTensor
 
 from dispatchprof.count.hostclock import HostClock
+from dispatchprof.count.hostmemo import reuse_host_times
 from dispatchprof.count.ledger import TensorLedger, storage_key
 from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
@@ -70,9 +71,11 @@ class Recorder:
         self.op_infos: dict[int, OpInfo] = {}      # id(overload) -> OpInfo
         #: the host clock (dispatchprof.count.hostclock) when host time is measured, else None
         self.clock: HostClock | None = None
+        self.block_starts: list[int] = []          # record indices where OpCounter.phase blocks begin
+        self.reuse_host = False       # reuse this model's first host times per op position (hostmemo)
 
     def host_taken(self) -> tuple[float, int]:
-        """(host seconds, host calls) for the record being made: what the clock gathered since
+        """(host loop iterations, host calls) for the record being made: what the clock gathered since
         the last record, (0.0, 0) without a clock."""
         return self.clock.take() if self.clock is not None else (0.0, 0)
 
@@ -220,9 +223,9 @@ class Recorder:
         written, out_elements = sum(stored_bytes(t) for t in outs), sum(t.numel() for t in outs)
         cost = cost.with_bytes(read if cost.bytes_read is None else cost.bytes_read,
                                written if cost.bytes_written is None else cost.bytes_written)
-        host_s, host_calls = self.host_taken()
+        host_loops, host_calls = self.host_taken()
         self.records.append(OpRecord(name, scope, phase, _first_dtype((args, out)), cost,
-                                     out_elements=out_elements, host_s=host_s, host_calls=host_calls))
+                                     out_elements=out_elements, host_loops=host_loops, host_calls=host_calls))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
         self._track(list(outs), len(self.records) - 1,
@@ -277,10 +280,10 @@ class Recorder:
             (q, k, v), causal, computed, dtype = self.fused_spans[i][2]
             cost = fused_backward(q, k, v, causal_computed=computed)
             self.op_index += 1
-            host_s, host_calls = self.host_taken()
+            host_loops, host_calls = self.host_taken()
             self.records.append(OpRecord("aten.scaled_dot_product_attention_backward",
                                          self.tracker.backward_scope(), "backward", dtype, cost,
-                                         causal, shapes=(q.shape, k.shape, v.shape), host_s=host_s,
+                                         causal, shapes=(q.shape, k.shape, v.shape), host_loops=host_loops,
                                          host_calls=host_calls))
         return True
 
@@ -292,10 +295,14 @@ class Recorder:
             for s in self.tracker.scopes.values())
         unknown = tuple(UnknownOp(op, calls, tuple(sorted(sc)), why)
                         for op, (calls, sc, why) in self.unknown.items())
-        return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
+        records = self.records
+        if self.reuse_host and self.clock is not None and self.tracker.root_model is not None:
+            records = reuse_host_times(self.tracker.root_model, records, self.block_starts)
+        return Profile(tuple(records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
                        self.causal, self.ledger.peak_bytes, self.tensor_kind or "",
                        tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())),
-                       "measured" if self.clock is not None else "off")
+                       "measured" if self.clock is not None else "off",
+                       self.clock.loop_ns if self.clock is not None else 0.0)
 
 
 class OpInfo:

@@ -1,6 +1,7 @@
-"""Queries of the measured host time of a count (OpRecord.host_s, host_calls): per phase, per
-module scope, per step. Seconds and calls as measured on the counting machine; scaling to a
-target host and adding dispatch and launch costs is the simulator's (dispatchprof.sim.hostprofile)."""
+"""Queries of the measured host work of a count (OpRecord.host_loops, host_calls): per phase, per
+module scope. In calibration-loop iterations and aten calls; ``Profile.host_seconds`` turns
+iterations into seconds on the counting machine, a host profile into seconds on a target
+(dispatchprof.sim.hostprofile), which also adds dispatch and launch costs."""
 
 from __future__ import annotations
 
@@ -13,15 +14,15 @@ from dispatchprof.results.records import OpRecord
 
 @dataclass(frozen=True, slots=True)
 class HostTotals:
-    """Host time of a set of records: the model's code (s), the aten calls it dispatched and the
-    records (kernels in eager) among them."""
+    """Host work of a set of records: the model's code (calibration-loop iterations), the aten calls
+    it dispatched and the records (kernels in eager) among them."""
 
-    model_s: float = 0.0
+    loops: float = 0.0
     calls: int = 0
     records: int = 0
 
     def __add__(self, other: HostTotals) -> HostTotals:
-        return HostTotals(self.model_s + other.model_s, self.calls + other.calls, self.records + other.records)
+        return HostTotals(self.loops + other.loops, self.calls + other.calls, self.records + other.records)
 
 
 def host_totals(records: Iterable[OpRecord]) -> HostTotals:
@@ -29,7 +30,7 @@ def host_totals(records: Iterable[OpRecord]) -> HostTotals:
     s = 0.0
     calls = n = 0
     for r in records:
-        s += r.host_s
+        s += r.host_loops
         calls += r.host_calls
         n += 1
     return HostTotals(s, calls, n)

@@ -47,7 +47,8 @@ class OpRecord:
     param_elements: int = 0
     out_elements: int = 0   # elements of the tensor outputs
     shapes: tuple[tuple[int, ...], ...] = ()   # shapes of the tensor arguments
-    host_s: float = 0.0     # measured host time of the model's own code before this op (s), counter excluded
+    host_loops: float = 0.0  # the model's own host work before this op, counter excluded, in calibration-loop
+                             # iterations: measured CPU time / Profile.host_loop_ns (dispatchprof.count.hostclock)
     host_calls: int = 0     # aten calls the host dispatched for this record (the views before it, and itself)
 
 
