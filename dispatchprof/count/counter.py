@@ -8,6 +8,7 @@ normal or not. The devices it simulates on are resolved once, when it is made.
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 import threading
 from typing import Any, Iterator, Literal, get_args
@@ -134,6 +135,7 @@ class OpCounter:
         self._flex_eager: bool | None = None
         self._headroom = False
         self._thread = 0
+        self._gc_hook: Any = None
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
@@ -172,6 +174,8 @@ class OpCounter:
             m.__enter__()
             self._modes.append(m)
         if state.clock is not None:
+            gc.callbacks.append(state.clock.gc_event)
+            self._gc_hook = state.clock.gc_event
             state.clock.leave()
 
     def __exit__(self, *exc: Any) -> None:
@@ -199,6 +203,9 @@ class OpCounter:
             _HEADROOM.release()
 
     def _remove_hooks(self) -> None:
+        if self._gc_hook is not None:
+            gc.callbacks.remove(self._gc_hook)
+            self._gc_hook = None
         while self._optimizer_hooks:
             self._optimizer_hooks.pop().remove()
         if self._state is not None:

@@ -23,7 +23,6 @@ from typing import Callable
 from dispatchprof.count.hostclock import now_ns
 
 _FLOORS: tuple[int, int] | None = None
-_LOOP_NS: float | None = None
 
 
 class _Box:
@@ -46,17 +45,15 @@ def _loop(n: int) -> int:
     return total
 
 
-def python_loop_ns(iterations: int = 20000, repeats: int = 7) -> float:
-    """ns of thread CPU time per iteration of the calibration loop on this machine: the median
-    of ``repeats`` runs, measured once per process (the unit of OpRecord.host_loops)."""
-    global _LOOP_NS
-    if _LOOP_NS is None:
-        _LOOP_NS = measure_loop_ns(iterations, repeats)
-    return _LOOP_NS
+def python_loop_ns(iterations: int = 4000, repeats: int = 5) -> float:
+    """ns of thread CPU time per iteration of the calibration loop on this machine now: the
+    median of ``repeats`` runs (a few ms), measured at the start of every count, so that a
+    shared machine's changing speed divides out of OpRecord.host_loops."""
+    return measure_loop_ns(iterations, repeats)
 
 
-def measure_loop_ns(iterations: int = 20000, repeats: int = 7) -> float:
-    """One fresh measurement of `python_loop_ns` (``dispatchprof calibrate --host-speed``)."""
+def measure_loop_ns(iterations: int = 4000, repeats: int = 5) -> float:
+    """One measurement of the calibration loop's ns per iteration (median of ``repeats``)."""
     _loop(1000)
     times = []
     for _ in range(repeats):

@@ -6,7 +6,9 @@ descheduled on a shared machine is nobody's, and the model's Python is CPU-bound
 - at the start of its handling of an aten op (`arrive`, from `TimedCountingMode`) and at the end
   of it (`leave`): the time in between (the op itself on fake or meta tensors, its formula, the
   bookkeeping) is the counter's and is never counted;
-- at the start and end of each module hook (`arrive_hook`, `leave`), the same way.
+- at the start and end of each module hook (`arrive_hook`, `leave`), the same way;
+- at the start and end of each garbage collection (`gc_event`), the same way;
+- around the record of a fused attention call made outside the dispatch (`Recorder.count`).
 
 A gap is the time from one `leave` to the next arrival: the model's Python, torch's argument
 parsing and the dispatcher up to the counter's mode. From each gap the counter's residual cost is
@@ -56,6 +58,19 @@ class HostClock:
     def leave(self) -> None:
         """The counter's work ends: the next gap starts now."""
         self.mark = now_ns()
+
+    def gc_event(self, phase: str, info: dict) -> None:
+        """A ``gc.callbacks`` hook: a collection that starts in a gap ends it (the model time so
+        far is kept) and the next gap starts when it stops. The counter's allocations make
+        collections far more frequent than in the model's own run, so their time is nobody's."""
+        if self.depth:
+            return
+        if phase == "start":
+            gap = now_ns() - self.mark
+            if gap > 0:
+                self.pending_ns += gap
+        else:
+            self.mark = now_ns()
 
     def take(self) -> tuple[float, int]:
         """(calibration-loop iterations, calls) gathered since the last record, for the record

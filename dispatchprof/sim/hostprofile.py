@@ -5,7 +5,9 @@ A host profile (``devices/hosts/*.yaml``, installed as dispatchprof.device_profi
 - ``single_thread_score``: the CPU's single-thread speed (Geekbench 5 single-core points); it
   runs one iteration of the calibration loop (dispatchprof.count.hostcal) in
   ``python_loop_ns = anchor.python_loop_ns * anchor.single_thread_score / single_thread_score``;
-- ``dispatch_us``: ATen's work per aten call below the dispatcher (every call, views included);
+- ``dispatch_us``: ATen's work below the dispatcher for an op that launches a kernel (output
+  allocation, TensorIterator setup, stream bookkeeping);
+- ``view_us``: the same for a call that launches nothing (views and metadata ops);
 - ``launch_us``: the host side of one kernel launch (cudaLaunchKernel);
 - ``graph_launch_us``: one CUDA graph replay, with the step's Python outside the graph;
 - ``gpus``: the GPUs (device names) this host is the default for.
@@ -13,9 +15,9 @@ A host profile (``devices/hosts/*.yaml``, installed as dispatchprof.device_profi
 Eager host time of a record r (seconds), the model's host work measured while counting in
 calibration-loop iterations (``OpRecord.host_loops``):
 
-    t_host(r) = host_loops(r) * python_loop_ns * 1e-9        (model Python)
-              + host_calls(r) * dispatch_us * 1e-6           (dispatch)
-              + launch_us * 1e-6                             (launch: every record is a kernel in eager)
+    t_host(r) = host_loops(r) * python_loop_ns * 1e-9                     (model Python)
+              + ((host_calls(r) - 1) * view_us + dispatch_us) * 1e-6      (dispatch: the views before r, r)
+              + launch_us * 1e-6                                          (launch: every eager record is a kernel)
 
 Loading is strict: an unknown or missing key, a wrong type or a non-positive speed raises
 `HostProfileError` naming the file, the host and the field; an unknown name lists the known ones.
@@ -48,6 +50,7 @@ class HostProfile:
     single_thread_score: float
     python_loop_ns: float            # ns per calibration-loop iteration on this CPU
     dispatch_us: float
+    view_us: float
     launch_us: float
     graph_launch_us: float
     gpus: tuple[str, ...] = ()
@@ -58,15 +61,19 @@ class HostProfile:
         """Seconds this host runs ``host_loops`` calibration-loop iterations of model Python."""
         return host_loops * self.python_loop_ns * 1e-9
 
+    def dispatch_s(self, host_calls: int, records: int = 1) -> float:
+        """Dispatch seconds of ``records`` kernel records that made ``host_calls`` aten calls."""
+        return ((host_calls - records) * self.view_us + records * self.dispatch_us) * 1e-6
+
     def eager_host_s(self, host_loops: float, host_calls: int) -> float:
         """t_host of one eager record (module docstring): model Python + dispatch + launch."""
-        return self.model_s(host_loops) + (host_calls * self.dispatch_us + self.launch_us) * 1e-6
+        return self.model_s(host_loops) + self.dispatch_s(host_calls) + self.launch_us * 1e-6
 
 
-_FIELDS = {"cpu": str, "single_thread_score": (int, float), "dispatch_us": (int, float),
+_FIELDS = {"cpu": str, "single_thread_score": (int, float), "dispatch_us": (int, float), "view_us": (int, float),
            "launch_us": (int, float), "graph_launch_us": (int, float), "gpus": list, "source": str,
            "sources": dict}
-_REQUIRED = ("cpu", "single_thread_score", "dispatch_us", "launch_us", "graph_launch_us")
+_REQUIRED = ("cpu", "single_thread_score", "dispatch_us", "view_us", "launch_us", "graph_launch_us")
 _POSITIVE = ("single_thread_score",)
 _CACHE: dict[str, HostProfile] | None = None
 
@@ -114,11 +121,11 @@ def read_hosts(path: str | os.PathLike) -> dict[str, HostProfile]:
             if key not in merged:
                 raise HostProfileError(f"{where}: host {name!r}: {key} is missing")
         score = _positive(merged["single_thread_score"], where, name, "single_thread_score")
-        for key in ("dispatch_us", "launch_us", "graph_launch_us"):
+        for key in ("dispatch_us", "view_us", "launch_us", "graph_launch_us"):
             if not (0 <= merged[key] < math.inf):
                 raise HostProfileError(f"{where}: host {name!r}: {key} must be a finite number >= 0, got {merged[key]!r}")
         out[name] = HostProfile(name, merged["cpu"], float(score), a_loop * a_score / score,
-                                float(merged["dispatch_us"]), float(merged["launch_us"]),
+                                float(merged["dispatch_us"]), float(merged["view_us"]), float(merged["launch_us"]),
                                 float(merged["graph_launch_us"]), tuple(merged.get("gpus", ())),
                                 merged.get("source", ""), dict(merged["sources"]))
     return out
