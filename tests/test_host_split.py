@@ -122,3 +122,17 @@ def test_validation_rows_follow_the_fixed_split():
     rows = v.read_rows()
     assert rows and all(r["split"] == split_of(r["id"]) for r in rows)
     assert all(r["source_url"].startswith("https://") and r["quote"] for r in rows)
+
+
+def test_calibrate_host_speed_reports_each_host_against_this_machine(capsys):
+    import json
+
+    from dispatchprof.cli import main
+    from dispatchprof.sim.hostprofile import hosts
+
+    assert main(["calibrate", "--host-speed", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    here = data["loop_ns"]
+    assert here > 0 and set(data["hosts"]) == set(hosts())
+    for name, h in hosts().items():
+        assert data["hosts"][name]["speed_vs_here"] == pytest.approx(here / h.python_loop_ns)
