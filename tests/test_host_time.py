@@ -142,6 +142,7 @@ def test_repeated_counts_of_one_model_agree_exactly():
     model = Chain(50, n=3)
     first = count(model, torch.ones(4))
     again = count(model, torch.ones(4))
-    assert [(r.host_loops, r.host_calls) for r in again.records] == [(r.host_loops, r.host_calls) for r in first.records]
+    host = [(r.host_loops, r.host_calls) for r in first.records]
+    assert [(r.host_loops, r.host_calls) for r in again.records] == host
     fresh = count(Chain(0, n=3), torch.ones(4))
     assert host_totals(fresh.records).loops < host_totals(first.records).loops

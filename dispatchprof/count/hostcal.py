@@ -3,7 +3,8 @@
 What the host clock measures between two ops includes a little of the counter's own work that no
 timestamp can exclude: the counter's torch-function mode that every torch call passes through,
 torch entering the Python dispatch key, and the slow path ``nn.Module.__call__`` takes while global
-hooks are installed. It is calibrated on two loops whose model time is known (one-element CPU tensors: a meta op runs torch's Python meta kernels and is slow):
+hooks are installed. It is calibrated on two loops whose model time is known (one-element CPU
+tensors: a meta op runs torch's Python meta kernels and is slow):
 
 - ``x + x`` repeated n times: the model code between ops is one loop step (a few tens of ns);
   the median raw gap of the counted loop is the op floor (so this loop's model time reads 0);

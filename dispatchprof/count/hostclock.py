@@ -1,7 +1,8 @@
 """The host clock: how long the model's own code runs between the ops the counter sees.
 
 Timestamps are the thread's CPU time (``time.thread_time_ns``: time the counting thread spends
-descheduled on a shared machine is nobody's, and the model's Python is CPU-bound), taken where the counter's work starts and ends:
+descheduled on a shared machine is nobody's, and the model's Python is CPU-bound), taken where the
+counter's work starts and ends:
 
 - at the start of its handling of an aten op (`arrive`, from `TimedCountingMode`) and at the end
   of it (`leave`): the time in between (the op itself on fake or meta tensors, its formula, the

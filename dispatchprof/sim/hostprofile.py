@@ -123,7 +123,8 @@ def read_hosts(path: str | os.PathLike) -> dict[str, HostProfile]:
         score = _positive(merged["single_thread_score"], where, name, "single_thread_score")
         for key in ("dispatch_us", "view_us", "launch_us", "graph_launch_us"):
             if not (0 <= merged[key] < math.inf):
-                raise HostProfileError(f"{where}: host {name!r}: {key} must be a finite number >= 0, got {merged[key]!r}")
+                raise HostProfileError(f"{where}: host {name!r}: {key} must be a finite number >= 0, "
+                                       f"got {merged[key]!r}")
         out[name] = HostProfile(name, merged["cpu"], float(score), a_loop * a_score / score,
                                 float(merged["dispatch_us"]), float(merged["view_us"]), float(merged["launch_us"]),
                                 float(merged["graph_launch_us"]), tuple(merged.get("gpus", ())),
