@@ -19,9 +19,9 @@ SPIN_US = 500
 
 
 def spin(us: float) -> None:
-    """Spin the thread for ``us`` microseconds of its CPU time (what the host clock measures)."""
-    end = time.thread_time_ns() + int(us * 1000)
-    while time.thread_time_ns() < end:
+    """Spin the thread for ``us`` microseconds (perf_counter: the host clock's timestamps)."""
+    end = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < end:
         pass
 
 

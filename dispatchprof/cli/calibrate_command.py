@@ -51,7 +51,7 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _host_speed(fmt: str) -> int:
-    """The calibration loop here (median of 9 runs of 20000 iterations, thread CPU time), the
+    """The calibration loop here (median of 9 runs of 20000 iterations, perf_counter), the
     single-thread score it implies (anchor score x anchor ns / ns here) and each bundled host's
     speed against this machine (ns here / its python_loop_ns)."""
     from dispatchprof.count.hostcal import measure_loop_ns
@@ -67,7 +67,7 @@ def _host_speed(fmt: str) -> int:
                       "hosts": {h.name: {"python_loop_ns": h.python_loop_ns, "speed_vs_here": here / h.python_loop_ns}
                                 for h in known.values()}}))
         return 0
-    emit(f"calibration loop here: {here:.1f} ns per iteration (thread CPU time; implied single-thread score "
+    emit(f"calibration loop here: {here:.1f} ns per iteration (perf_counter; implied single-thread score "
          f"{score:,.0f}, Geekbench 5 single-core scale)\n"
          + render(rows, ["host", "cpu", "loop ns", "model Python speed vs here"], "simple") + "\n")
     return 0
