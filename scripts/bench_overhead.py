@@ -10,9 +10,10 @@ Every model is built weightless on fake tensors, once per model in a fresh subpr
 tiny op under OpCounter and FlopCounterMode (one-time imports are not timed) and one untimed
 forward per mode (fake tensors cache their dispatches). Then ``--rounds`` rounds (default 9) each
 time one plain, one FlopCounterMode and one OpCounter forward back to back, so a slow spell of
-the shared machine hits all three alike. Prints one row per model: each mode's best time, the
-ratio of the best times (counted / plain: all categories, bytes, module tree) and the median of
-the per-round ratios; peak RSS comes from another fresh process that runs one counted forward.
+the shared machine hits all alike. OpCounter runs twice per round: with host timing (the default)
+and with ``host_time=False``. Prints one row per model: each mode's best time, the
+ratio of the best times (counted / plain: all categories, bytes, module tree), the median of
+the per-round ratios, and host timing's cost (median ratio with it over median ratio without); peak RSS comes from another fresh process that runs one counted forward.
 ``--depth`` times a chain of N nested modules (one op
 each) plain and counted: cost per module should stay flat as N grows. ``--calls`` counts the
 Python function calls (cProfile) of one plain and one counted forward: unlike times, the same on
@@ -40,8 +41,8 @@ SHAPES = {   # MODELS.md
     "llama-3.1-70b": dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
                           num_attention_heads=64, num_key_value_heads=8),
 }
-MODES = ("plain", "flop_counter", "opcounter")
-ROUNDS = 9           # timed rounds; each runs the three modes back to back, in the same process
+MODES = ("plain", "flop_counter", "opcounter", "opcounter_host_off")   # OpCounter with / without host timing
+ROUNDS = 9           # timed rounds; each runs every mode back to back, in the same process
 
 
 def measure(model_name: str, batch: int, seq: int, rounds: int) -> dict:
@@ -86,7 +87,8 @@ def _forward(model, ids, mode: str):
     if mode == "plain":
         model(ids)
         return None
-    counter = FlopCounterMode(display=False) if mode == "flop_counter" else OpCounter()
+    counter = (FlopCounterMode(display=False) if mode == "flop_counter"
+               else OpCounter(host_time=mode == "opcounter"))
     with counter:
         model(ids)
     return counter
@@ -301,10 +303,12 @@ def main(argv: list[str] | None = None) -> int:
                      f"{best['flop_counter']:.3f}", f"{best['flop_counter'] / best['plain']:.2f}x",
                      f"{ratio['flop_counter']:.2f}x", f"{best['opcounter']:.3f}",
                      f"{best['opcounter'] / best['plain']:.2f}x", f"{ratio['opcounter']:.2f}x",
-                     r["ops"], f"{rss:.0f}"])
+                     f"{best['opcounter_host_off']:.3f}", f"{ratio['opcounter_host_off']:.2f}x",
+                     f"{ratio['opcounter'] / ratio['opcounter_host_off']:.3f}", r["ops"], f"{rss:.0f}"])
     print(tabulate(rows, headers=["model (fake tensors)", "batch x seq", "plain s", "FlopCounterMode s",
                                   "FCM / plain", "FCM / plain (median)", "OpCounter s", "counted / plain",
-                                  "counted / plain (median)", "ops counted", "OpCounter peak RSS MB"],
+                                  "counted / plain (median)", "host timing off s", "off / plain (median)",
+                                  "host timing on / off", "ops counted", "OpCounter peak RSS MB"],
                    tablefmt="github"))
     return 0
 

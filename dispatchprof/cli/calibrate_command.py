@@ -24,8 +24,13 @@ def run(argv: Sequence[str]) -> int:
     p.add_argument("--gpu", action="store_true", help="measure the CUDA GPU instead (GEMM sweep, copy and GEMV "
                                                      "bandwidth, launch and host cost per op) and fit its matrix "
                                                      "figures to the sweep")
+    p.add_argument("--host-speed", action="store_true",
+                   help="only time the host calibration loop (the unit of measured host time) and show how "
+                        "fast each bundled host runs the model's Python against this machine; writes nothing")
     add_format(p, ("table", "json"))
     args = p.parse_args(argv)
+    if args.host_speed:
+        return _host_speed(args.format)
     args.name = args.name or ("this-gpu" if args.gpu else "host-cpu")
     args.output = args.output or f"{args.name}.yaml"
     check_outputs({"-o": args.output})
@@ -42,6 +47,29 @@ def run(argv: Sequence[str]) -> int:
               f"element-wise {cal.vector_flops[key] / 1e9:,.2f} GFLOP/s" for key in cal.matrix_flops]
     lines.append(f"  copy bandwidth {cal.copy_bytes_per_s / 1e9:,.2f} GB/s, {cal.threads} threads")
     emit("\n".join(lines) + "\n")
+    return 0
+
+
+def _host_speed(fmt: str) -> int:
+    """The calibration loop here (median of 9 runs of 20000 iterations, perf_counter), the
+    single-thread score it implies (anchor score x anchor ns / ns here) and each bundled host's
+    speed against this machine (ns here / its python_loop_ns)."""
+    from dispatchprof.count.hostcal import measure_loop_ns
+    from dispatchprof.sim.hostprofile import hosts
+
+    here = measure_loop_ns(20000, 9)
+    known = hosts()
+    any_host = next(iter(known.values()))
+    score = any_host.single_thread_score * any_host.python_loop_ns / here
+    rows = [[h.name, h.cpu, f"{h.python_loop_ns:.1f}", f"{here / h.python_loop_ns:.2f}x"] for h in known.values()]
+    if fmt == "json":
+        emit(as_json({"schema": SCHEMA + ".host", "version": 1, "loop_ns": here, "implied_single_thread_score": score,
+                      "hosts": {h.name: {"python_loop_ns": h.python_loop_ns, "speed_vs_here": here / h.python_loop_ns}
+                                for h in known.values()}}))
+        return 0
+    emit(f"calibration loop here: {here:.1f} ns per iteration (perf_counter; implied single-thread score "
+         f"{score:,.0f}, Geekbench 5 single-core scale)\n"
+         + render(rows, ["host", "cpu", "loop ns", "model Python speed vs here"], "simple") + "\n")
     return 0
 
 

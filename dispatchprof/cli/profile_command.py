@@ -12,6 +12,7 @@ import warnings
 from typing import Sequence
 
 from dispatchprof import report
+from dispatchprof.cli.hostoption import add_host, apply_host, host_split_block
 from dispatchprof.cli.options import (
     DTYPES, add_format, as_json, check_outputs, check_table_options, emit, input_files, model_dtype, need_matplotlib,
     size, table_fmt, warn, weight_dtype,
@@ -55,6 +56,7 @@ def parser() -> Parser:
                    help="software stack simulated: eager (every op launched from the host), compiled "
                         "(torch.compile + CUDA graphs), serving (an inference engine)")
     p.add_argument("--tp", type=size(), default=1, help="tensor parallelism over this many devices")
+    add_host(p)
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
     add_format(p, FORMATS)
@@ -88,7 +90,7 @@ def check_args(args):
                   inputs=[*input_files(args.model), *args.device])
     if args.roofline:
         need_matplotlib("--roofline")
-    return scenarios_of(devices)                  # unknown devices and bad YAML fail here
+    return apply_host(scenarios_of(devices), args.host)      # unknown devices, hosts and bad YAML fail here
 
 
 def run(argv: Sequence[str]) -> int:
@@ -114,7 +116,7 @@ def run(argv: Sequence[str]) -> int:
                      runtime=args.runtime, tp=args.tp)
             for n in scenarios] if (args.trace or args.roofline or args.format in ("table", "markdown")) else []
     _write_plots(args, sims)
-    emit(_render(g, args, sims[0] if sims else None), args.output)
+    emit(_render(g, args, sims[0] if sims else None) + host_split_block(g, scenarios, args), args.output)
     return 0
 
 

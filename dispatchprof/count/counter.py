@@ -8,6 +8,7 @@ normal or not. The devices it simulates on are resolved once, when it is made.
 from __future__ import annotations
 
 import contextlib
+import gc
 import sys
 import threading
 from typing import Any, Iterator, Literal, get_args
@@ -17,6 +18,9 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 import op_formulas  # noqa: F401  (registers every formula)
 from dispatchprof import units
+from dispatchprof.count.hostcal import counter_floors, python_loop_ns
+from dispatchprof.count.hostclock import HostClock
+from dispatchprof.count.hostmode import TimedCountingMode
 from dispatchprof.count.interrupts import interrupts_deferred
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
@@ -32,6 +36,8 @@ from dispatchprof.sim.runtime import check_runtime
 from dispatchprof.sim.simulate import Simulation, simulate
 
 CausalRule = Literal["full", "computed"]
+#: OpCounter(host_time=...): measured with the counter's residual subtracted, off, or raw.
+HOST_TIME_CHOICES = (True, False, "raw")
 
 
 class _RecursionHeadroom:
@@ -89,11 +95,18 @@ class OpCounter:
             per layer; dispatchprof.sim.parallel).
         kv_dtype: simulate the KV cache stored in this dtype ("fp8", "int8", "int4", ...): the
             keys and values attention reads and the cache appends move that many bits per element.
+        host_time: measure the host time of the model's own code before each op (True, default;
+            OpRecord.host_loops and host_calls, dispatchprof.count.hostclock), the counter's own cost
+            excluded and its calibrated residual subtracted (dispatchprof.count.hostcal); False:
+            not measured; "raw": measured without subtracting the residual (calibration). Counts of
+            one model object reuse the host times first measured at each op position
+            (dispatchprof.count.hostmemo), so that repeated counts of a step agree exactly.
     """
 
     def __init__(self, model: nn.Module | None = None, *, causal: CausalRule = "full",
                  devices: Any = None, weight_dtype: str | None = None, bound: bool = False,
-                 runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> None:
+                 runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None,
+                 host_time: bool | str = True) -> None:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"OpCounter(model=...) takes a torch.nn.Module, got {type(model).__name__}; "
                             f"call it as OpCounter(model) or OpCounter()")
@@ -109,6 +122,9 @@ class OpCounter:
             raise ValueError(f"OpCounter(kv_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {kv_dtype!r}")
         self._kv_dtype = kv_dtype
         self._bound = bool(bound)
+        if host_time not in HOST_TIME_CHOICES:
+            raise ValueError(f"OpCounter(host_time=...) must be one of {HOST_TIME_CHOICES}, got {host_time!r}")
+        self._host_time = host_time
         self._runtime = check_runtime(runtime, "OpCounter(runtime=...)")
         self._tp = check_tp(tp, (), [d for p in self._scenarios.values() for d in p.devices])
         self._step_starts: list[int] = []
@@ -119,6 +135,7 @@ class OpCounter:
         self._flex_eager: bool | None = None
         self._headroom = False
         self._thread = 0
+        self._gc_hook: Any = None
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
@@ -130,8 +147,14 @@ class OpCounter:
         self._profile = None
         self._thread = threading.get_ident()
         self._step_starts = []
+        clock = None
+        if self._host_time is not False:        # calibrated before any hook is installed
+            floors = (0, 0) if self._host_time == "raw" else counter_floors()
+            clock = HostClock(*floors, loop_ns=python_loop_ns())
         with interrupts_deferred():
             self._state = Recorder(self._model, self._causal)
+            self._state.clock = self._state.tracker.clock = clock
+            self._state.reuse_host = self._host_time is True
             try:
                 self._install(self._state)
             except BaseException:
@@ -146,9 +169,14 @@ class OpCounter:
         self._flex_eager = eager_flex_attention(True)
         _HEADROOM.acquire()
         self._headroom = True
-        for m in (FusedAttentionMode(state), CountingMode(state)):
+        counting = CountingMode(state) if state.clock is None else TimedCountingMode(state, state.clock)
+        for m in (FusedAttentionMode(state), counting):
             m.__enter__()
             self._modes.append(m)
+        if state.clock is not None:
+            gc.callbacks.append(state.clock.gc_event)
+            self._gc_hook = state.clock.gc_event
+            state.clock.leave()
 
     def __exit__(self, *exc: Any) -> None:
         with interrupts_deferred():
@@ -175,6 +203,9 @@ class OpCounter:
             _HEADROOM.release()
 
     def _remove_hooks(self) -> None:
+        if self._gc_hook is not None:
+            gc.callbacks.remove(self._gc_hook)
+            self._gc_hook = None
         while self._optimizer_hooks:
             self._optimizer_hooks.pop().remove()
         if self._state is not None:
@@ -206,6 +237,7 @@ class OpCounter:
             raise RuntimeError("OpCounter.phase() works only inside `with OpCounter() as c:`")
         state, saved = self._state, (self._state.label, self._state.label_baseline)
         self._step_starts.append(len(state.records))
+        state.block_starts.append(len(state.records))
         state.label, state.label_baseline = name, state.ledger.live_bytes
         try:
             yield

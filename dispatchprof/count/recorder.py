@@ -13,6 +13,8 @@ import torch
 from torch import nn
 from torch._subclasses import FakeTensor
 
+from dispatchprof.count.hostclock import HostClock
+from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
 from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
@@ -68,6 +70,27 @@ class Recorder:
         self.fused_done: set[tuple[int, int]] = set()
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
         self.op_infos: dict[int, OpInfo] = {}      # id(overload) -> OpInfo
+        #: the host clock (dispatchprof.count.hostclock) when host time is measured, else None
+        self.clock: HostClock | None = None
+        self.block_starts: list[int] = []          # record indices where OpCounter.phase blocks begin
+        self.reuse_host = False       # reuse this model's first host times per op position (hostmemo)
+        self.host_memo: dict | None = None
+
+    def host_taken(self, op: str, scope: str, phase: str) -> tuple[float, int]:
+        """(host loop iterations, host calls) for the record being made: what the clock gathered since
+        the last record ((0.0, 0) without a clock), or, with ``reuse_host``, what the first count of
+        this model measured at this op position (dispatchprof.count.hostmemo)."""
+        if self.clock is None:
+            return 0.0, 0
+        taken = self.clock.take()
+        if not self.reuse_host:
+            return taken
+        if self.host_memo is None:
+            if self.tracker.root_model is None:
+                return taken
+            self.host_memo = host_memo_of(self.tracker.root_model)
+        start = self.block_starts[-1] if self.block_starts else 0
+        return self.host_memo.setdefault((phase, len(self.records) - start, op, scope), taken)
 
     # --- optimizer steps ------------------------------------------------------------------
     def enter_optimizer(self) -> None:
@@ -127,6 +150,14 @@ class Recorder:
     def count(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, out: Any,
               info: OpInfo | None = None) -> None:
         """Record one op call that has run and returned ``out`` (``info``: its `op_info`)."""
+        clock = self.clock
+        if clock is not None and not clock.depth:    # from the fused attention mode: the counter's time
+            clock.depth = 1
+            try:
+                return self.count(func, args, kwargs, out, info)
+            finally:
+                clock.depth = 0
+                clock.leave()
         if info is None:
             info = self.op_info(func)
         self.op_index += 1
@@ -171,7 +202,7 @@ class Recorder:
             first = out_tensors[0]
         self.records.append(OpRecord(info.name, scope, phase, "" if first is None else dtype_name(first.dtype),
                                      cost, causal, tuple(sources), param_bytes, param_elements,
-                                     out_elements, _shapes(meta_args)))
+                                     out_elements, _shapes(meta_args), *self.host_taken(info.name, scope, phase)))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
         self._track(out_tensors, index, keys)
@@ -213,8 +244,9 @@ class Recorder:
         written, out_elements = sum(stored_bytes(t) for t in outs), sum(t.numel() for t in outs)
         cost = cost.with_bytes(read if cost.bytes_read is None else cost.bytes_read,
                                written if cost.bytes_written is None else cost.bytes_written)
+        host_loops, host_calls = self.host_taken(name, scope, phase)
         self.records.append(OpRecord(name, scope, phase, _first_dtype((args, out)), cost,
-                                     out_elements=out_elements))
+                                     out_elements=out_elements, host_loops=host_loops, host_calls=host_calls))
         if self.tensor_kind is None:
             self.tensor_kind = _kind_of(args, out)
         self._track(list(outs), len(self.records) - 1,
@@ -269,9 +301,12 @@ class Recorder:
             (q, k, v), causal, computed, dtype = self.fused_spans[i][2]
             cost = fused_backward(q, k, v, causal_computed=computed)
             self.op_index += 1
+            scope = self.tracker.backward_scope()
+            host_loops, host_calls = self.host_taken("aten.scaled_dot_product_attention_backward", scope, "backward")
             self.records.append(OpRecord("aten.scaled_dot_product_attention_backward",
-                                         self.tracker.backward_scope(), "backward", dtype, cost,
-                                         causal, shapes=(q.shape, k.shape, v.shape)))
+                                         scope, "backward", dtype, cost,
+                                         causal, shapes=(q.shape, k.shape, v.shape), host_loops=host_loops,
+                                         host_calls=host_calls))
         return True
 
     def freeze(self) -> Profile:
@@ -284,7 +319,9 @@ class Recorder:
                         for op, (calls, sc, why) in self.unknown.items())
         return Profile(tuple(self.records), scopes, unknown, tuple(sorted(self.zero_cost.items())),
                        self.causal, self.ledger.peak_bytes, self.tensor_kind or "",
-                       tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())))
+                       tuple(sorted(self.phase_peaks.items())), tuple(sorted(self.phase_wall.items())),
+                       "measured" if self.clock is not None else "off",
+                       self.clock.loop_ns if self.clock is not None else 0.0)
 
 
 class OpInfo:

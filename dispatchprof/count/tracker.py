@@ -24,6 +24,7 @@ import torch
 from torch import nn
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
+from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.ledger import storage_key
 from dispatchprof.count.moduletree import ModuleTree, relative_name, size_of
 from dispatchprof.count.tensors import NO_TORCH_FUNCTION
@@ -92,6 +93,8 @@ class ModuleTracker:
         self._handles: list[Any] = []
         self._thread = 0        # the counting thread: module hooks are process-wide
         self._on_push, self._on_pop = on_push, on_pop
+        #: the host clock: the hooks' own time is the counter's (dispatchprof.count.hostclock)
+        self.clock: HostClock | None = None
         if model is not None:
             self._adopt_root(model)
 
@@ -129,8 +132,13 @@ class ModuleTracker:
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
         if threading.get_ident() != self._thread:
             return
+        clock = self.clock
+        if clock is not None and not clock.depth:
+            clock.arrive_hook()
         with NO_TORCH_FUNCTION():      # the tracker's own tensor reads skip torch function modes
             self._push(module)
+        if clock is not None and not clock.depth:
+            clock.leave()
 
     def _push(self, module: nn.Module) -> None:
         parent = self.stack[-1]
@@ -153,8 +161,13 @@ class ModuleTracker:
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
         if threading.get_ident() != self._thread:
             return
+        clock = self.clock
+        if clock is not None and not clock.depth:
+            clock.arrive_hook()
         with NO_TORCH_FUNCTION():
             self._pop(module, output)
+        if clock is not None and not clock.depth:
+            clock.leave()
 
     def _pop(self, module: nn.Module, output: Any) -> None:
         # Pop down to this module's frame (a frame left by a forward that raised is dropped too).

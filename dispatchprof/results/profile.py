@@ -8,6 +8,7 @@ columns are named in the file.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import defaultdict
 from dataclasses import astuple, dataclass, fields
@@ -16,7 +17,7 @@ from typing import Any, Mapping
 from dispatchprof.results import frame
 from dispatchprof.results.files import read_json, write_atomic
 from dispatchprof.results.records import (
-    OpRecord, Scope, Totals, UnknownOp, check_phase, sum_records,
+    HOST_TIMINGS, OpRecord, Scope, Totals, UnknownOp, check_phase, sum_records,
 )
 from dispatchprof.results.validate import check_profile_data
 from op_formulas.cost import Cost
@@ -59,6 +60,14 @@ class Profile:
     tensor_kind: str = ""       # "real", "fake" or "meta": what the counted tensors were
     phase_peaks: tuple[tuple[str, int], ...] = ()   # (phase, peak live bytes above the phase's start)
     phase_wall: tuple[tuple[str, float], ...] = ()  # (phase, measured wall seconds, counting included)
+    #: "measured": records carry the host time of the model's code (OpRecord.host_loops, host_calls);
+    #: "off": counted with host timing off; "": not known (a file from before host timing)
+    host_timing: str = ""
+    host_loop_ns: float = 0.0   # ns of one calibration-loop iteration on the counting machine (0: not measured)
+
+    def host_seconds(self, host_loops: float) -> float:
+        """Seconds that ``host_loops`` iterations took on the machine that counted."""
+        return host_loops * self.host_loop_ns * 1e-9
 
     # --- queries ---------------------------------------------------------------------------
     def select(self, phase: str | None = None) -> tuple[OpRecord, ...]:
@@ -122,7 +131,8 @@ class Profile:
             "schema": SCHEMA, "version": VERSION, "meta": meta or {},
             "causal_rule": self.causal_rule, "peak_bytes": self.peak_bytes,
             "tensor_kind": self.tensor_kind, "phase_peaks": [list(p) for p in self.phase_peaks],
-            "phase_wall": [list(p) for p in self.phase_wall],
+            "phase_wall": [list(p) for p in self.phase_wall], "host_timing": self.host_timing,
+            "host_loop_ns": self.host_loop_ns,
             "record_fields": _RECORD_FIELDS, "cost_fields": _COST_FIELDS,
             "records": [[*(_plain(getattr(r, f)) for f in _RECORD_FIELDS[:4]), list(astuple(r.cost)),
                          *(_plain(getattr(r, f)) for f in _RECORD_FIELDS[5:])] for r in self.records],
@@ -152,7 +162,7 @@ class Profile:
             zero = tuple((z[0], z[1]) for z in data["zero_cost_calls"])
             return Profile(records, scopes, unknown, zero, data["causal_rule"], data["peak_bytes"],
                            data["tensor_kind"], tuple((p[0], p[1]) for p in data["phase_peaks"]),
-                           tuple((p[0], p[1]) for p in data["phase_wall"]))
+                           tuple((p[0], p[1]) for p in data["phase_wall"]), *_host_timing(data, where))
         except (KeyError, IndexError, TypeError) as e:
             raise ValueError(f"{where}: malformed profile ({type(e).__name__}: {e})") from None
 
@@ -164,6 +174,27 @@ class Profile:
     def load(path: str | os.PathLike) -> Profile:
         """Read a profile written by `save`; a truncated file or a newer schema raises ValueError."""
         return Profile.from_dict(read_json(path, "profile"), os.fspath(path))
+
+
+def _host_timing(data: dict, where: str) -> tuple[str, float]:
+    """The file's host_timing and host_loop_ns ("" and 0 when absent: written before host timing);
+    every host figure must be a finite number >= 0."""
+    value = data.get("host_timing", "")
+    if value not in HOST_TIMINGS:
+        raise ValueError(f"{where}: host_timing must be one of {HOST_TIMINGS}, got {value!r}")
+    loop_ns = data.get("host_loop_ns", 0.0)
+    if not _finite(loop_ns):
+        raise ValueError(f"{where}: host_loop_ns must be a finite number >= 0, got {loop_ns!r}")
+    for name in ("host_loops", "host_calls"):
+        at = _RECORD_FIELDS.index(name)
+        for i, r in enumerate(data["records"]):
+            if len(r) > at and not _finite(r[at]):
+                raise ValueError(f"{where}: records[{i}].{name} must be a finite number >= 0, got {r[at]!r}")
+    return value, float(loop_ns)
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
 
 
 def _plain(v: Any) -> Any:

@@ -23,6 +23,8 @@ TOTAL_COLUMNS = ("calls", *CATEGORIES, "flops", "macs", "bytes_read", "bytes_wri
 HOST = -1
 #: Producer of an input written last by an op with no record (zero-cost or unknown ops).
 UNRECORDED = -2
+#: Profile.host_timing: "measured" (records carry host times), "off" (counted without), "" (unknown: old file).
+HOST_TIMINGS = ("measured", "off", "")
 
 
 def check_phase(phase: str) -> None:
@@ -45,6 +47,9 @@ class OpRecord:
     param_elements: int = 0
     out_elements: int = 0   # elements of the tensor outputs
     shapes: tuple[tuple[int, ...], ...] = ()   # shapes of the tensor arguments
+    host_loops: float = 0.0  # the model's own host work before this op, counter excluded, in calibration-loop
+                             # iterations: measured CPU time / Profile.host_loop_ns (dispatchprof.count.hostclock)
+    host_calls: int = 0     # aten calls the host dispatched for this record (the views before it, and itself)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
+from dispatchprof.sim.hostprofile import HostProfile, default_host
+
 Kind = Literal["pim", "gpu", "soc", "cpu", "other"]
 DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 #: Storage bits of the dtypes weights can be simulated in (``weight_dtype``).
@@ -68,6 +70,11 @@ class Device:
     #: the fraction of the shorter of an op's compute and memory times that its kernel does not
     #: hide under the longer: busy = max + this * min (0: the roofline's perfect overlap)
     unoverlapped_fraction: float = 0.0
+    #: the host CPU driving it (dispatchprof.sim.hostprofile): None picks the bundled host whose
+    #: ``gpus`` lists this device (`host_profile`); ``--host`` / `with_host` sets one
+    host: HostProfile | None = None
+    #: False: no measured host time (the pure roofline bound), the fixed host_overhead_us applies
+    host_measured: bool = True
     #: per weight dtype ("int8", "int4"): the share of the bandwidth above that a matrix kernel
     #: reading weights stored in it (and dequantising them on the fly) reaches; absent: 1
     weight_only_efficiency: Mapping[str, float] = field(default_factory=dict)
@@ -99,7 +106,18 @@ class Device:
                                    host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, compute_units=None, gemm_tile=None,
                                    matrix_memory_efficiency=None, weight_only_efficiency={}, weight_only_kernel_us={},
-                                   unoverlapped_fraction=0.0, static_power_w=0.0)
+                                   unoverlapped_fraction=0.0, static_power_w=0.0, host_measured=False)
+
+    def host_profile(self) -> HostProfile | None:
+        """The host whose measured-time figures apply: ``host``, else the bundled default for this
+        device's name; None without one, or for the bound."""
+        if not self.host_measured:
+            return None
+        return self.host if self.host is not None else default_host(self.name)
+
+    def with_host(self, host: HostProfile) -> Device:
+        """This device driven by ``host`` (``--host``)."""
+        return dataclasses.replace(self, host=host)
 
     def flop_pj(self, dtype_key: str, matrix: bool) -> float:
         """pJ per FLOP of an op: ``matrix_pj_per_flop[dtype]`` for matrix ops where listed, else

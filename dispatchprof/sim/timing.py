@@ -21,7 +21,8 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
     t_op      = t_busy + overhead [if p.kernel] + t_transfer + t_comm
                 overhead = launch_overhead(d), plus weight_only_kernel(d, weight dtype) for a
                 matrix op reading weights stored in a weight-only dtype (``weight_dtype`` below)
-    t_host    = host_overhead(d) if p.host == "op";
+    t_host    = eager host (`eager_host_us`: the measured model Python scaled to d's host, plus
+                dispatch and launch; else host_overhead(d)) if p.host == "op";
                 graph_launch(d) + p.sequences * sequence_host(d) if p.host == "graph"; else 0
     bound     = "compute" if t_compute >= t_memory else "memory"
     energy    = work * pj_per_flop(d, t, kind) + 8 * traffic * memory_pj_per_bit + e_transfer + e_comm
@@ -64,6 +65,7 @@ reaches less of the bandwidth than a large one. Embedding lookups and norm weigh
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
@@ -213,7 +215,7 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     t_reduce, e_reduce = allreduce(plan.allreduce_bytes, plan.group, d)
     dynamic = (work * d.flop_pj(key, matrix) + 8 * traffic * d.memory_pj_per_bit) * 1e-12 \
         + e_transfer + e_comm + e_reduce
-    host = d.host_overhead_us if plan.host == "op" else 0.0
+    host = eager_host_us(r, d) if plan.host == "op" else 0.0
     if plan.host == "graph":
         host = graph_host_us(d, plan.sequences)
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, overhead_us * 1e-6 if plan.kernel else 0.0,
@@ -221,10 +223,28 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
                     d.unoverlapped_fraction)
 
 
+def eager_host_us(r: OpRecord, d: Device) -> float:
+    """Host microseconds to issue record ``r`` alone (eager): with a measured host time (the record
+    has host calls) and a host profile for ``d`` (`Device.host_profile`), the measured model Python
+    scaled to that host plus dispatch and launch (dispatchprof.sim.hostprofile); otherwise the
+    device's fixed host_overhead_us."""
+    host = d.host_profile()
+    if host is None:
+        return d.host_overhead_us
+    if not r.host_calls:
+        warnings.warn(f"dispatchprof: no measured host time in this count (counted with host_time=False or saved "
+                      f"by an older dispatchprof): eager host time on {d.name} falls back to the fixed "
+                      f"{d.host_overhead_us:g} us per op; count again to measure it", stacklevel=2)
+        return d.host_overhead_us
+    return host.eager_host_s(r.host_loops, r.host_calls) * 1e6
+
+
 def graph_host_us(d: Device, sequences: int) -> float:
     """Host microseconds of a step's graph launch on ``d`` carrying ``sequences`` sequences:
-    graph_launch_us + sequences x sequence_host_us (a serving engine's per-sequence work)."""
-    return d.graph_launch_us + sequences * d.sequence_host_us
+    graph_launch_us (the device's, or its explicitly set host's) + sequences x sequence_host_us
+    (a serving engine's per-sequence work). The model's Python runs at capture, not per step."""
+    launch = d.host.graph_launch_us if d.host is not None and d.host_measured else d.graph_launch_us
+    return launch + sequences * d.sequence_host_us
 
 
 def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
