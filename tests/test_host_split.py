@@ -15,7 +15,7 @@ from dispatchprof import OpCounter
 from dispatchprof.results.hosttime import host_totals
 from dispatchprof.results.records import OpRecord
 from dispatchprof.sim.catalog import load_device
-from dispatchprof.sim.hostprofile import HostProfileError, load_host, read_hosts
+from dispatchprof.sim.hostprofile import HostProfileError, default_host, load_host, read_hosts
 from dispatchprof.sim.timing import eager_host_us
 from op_formulas.cost import Cost
 
@@ -36,7 +36,9 @@ def test_eager_host_time_by_hand():
     """dgx-h100 (H100-SXM's default host): score 1257 against the anchor's 1249 at A ns per loop;
     1000 loops, 3 calls (2 views and the op): 1000 * A * 1249 / 1257 ns + 2 x 0.5 us (views) + 3 us
     (dispatch) + 4 us launch."""
-    h100 = load_device("H100-SXM")
+    bare = load_device("H100-SXM")
+    assert bare.host_profile() is None and eager_host_us(record(1000, 3), bare) == 7.0    # no --host: fixed 7 us
+    h100 = bare.with_host(default_host("H100-SXM"))             # --host auto
     host = h100.host_profile()
     assert host.name == "dgx-h100"
     import yaml
@@ -51,7 +53,7 @@ def test_eager_host_time_by_hand():
 
 def test_counts_without_host_times_fall_back_with_one_warning():
     x = torch.randn(8)
-    with OpCounter(devices="H100-SXM", host_time=False) as c:
+    with OpCounter(devices=load_device("H100-SXM").with_host(load_host("dgx-h100")), host_time=False) as c:
         torch.exp(x)
     with pytest.warns(UserWarning, match=r"no measured host time .* falls back to the fixed 7 us per op"):
         t = c.simulated().ops[0].t_host

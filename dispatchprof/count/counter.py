@@ -149,7 +149,7 @@ class OpCounter:
         self._step_starts = []
         clock = None
         if self._host_time is not False:        # calibrated before any hook is installed
-            floors = (0, 0) if self._host_time == "raw" else counter_floors()
+            floors = (0, 0) if self._host_time == "raw" else counter_floors(OpCounter)
             clock = HostClock(*floors, loop_ns=python_loop_ns())
         with interrupts_deferred():
             self._state = Recorder(self._model, self._causal)

@@ -19,7 +19,7 @@ Medians over ``repeats`` runs of n steps each (the counting machine may be share
 from __future__ import annotations
 
 import statistics
-from typing import Callable
+from typing import Any, Callable
 
 from dispatchprof.count.hostclock import now_ns
 
@@ -64,20 +64,19 @@ def measure_loop_ns(iterations: int = 4000, repeats: int = 5) -> float:
     return statistics.median(times)
 
 
-def counter_floors() -> tuple[int, int]:
-    """(op floor, hook floor) in ns, calibrated at the first call in this process."""
+def counter_floors(counter: Callable[..., Any]) -> tuple[int, int]:
+    """(op floor, hook floor) in ns, calibrated at the first call in this process with ``counter``
+    (the OpCounter class, passed in by it: this module sits below the counter)."""
     global _FLOORS
     if _FLOORS is None:
-        _FLOORS = calibrate_floors()
+        _FLOORS = calibrate_floors(counter)
     return _FLOORS
 
 
-def calibrate_floors(steps: int = 100, repeats: int = 3) -> tuple[int, int]:
-    """(op floor, hook floor) in ns: see the module docstring."""
+def calibrate_floors(counter: Callable[..., Any], steps: int = 100, repeats: int = 3) -> tuple[int, int]:
+    """(op floor, hook floor) in ns, counted with ``counter`` (OpCounter): see the module docstring."""
     import torch
     from torch import nn
-
-    from dispatchprof.count.counter import OpCounter
 
     class One(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -95,7 +94,7 @@ def calibrate_floors(steps: int = 100, repeats: int = 3) -> tuple[int, int]:
             one(x)
 
     def counted_gap(body: Callable[[], None]) -> float:
-        with torch.no_grad(), OpCounter(host_time="raw") as c:
+        with torch.no_grad(), counter(host_time="raw") as c:
             body()
         return statistics.median(r.host_loops for r in c.profile.records[1:]) * c.profile.host_loop_ns
 

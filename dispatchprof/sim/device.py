@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
-from dispatchprof.sim.hostprofile import HostProfile, default_host
+from dispatchprof.sim.hostprofile import HostProfile
 
 Kind = Literal["pim", "gpu", "soc", "cpu", "other"]
 DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
@@ -70,8 +70,8 @@ class Device:
     #: the fraction of the shorter of an op's compute and memory times that its kernel does not
     #: hide under the longer: busy = max + this * min (0: the roofline's perfect overlap)
     unoverlapped_fraction: float = 0.0
-    #: the host CPU driving it (dispatchprof.sim.hostprofile): None picks the bundled host whose
-    #: ``gpus`` lists this device (`host_profile`); ``--host`` / `with_host` sets one
+    #: the host CPU driving it (dispatchprof.sim.hostprofile), set by ``--host`` / `with_host`;
+    #: None: no measured host time is used (`host_profile`)
     host: HostProfile | None = None
     #: False: no measured host time (the pure roofline bound), the fixed host_overhead_us applies
     host_measured: bool = True
@@ -109,11 +109,12 @@ class Device:
                                    unoverlapped_fraction=0.0, static_power_w=0.0, host_measured=False)
 
     def host_profile(self) -> HostProfile | None:
-        """The host whose measured-time figures apply: ``host``, else the bundled default for this
-        device's name; None without one, or for the bound."""
+        """The host whose measured-time figures apply: ``host`` where one was given (``--host``,
+        `with_host`); None without one (the fixed host_overhead_us applies: the validated default),
+        or for the bound. ``--host auto`` picks each GPU's usual host (`dispatchprof.sim.hostprofile.default_host`)."""
         if not self.host_measured:
             return None
-        return self.host if self.host is not None else default_host(self.name)
+        return self.host
 
     def with_host(self, host: HostProfile) -> Device:
         """This device driven by ``host`` (``--host``)."""
