@@ -76,3 +76,49 @@ def test_ctrl_c_and_sigterm_during_a_count_exit_130_and_143_leaving_nothing(tmp_
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == code and err.strip().splitlines()[-1] == line and "Traceback" not in err
     assert os.listdir(tmp_path) == []
+
+
+#: A child that runs the command as the console script or ``python -m dispatchprof`` does, with an
+#: import hook that says "importing torch" on stdout and then waits: the signal lands inside the
+#: import of torch, at start-up, every time (no timing guess).
+STARTUP = """
+import os, runpy, sys, time
+
+class HoldTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            print("importing torch", flush=True)
+            time.sleep(60)
+        return None
+
+sys.meta_path.insert(0, HoldTorch())
+if sys.argv[1] == "console":
+    from dispatchprof.cli import main     # what the installed `dispatchprof` script runs
+    sys.exit(main(["devices"]))
+sys.argv = ["dispatchprof", "devices"]
+runpy.run_module("dispatchprof", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("entry", ["console", "python -m"])
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "dispatchprof: interrupted"),
+                                             (signal.SIGTERM, 143, "dispatchprof: terminated")])
+def test_a_signal_during_start_up_while_torch_is_imported_is_one_line_and_130_or_143(tmp_path, entry, sig, code,
+                                                                                     line):
+    proc = subprocess.Popen([sys.executable, "-c", STARTUP, entry], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert proc.stdout.readline() == "importing torch\n"
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert (proc.returncode, err) == (code, line + "\n")
+
+
+def test_importing_the_cli_imports_neither_torch_nor_the_subcommands():
+    """What runs before `main` installs its handlers: the standard library and two small modules."""
+    probe = ("import sys, dispatchprof.cli, dispatchprof; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'yaml', "
+             "'tabulate') or m.startswith('dispatchprof.') and m not in ('dispatchprof.cli', "
+             "'dispatchprof.cli.failures', 'dispatchprof.cli.parser', 'dispatchprof.errors')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": ROOT}).stdout
+    assert out == "[]\n"

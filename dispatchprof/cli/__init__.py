@@ -8,21 +8,23 @@ the input end with exit code 2 and one line on stderr, never a traceback; a bug 
 ends with one line asking for a report, exit code 1; ``--debug`` (anywhere on the command line)
 prints the traceback too. Every input is checked before any counting starts. Ctrl-C exits 130
 and SIGTERM 143 at any point, after the temporary file of a write in progress is removed
-(dispatchprof.cli.failures).
+(dispatchprof.cli.failures): this module imports only the standard library and the light
+`dispatchprof.cli.failures`, and `main` installs the SIGTERM handler and its ``try`` before it
+imports a subcommand (torch, transformers: seconds), so a signal during start-up ends in one line
+too. The one window left is the interpreter's own start-up and the import of this module (about
+20 ms, stdlib only), before `main`'s first line runs.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import signal
 import sys
 import threading
 import traceback
 from typing import Any, Sequence
 
-from dispatchprof.cli.failures import exit_status
-from dispatchprof.results.files import raise_terminated
+from dispatchprof.cli.failures import exit_status, raise_terminated
 
 #: name -> one-line help. To add a subcommand: a row here and a module <name>_command.py.
 COMMANDS: dict[str, str] = {
@@ -39,6 +41,7 @@ DEFAULT = "profile"
 
 def version() -> str:
     """The installed distribution's version (setup.cfg reads it from dispatchprof.__version__)."""
+    import importlib.metadata
     return importlib.metadata.version("dispatchprof")
 
 

@@ -14,6 +14,10 @@ Rules, first match wins:
 
 Ctrl-C (KeyboardInterrupt) exits 130 and SIGTERM (`Terminated`) 143 at any point. Text that came
 from the input is shown with control characters escaped (`printable`).
+
+This module imports only the standard library, argparse's parser and dispatchprof.errors (the
+renderer it escapes text with is imported when a message needs it), so the CLI can install its
+handlers before it imports torch.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from __future__ import annotations
 import sys
 from types import TracebackType
 
+from typing import Any
+
 from dispatchprof.cli.parser import UsageError
 from dispatchprof.errors import Terminated
-from dispatchprof.report.render import printable
 
 INPUT_ERRORS = (UsageError, ValueError, OSError, RecursionError, ImportError, MemoryError)
 #: Top-level packages of our own code: an exception raised here is ours (an input error or a bug).
@@ -50,6 +55,17 @@ def exit_status(e: BaseException, subject: str) -> tuple[int, str]:
         return 2, f"dispatchprof: error: {printable(subject)}: {dependency} failed on this input: {one_line(e)}"
     return BUG, (f"dispatchprof: internal error: {one_line(e)}. This is a bug in dispatchprof: please report it "
                  f"with the command line and the traceback that --debug prints")
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    """The CLI's SIGTERM handler: raise `Terminated` where the program is, so cleanup runs."""
+    raise Terminated(f"terminated by signal {signum}")
+
+
+def printable(text: str) -> str:
+    """Text with control characters escaped (dispatchprof.report.render.printable, imported on use)."""
+    from dispatchprof.report.render import printable as escape
+    return escape(text)
 
 
 def raised_by(tb: TracebackType | None) -> str | None:
