@@ -24,7 +24,8 @@ def saved(tmp_path_factory):
     for kind, config in (("generation", TINY), ("forward", BERT)):
         (folder / f"{kind}-config.json").write_text(json.dumps(config))
         files[kind] = folder / f"{kind}.json"
-        assert main([str(folder / f"{kind}-config.json"), "--prompt-len", "4", "--new-tokens", "3", "--json",
+        assert main([str(folder / f"{kind}-config.json"), "--prompt-len", "4", "--new-tokens", "3", "--device", "L4",
+                     "--json",
                      "-o", str(files[kind])]) == 0
     return {kind: json.loads(path.read_text()) for kind, path in files.items()}
 
@@ -72,3 +73,19 @@ def test_report_refuses_totals_that_disagree_with_their_records(capsys, tmp_path
     found = re.match(rf"dispatchprof: error: {path}: {message}", err)
     assert found, err
     assert len(set(found.groups())) == len(found.groups())     # the two values shown differ
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.__setitem__("model", {"a": 1}), r"field model must be a string, got \{'a': 1\}"),
+    (lambda d: d["devices"]["L4"].__setitem__("name", 7), r"field devices\['L4'\].name must be a string, got 7"),
+    (lambda d: d["devices"]["L4"].__setitem__("tp", 0), r"field devices\['L4'\].tp must be a whole number >= 1, got 0"),
+])
+def test_the_text_fields_of_a_saved_generation_are_checked(capsys, tmp_path, saved, edit, message):
+    """Found by the fuzz campaign: a mapping as the model's name was an internal error when printed."""
+    data = json.loads(json.dumps(saved["generation"]))
+    edit(data)
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["report", str(path)]) == 2
+    assert re.fullmatch(rf"dispatchprof: error: {path}: {message}\n", capsys.readouterr().err)

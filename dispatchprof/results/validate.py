@@ -84,6 +84,11 @@ def check_generation_totals(prefill_totals: Totals, prefill_summed: Totals, deco
 
 
 def _profile(data: Any) -> None:
+    meta = data.get("meta")
+    if meta is not None:
+        index = _mapping(meta, "meta").get("process_index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            raise _Invalid("meta.process_index", "a whole number >= 0 (the process of a multi-process run)", index)
     for i, r in enumerate(_list(data.get("records"), "records")):
         _record(r, f"records[{i}]")
     names = {}
@@ -155,6 +160,7 @@ def _acyclic(parents: Mapping[str, str | None]) -> None:
 
 
 def _generation(data: Any) -> None:
+    _text(data.get("model", ""), "model")
     for key in _GENERATION_NUMBERS:
         _number(data.get(key), key)
     for v in _list(data.get("kv_cache_bytes_by_layer"), "kv_cache_bytes_by_layer"):
@@ -166,6 +172,12 @@ def _generation(data: Any) -> None:
     for name, d in _mapping(data.get("devices"), "devices").items():
         at = f"devices[{name!r}]"
         d = _mapping(d, at)
+        _text(d.get("name"), f"{at}.name")
+        for key in ("runtime", "runtime_changes"):
+            if key in d:
+                _text(d[key], f"{at}.{key}")
+        if "tp" in d and (isinstance(d["tp"], bool) or not isinstance(d["tp"], int) or d["tp"] < 1):
+            raise _Invalid(f"{at}.tp", "a whole number >= 1", d["tp"])
         for key in _DEVICE_NUMBERS:
             _number(d.get(key), f"{at}.{key}")
         for key in _DEVICE_OPTIONAL:
