@@ -219,3 +219,21 @@ def test_a_name_that_became_a_fifo_after_the_check_is_refused(tmp_path, monkeypa
                                               rf"{ALLOWED}$"):
         write_atomic(out, "new")
     assert os.listdir(tmp_path) == ["r.json"] and stat.S_ISFIFO(os.lstat(out).st_mode)
+
+
+def test_a_signal_right_after_the_temporary_is_created_still_removes_it(tmp_path, monkeypatch):
+    """Found by the fuzz campaign (2 of 625 signals mid-write left a temporary): the interrupt lands
+    between the creation of the file and the next line; the name was recorded before the creation."""
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    real = os.open
+
+    def open_then_interrupt(name, flags, mode=0o777, *, dir_fd=None):
+        fd = real(name, flags, mode, dir_fd=dir_fd)
+        if str(name).startswith(".dispatchprof-"):
+            raise KeyboardInterrupt            # as a SIGINT handled at the next bytecode would
+        return fd
+    monkeypatch.setattr(files.os, "open", open_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(out, "new")
+    assert os.listdir(tmp_path) == ["out.json"] and out.read_text() == "old"

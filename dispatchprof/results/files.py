@@ -156,10 +156,24 @@ def _kept_mode(dfd: int, name: str, path: str) -> int:
 
 
 def _write_in(dfd: int, name: str, mode: int, payload: bytes, path: str) -> None:
-    """Temporary file in the open folder, fsync, rename over ``name``; the temporary is removed on
-    any exception. Errors name ``path``, never the temporary file."""
-    fd, tmp = _temporary(dfd, path)
+    """Temporary file in the open folder, fsync, rename over ``name``. The temporary's name is
+    recorded before the file is created, so an exception or a signal at any point after (even
+    between the creation and the next line) removes it. Errors name ``path``, never the temporary."""
+    tmp = None
     try:
+        for _ in range(100):
+            tmp = f".dispatchprof-{secrets.token_hex(8)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                             0o600, dir_fd=dfd)
+                break
+            except FileExistsError:
+                tmp = None                      # another file's name: never ours to remove
+            except OSError as e:
+                tmp = None
+                raise OSError(e.errno, f"cannot write here ({e.strerror})", path) from None
+        else:
+            raise OSError(errno.EEXIST, "cannot write here (no free temporary name)", path)
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), mode)
             f.write(payload)
@@ -177,20 +191,6 @@ def _write_in(dfd: int, name: str, mode: int, payload: bytes, path: str) -> None
                 os.unlink(tmp, dir_fd=dfd)
             except FileNotFoundError:
                 pass
-
-
-def _temporary(dfd: int, path: str) -> tuple[int, str]:
-    """A new file (mode 0600, never through a symlink) under a random name in the open folder."""
-    for _ in range(100):
-        name = f".dispatchprof-{secrets.token_hex(8)}.tmp"
-        try:
-            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                           0o600, dir_fd=dfd), name
-        except FileExistsError:
-            continue
-        except OSError as e:
-            raise OSError(e.errno, f"cannot write here ({e.strerror})", path) from None
-    raise OSError(errno.EEXIST, "cannot write here (no free temporary name)", path)
 
 
 @contextmanager
