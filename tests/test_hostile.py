@@ -51,7 +51,8 @@ devices: *e
     (BASE.format(bw="1") + "    price_usd_per_hour: -2\n", r"field 'price_usd_per_hour' must be > 0, got -2"),
     (BASE.format(bw="1") + "    gemm_tile: [128, 100000]\n", r"'gemm_tile' must be two whole numbers from 1 to 65536"),
     (BASE.format(bw="1") + "    matrix_pj_per_flop: {bf16: .nan}\n", r"'matrix_pj_per_flop.bf16' must be a finite"),
-    (BASE.format(bw="1") + "    weight_only_efficiency: {int4: 0}\n", r"'weight_only_efficiency.int4' must be in \(0, 1\]"),
+    (BASE.format(bw="1") + "    weight_only_efficiency: {int4: 0}\n",
+     r"'weight_only_efficiency.int4' must be in \(0, 1\]"),
     ("[1, 2, 3]\n", r"a device profile is a mapping"),
     ("", r"a device profile is a mapping"),
 ])

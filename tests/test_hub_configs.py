@@ -59,7 +59,8 @@ def test_a_hub_config_gets_every_check_of_a_local_file(hub, edit, message):
 
 
 KERNELS = [
-    ({"attn_implementation": "kernels-community/flash-attn3"}, "attn_implementation", "'kernels-community/flash-attn3'"),
+    ({"attn_implementation": "kernels-community/flash-attn3"}, "attn_implementation",
+     "'kernels-community/flash-attn3'"),
     ({"_attn_implementation": "paged|org/kernel@v1:attn"}, "attn_implementation", "'paged|org/kernel@v1:attn'"),
     ({"attn_implementation": {"": "sdpa", "text_config": "evil/attn"}}, "attn_implementation", "'evil/attn'"),
     ({"experts_implementation": "sonicmoe"}, "experts_implementation", "'sonicmoe'"),

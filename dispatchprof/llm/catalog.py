@@ -265,7 +265,8 @@ def _config_from_hub(hub_id: str) -> Any:
         path = None
     if path is None and not hub_reachable():
         raise ModelSpecError(f"{hub_id}: could not load the config from the model hub: not in the local cache and "
-                             f"the hub cannot be reached (no network); use a bundled model ({', '.join(catalog())}) or a local config.json")
+                             f"the hub cannot be reached (no network); use a bundled model ({', '.join(catalog())}) "
+                             f"or a local config.json")
     if path is None:
         try:
             path = hf_hub_download(hub_id, "config.json")
