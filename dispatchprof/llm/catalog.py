@@ -265,16 +265,22 @@ def _config_from_hub(hub_id: str) -> Any:
         path = None
     if path is None and not hub_reachable():
         raise ModelSpecError(f"{hub_id}: could not load the config from the model hub: not in the local cache and "
-                             f"the hub cannot be reached (no network); use a bundled model ({', '.join(catalog())}) "
+                             f"the hub cannot be reached (no network); use a bundled model ({_some_models()}) "
                              f"or a local config.json")
     if path is None:
         try:
             path = hf_hub_download(hub_id, "config.json")
         except Exception as e:  # noqa: BLE001  (the hub client raises many types; all mean "not here")
             raise ModelSpecError(f"{hub_id}: could not load the config from the model hub ({type(e).__name__}); "
-                                 f"this machine may have no network: use a bundled model ({', '.join(catalog())}) "
+                                 f"this machine may have no network: use a bundled model ({_some_models()}) "
                                  f"or a local config.json") from None
     return _config_from_file(path, f"{hub_id} (config.json from the model hub)")
+
+
+def _some_models() -> str:
+    """A few bundled model names and how many there are (a hub error stays one short line)."""
+    names = list(catalog())
+    return f"{', '.join(names[:3])}, ... {len(names)} in all" if len(names) > 3 else ", ".join(names)
 
 
 def hub_reachable(timeout_s: float = HUB_CONNECT_TIMEOUT_S) -> bool:
