@@ -125,7 +125,7 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path, monkeypatch):
     target = tmp_path / "out.json"
     target.write_text("old")
 
-    def boom(src, dst):
+    def boom(src, dst, **dir_fds):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)

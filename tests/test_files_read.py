@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -135,3 +136,23 @@ def test_a_saved_generation_with_nan_is_refused(capsys, tmp_path):
     assert main(["report", str(out)]) == 2
     assert capsys.readouterr().err == (f"dispatchprof: error: {out}: field devices['L4'].ttft_s must be a finite "
                                        f"number >= 0, got nan\n")
+
+
+@pytest.mark.parametrize("meta, message", [
+    (None, None),
+    ([1], r"field meta must be a mapping, got \[1\]"),
+    ({"process_index": "3"}, r"field meta.process_index must be a whole number >= 0 \(the process of a multi-process "
+                             r"run\), got '3'"),
+    ({"process_index": -1}, r"field meta.process_index must be a whole number >= 0 .*, got -1"),
+])
+def test_merge_checks_the_meta_of_a_rank_file(capsys, tmp_path, saved, meta, message):
+    """Found by the fuzz campaign: "meta": null was an internal error in merge."""
+    saved["meta"] = meta
+    path = tmp_path / "dispatchprof_0.json"
+    path.write_text(json.dumps(saved))
+    code = main(["merge", str(path), "--json"])
+    err = capsys.readouterr().err
+    if message is None:
+        assert code == 0 and err == ""
+    else:
+        assert code == 2 and re.fullmatch(rf"dispatchprof: error: {path}: {message}\n", err)

@@ -170,3 +170,70 @@ def test_commands_refuse_bad_outputs_before_any_work(capsys, tmp_path, saved, ar
     assert code == 2 and err.count("\n") == 1
     assert err.startswith("dispatchprof: error: ") and re.search(message.format(p=saved, d=tmp_path), err)
     assert open(saved, "rb").read() == before and sorted(os.listdir(tmp_path)) == ["p.json"]
+
+
+def _swap_during_write(monkeypatch, swap):
+    """Run ``swap()`` once, after the checks, while the temporary file is flushed to disk."""
+    real = os.fsync
+
+    def fsync(fd):
+        real(fd)
+        if not getattr(fsync, "done", False):
+            fsync.done = True
+            swap()
+    monkeypatch.setattr(files.os, "fsync", fsync)
+
+
+def test_a_folder_swapped_for_a_symlink_mid_write_cannot_redirect_the_write(tmp_path, monkeypatch):
+    """The folder is opened once and the temporary is created and renamed relative to it (dir_fd)."""
+    mine, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    mine.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "r.json").write_text("theirs")
+    _swap_during_write(monkeypatch, lambda: (os.rename(mine, tmp_path / "moved"), os.symlink(elsewhere, mine)))
+    write_atomic(mine / "r.json", "new")
+    assert (tmp_path / "moved" / "r.json").read_text() == "new" and os.listdir(tmp_path / "moved") == ["r.json"]
+    assert (elsewhere / "r.json").read_text() == "theirs" and os.listdir(elsewhere) == ["r.json"]
+
+
+def test_a_name_swapped_for_a_symlink_before_the_rename_is_replaced_never_followed(tmp_path, monkeypatch):
+    out, victim = tmp_path / "r.json", tmp_path / "victim"
+    out.write_text("old")
+    victim.write_text("precious")
+    _swap_during_write(monkeypatch, lambda: (os.unlink(out), os.symlink(victim, out)))
+    write_atomic(out, "new")
+    assert not out.is_symlink() and out.read_text() == "new" and victim.read_text() == "precious"
+    assert sorted(os.listdir(tmp_path)) == ["r.json", "victim"]
+
+
+def test_a_name_that_became_a_fifo_after_the_check_is_refused(tmp_path, monkeypatch):
+    out = tmp_path / "r.json"
+    real = files.output_target
+
+    def check_then_swap(path):
+        target = real(path)
+        os.mkfifo(out)
+        return target
+    monkeypatch.setattr(files, "output_target", check_then_swap)
+    with pytest.raises(UnsafeFileError, match=rf"^{out}: changed while being written \(now a FIFO \(named pipe\)\); "
+                                              rf"{ALLOWED}$"):
+        write_atomic(out, "new")
+    assert os.listdir(tmp_path) == ["r.json"] and stat.S_ISFIFO(os.lstat(out).st_mode)
+
+
+def test_a_signal_right_after_the_temporary_is_created_still_removes_it(tmp_path, monkeypatch):
+    """Found by the fuzz campaign (2 of 625 signals mid-write left a temporary): the interrupt lands
+    between the creation of the file and the next line; the name was recorded before the creation."""
+    out = tmp_path / "out.json"
+    out.write_text("old")
+    real = os.open
+
+    def open_then_interrupt(name, flags, mode=0o777, *, dir_fd=None):
+        fd = real(name, flags, mode, dir_fd=dir_fd)
+        if str(name).startswith(".dispatchprof-"):
+            raise KeyboardInterrupt            # as a SIGINT handled at the next bytecode would
+        return fd
+    monkeypatch.setattr(files.os, "open", open_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        write_atomic(out, "new")
+    assert os.listdir(tmp_path) == ["out.json"] and out.read_text() == "old"

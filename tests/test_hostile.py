@@ -41,6 +41,18 @@ devices: *e
     (BASE.format(bw="1" + "0" * 400), r"must be at most 1e\+12, got 1000.* \(check the unit in the field's name\)"),
     (BASE.format(bw="3.35 TB/s"), r"'memory_bandwidth_gb_per_s' must be int or float, got str '3.35 TB/s'"),
     (BASE.format(bw="-5"), r"'memory_bandwidth_gb_per_s' must be > 0, got -5"),
+    (BASE.format(bw="'3.35e3'"), r"got str '3.35e3' \(a number in quotes is text: write it without quotes\)$"),
+    (BASE.format(bw="0"), r"'memory_bandwidth_gb_per_s' must be > 0, got 0"),
+    (BASE.format(bw="1") + "    compute_units: 10000000\n",
+     r"^.*hostile.yaml: device 'X': field 'compute_units' = 10000000 is outside the physical range 1 \.\. 1e\+06"),
+    (BASE.format(bw="1") + "    compute_units: 0\n", r"field 'compute_units' must be > 0, got 0"),
+    (BASE.format(bw="1") + "    price_usd_per_hour: 1e9\n",
+     r"field 'price_usd_per_hour' = 1000000000.0 is outside the physical range 1e-06 \.\. 1e\+06"),
+    (BASE.format(bw="1") + "    price_usd_per_hour: -2\n", r"field 'price_usd_per_hour' must be > 0, got -2"),
+    (BASE.format(bw="1") + "    gemm_tile: [128, 100000]\n", r"'gemm_tile' must be two whole numbers from 1 to 65536"),
+    (BASE.format(bw="1") + "    matrix_pj_per_flop: {bf16: .nan}\n", r"'matrix_pj_per_flop.bf16' must be a finite"),
+    (BASE.format(bw="1") + "    weight_only_efficiency: {int4: 0}\n",
+     r"'weight_only_efficiency.int4' must be in \(0, 1\]"),
     ("[1, 2, 3]\n", r"a device profile is a mapping"),
     ("", r"a device profile is a mapping"),
 ])
@@ -74,3 +86,27 @@ def test_cli_outputs_are_never_half_written(tmp_path, capsys):
     code = main(["llama-3.2-1b", "--device", "no-such-device", "--format", "json", "-o", str(target)])
     assert code == 2 and target.read_text() == "previous result"
     assert os.listdir(tmp_path) == ["out.json"]
+
+
+@pytest.mark.parametrize("written, value", [("3.35e3", 3350.0), ("1e3", 1000.0), ("2E+3", 2000.0), (".5e1", 5.0),
+                                            ("3350", 3350), ("1_000", 1000)])
+def test_numbers_with_an_exponent_read_as_yaml_1_2_writes_them(tmp_path, written, value):
+    """PyYAML alone reads 3.35e3 (no sign in the exponent) as the text '3.35e3'."""
+    path = tmp_path / "d.yaml"
+    path.write_text(BASE.format(bw=written))
+    assert load_device(path).memory_bandwidth_gb_per_s == value
+
+
+def test_a_device_file_named_like_a_bundled_device_in_the_same_run_is_refused(tmp_path):
+    """Two devices of one run under one name (case-insensitive) would replace each other in every table."""
+    from dispatchprof.sim import scenarios_of
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(BASE.format(bw="1").replace("  X:", "  h100-sxm:"))
+    bundled = load_device("H100-SXM").file
+    with pytest.raises(DeviceProfileError, match=rf"^two devices of this run are named 'H100-SXM': H100-SXM from "
+                                                 rf"{bundled} and h100-sxm from {path}; each device of a run needs "
+                                                 rf"its own name \(rename the device in its YAML file\)$"):
+        scenarios_of(["H100-SXM", str(path)])
+    assert [name for name, _ in scenarios_of([str(path)]).items] == ["h100-sxm"]      # alone it is fine
+    assert [name for name, _ in scenarios_of(["H100-SXM", "h100-sxm"]).items] == ["H100-SXM"]   # same device: once

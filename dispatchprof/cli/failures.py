@@ -12,18 +12,30 @@ Rules, first match wins:
   the dependency and its message, exit 2;
 - anything else is a bug in dispatchprof: one line asking for a report, exit 1.
 
-Ctrl-C (KeyboardInterrupt) exits 130 and SIGTERM (`Terminated`) 143 at any point. Text that came
-from the input is shown with control characters escaped (`printable`).
+Ctrl-C (KeyboardInterrupt) exits 130 and SIGTERM (`Terminated`) 143 at any point (`Signals`): a
+signal raises where the program is; whatever exception then ends the command, the command ends as
+interrupted, because a dependency may turn the interrupt into another error (transformers' lazy
+import reports an interrupted import as a RecursionError or ModuleNotFoundError) or swallow it, and
+a swallowed one is raised again `AGAIN_S` later. Text that came from the input is shown with
+control characters escaped (`printable`).
+
+This module imports only the standard library, argparse's parser and dispatchprof.errors (the
+renderer it escapes text with is imported when a message needs it), so the CLI can install its
+handlers before it imports torch.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from types import TracebackType
+from typing import Any, Iterator
 
 from dispatchprof.cli.parser import UsageError
 from dispatchprof.errors import Terminated
-from dispatchprof.report.render import printable
 
 INPUT_ERRORS = (UsageError, ValueError, OSError, RecursionError, ImportError, MemoryError)
 #: Top-level packages of our own code: an exception raised here is ours (an input error or a bug).
@@ -32,15 +44,90 @@ OWN = ("dispatchprof", "op_formulas")
 #: innermost frame is one of these, the caller's frame decides (the op the model called raised).
 PASS_THROUGH = ("dispatchprof.count.modes",)
 INTERRUPTED, TERMINATED, BUG = 130, 143, 1
+#: How a signal ends a command: exit status and line.
+ENDINGS = {signal.SIGINT: (INTERRUPTED, "dispatchprof: interrupted"),
+           signal.SIGTERM: (TERMINATED, "dispatchprof: terminated")}
+#: Seconds after a signal that nothing ended the command on: the signal is raised again.
+AGAIN_S = 1.0
 
 
-def exit_status(e: BaseException, subject: str) -> tuple[int, str]:
+class Signals:
+    """SIGINT and SIGTERM during one command, on the main thread: each raises (KeyboardInterrupt,
+    `Terminated`) where the program is and is recorded in ``received``; the first also arms a
+    timer that raises it again `AGAIN_S` later, in case a dependency swallowed it. Inside `held`
+    (importing torch and the subcommand: an interrupt inside a C extension's initialisation can
+    abort the interpreter) a signal ends the process at once, before anything is written. Once the command
+    is ending (`disarm`) signals are only recorded. A signal set to be ignored (``nohup``) stays
+    ignored. `restore` puts the previous handlers back."""
+
+    def __init__(self, owns_process: bool = False) -> None:
+        self.owns_process = owns_process
+        self.received: list[int] = []
+        self._again: threading.Timer | None = None
+        self._previous: dict[int, Any] = {}
+        self._holding = False
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                self._previous[sig] = signal.signal(sig, self._raise)
+
+    def _raise(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+        if self._holding and self.owns_process:       # nothing is written yet: end at once
+            status, line = ENDINGS[signum]
+            os.write(2, f"{line}\n".encode())
+            os._exit(status)
+        if not self._holding:
+            self._raise_received()
+
+    def _raise_received(self) -> None:
+        signum = self.received[0]
+        if self._again is None:
+            self._again = threading.Timer(AGAIN_S, os.kill, (os.getpid(), signum))
+            self._again.daemon = True
+            self._again.start()
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(f"terminated by signal {signum}")
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A signal arriving inside ends the process at once with its status and line when the
+        command owns the process (`main` called with the process's own arguments), else it is
+        raised when the block ends."""
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+        if self.received:
+            self._raise_received()
+
+    def disarm(self) -> None:
+        """The command is ending: later signals are only recorded, and the second raise is
+        cancelled (or, if already sent, handled here)."""
+        for sig in self._previous:
+            signal.signal(sig, lambda signum, frame: self.received.append(signum))
+        if self._again is not None:
+            self._again.cancel()
+            self._again.join()
+
+    def restore(self) -> None:
+        self.disarm()
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
+def exit_status(e: BaseException, subject: str, received: tuple[int, ...] | list[int] = ()) -> tuple[int, str]:
     """(exit status, the one line) for an exception that ended the command on ``subject`` (the
-    input it was handling: a model, a file, or the command's name)."""
-    if isinstance(e, KeyboardInterrupt):
-        return INTERRUPTED, "dispatchprof: interrupted"
-    if isinstance(e, Terminated):
-        return TERMINATED, "dispatchprof: terminated"
+    input it was handling: a model, a file, or the command's name); ``received``: the signals
+    that arrived meanwhile (`Signals`), which decide the ending whatever the exception."""
+    first = received[0] if received else None
+    if isinstance(e, KeyboardInterrupt) or first == signal.SIGINT:
+        return ENDINGS[signal.SIGINT]
+    if isinstance(e, Terminated) or first == signal.SIGTERM:
+        return ENDINGS[signal.SIGTERM]
     if isinstance(e, MemoryError):
         return 2, f"dispatchprof: error: {printable(subject)}: {one_line(e)}"
     dependency = raised_by(e.__traceback__)
@@ -50,6 +137,17 @@ def exit_status(e: BaseException, subject: str) -> tuple[int, str]:
         return 2, f"dispatchprof: error: {printable(subject)}: {dependency} failed on this input: {one_line(e)}"
     return BUG, (f"dispatchprof: internal error: {one_line(e)}. This is a bug in dispatchprof: please report it "
                  f"with the command line and the traceback that --debug prints")
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    """A SIGTERM handler that raises `Terminated` where the program is, so cleanup runs."""
+    raise Terminated(f"terminated by signal {signum}")
+
+
+def printable(text: str) -> str:
+    """Text with control characters escaped (dispatchprof.report.render.printable, imported on use)."""
+    from dispatchprof.report.render import printable as escape
+    return escape(text)
 
 
 def raised_by(tb: TracebackType | None) -> str | None:

@@ -16,6 +16,8 @@ from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
 from dispatchprof.results.generation import generation_from_dict, generation_to_dict
 from dispatchprof.results.profile import SCHEMA as PROFILE_SCHEMA
 from dispatchprof.results.profile import Profile
+from dispatchprof.results.records import TOTALS_FIELDS, Totals
+from dispatchprof.results.validate import check_totals
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import simulate
 
@@ -50,6 +52,7 @@ def run(argv: Sequence[str]) -> int:
         profile = Profile.from_dict(data, args.file)
     elif schema == FORWARD_SCHEMA:
         profile = Profile.from_dict(data.get("profile"), args.file)
+        check_forward_totals(data, profile, args.file)
     else:
         raise ValueError(f"{args.file}: not a dispatchprof profile (schema {schema!r}; expected "
                          f"{PROFILE_SCHEMA!r}, {GENERATION_SCHEMA!r} or {FORWARD_SCHEMA!r})")
@@ -71,3 +74,14 @@ def run(argv: Sequence[str]) -> int:
     parts.append(report.LEGEND)
     emit("\n\n".join(parts) + "\n")
     return 0
+
+
+def check_forward_totals(data: dict, profile: Profile, where: str) -> None:
+    """A forward profile's stated ``totals`` must be its profile's records' sums (results.validate)."""
+    stated = data.get("totals")
+    if not isinstance(stated, dict) or set(stated) != set(TOTALS_FIELDS):
+        raise ValueError(f"{where}: field totals must be a mapping of {', '.join(TOTALS_FIELDS)}")
+    for name, v in stated.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"{where}: field totals.{name} must be a number, got {v!r}")
+    check_totals(Totals(**stated), profile.total(), "totals", "profile's records", where)

@@ -13,6 +13,11 @@ Writing (`write_atomic`, `check_output_paths`):
 - the data goes to a temporary file in the destination's folder, is flushed to disk (fsync) and
   renamed into place, so a reader never sees a half-written file and any failure leaves the old
   file untouched;
+- the checked folder is opened once and every step after the check (re-check of the final name
+  without following a symlink, temporary file, rename, clean-up) works relative to that open
+  folder, so swapping a folder for a symlink mid-write cannot send the write elsewhere; a final
+  name swapped in the instant before the rename is replaced as an entry, never followed or
+  written through (`write_atomic`);
 - an existing file keeps its permission bits; a new file gets what ``open(path, "w")`` would give:
   0666 less the process's umask (mkstemp's own 0600 is widened);
 - the temporary file is removed on every exception, KeyboardInterrupt (SIGINT) included, and on
@@ -23,11 +28,12 @@ Writing (`write_atomic`, `check_output_paths`):
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import secrets
 import signal
 import stat
-import tempfile
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
@@ -111,35 +117,80 @@ def _identity(path: str) -> tuple[int, int] | None:
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> str:
-    """Write ``data`` (str as UTF-8) to ``path`` by the rules of this module; returns ``path``."""
+    """Write ``data`` (str as UTF-8) to ``path`` by the rules of this module; returns ``path``.
+
+    The checked destination's folder is opened once and the temporary file is created, renamed
+    and removed relative to that open folder (``dir_fd``): a folder on the way swapped for a
+    symlink after the check cannot redirect the write elsewhere, and the final name is re-checked
+    there, without following a symlink. What no check can close is a swap of the final name in
+    the instant between that re-check and the rename; rename() then replaces the new entry itself
+    (a symlink is replaced, never followed; a device node is unlinked, never written), so the write
+    still lands in the checked folder and nowhere else."""
     path = os.fspath(path)
     target = output_target(path)
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~current_umask()
+    folder, name = os.path.split(os.path.abspath(target))
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    folder = os.path.dirname(os.path.abspath(target))
     with terminate_raises():
         try:
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".dispatchprof-", suffix=".tmp")
+            dfd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         except OSError as e:
             raise OSError(e.errno, f"cannot write here ({e.strerror})", path) from None
         try:
-            with os.fdopen(fd, "wb") as f:
-                os.fchmod(f.fileno(), mode)
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except OSError as e:
-            if e.filename == tmp:
-                raise OSError(e.errno, e.strerror, path) from None
-            raise
+            _write_in(dfd, name, _kept_mode(dfd, name, path), payload, path)
         finally:
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
+            os.close(dfd)
     return path
+
+
+def _kept_mode(dfd: int, name: str, path: str) -> int:
+    """Permission bits for the new file: those of the regular file ``name`` in the open folder, or
+    0666 less the umask when there is none. Anything else there now (the check passed, then the
+    entry changed) is refused."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0o666 & ~current_umask()
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafeFileError(f"{path}: changed while being written (now {kind_of(st.st_mode)}); {ALLOWED_OUTPUT}")
+    return stat.S_IMODE(st.st_mode)
+
+
+def _write_in(dfd: int, name: str, mode: int, payload: bytes, path: str) -> None:
+    """Temporary file in the open folder, fsync, rename over ``name``. The temporary's name is
+    recorded before the file is created, so an exception or a signal at any point after (even
+    between the creation and the next line) removes it. Errors name ``path``, never the temporary."""
+    tmp = None
+    try:
+        for _ in range(100):
+            tmp = f".dispatchprof-{secrets.token_hex(8)}.tmp"
+            try:
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                             0o600, dir_fd=dfd)
+                break
+            except FileExistsError:
+                tmp = None                      # another file's name: never ours to remove
+            except OSError as e:
+                tmp = None
+                raise OSError(e.errno, f"cannot write here ({e.strerror})", path) from None
+        else:
+            raise OSError(errno.EEXIST, "cannot write here (no free temporary name)", path)
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), mode)
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        tmp = None
+    except OSError as e:
+        if e.filename is not None and e.filename in (tmp, name):
+            raise OSError(e.errno, e.strerror, path) from None
+        raise
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except FileNotFoundError:
+                pass
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from dispatchprof.results import frame
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals
-from dispatchprof.results.validate import check_generation_data
+from dispatchprof.results.validate import check_generation_data, check_generation_totals
 
 SCHEMA = "dispatchprof.generation"
 VERSION = 1
@@ -119,4 +119,5 @@ def generation_from_dict(data: dict[str, Any], where: str = "generation") -> tup
             None, tuple(data["kv_cache_bytes_by_layer"]))
     except (KeyError, TypeError) as e:
         raise ValueError(f"{where}: malformed generation profile ({type(e).__name__}: {e})") from None
+    check_generation_totals(g.prefill_totals, g.prefill.total(), g.decode_totals, g.decode_by_scope, where)
     return g, data.get("model", "")

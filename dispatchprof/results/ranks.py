@@ -34,8 +34,9 @@ def load_ranks(paths: Sequence[str]) -> list[RankProfile]:
     ranks = []
     for f in files:
         data: Any = read_json(f, "profile")
-        meta = data.get("meta", {}) if isinstance(data, dict) else {}
-        ranks.append(RankProfile(int(meta.get("process_index", len(ranks))), f, Profile.from_dict(data, f)))
+        profile = Profile.from_dict(data, f)              # checks "meta" too (results.validate)
+        meta = data.get("meta") or {}
+        ranks.append(RankProfile(meta.get("process_index", len(ranks)), f, profile))
     seen = [r.rank for r in ranks]
     if len(set(seen)) != len(seen):
         raise ValueError(f"two files claim the same process index: {', '.join(r.path for r in ranks)}")

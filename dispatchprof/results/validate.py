@@ -6,7 +6,13 @@ A saved file is input like any other. Rules:
   goes, a number where a count goes (a bool is not a number);
 - every number is finite and non-negative (NaN, Infinity and -1 are refused), except a record
   input's producer index, which may also be HOST (-1) or UNRECORDED (-2);
-- scope parents form no cycle (a scope may name itself, as the counter writes a recursive module).
+- scope parents form no cycle (a scope may name itself, as the counter writes a recursive module);
+- totals a file states agree exactly with the records they sum (`check_totals`): a generation's
+  ``prefill_totals`` with its prefill profile's records, its ``decode_totals`` (every count, not
+  the calls) with the sum of ``decode_by_scope``, a forward profile's ``totals`` with its
+  profile's records. A disagreement is refused, never silently recomputed: it means the file was
+  edited or is corrupt, and the reader could not tell which figure to trust. A plain profile (and
+  so every rank file ``merge`` reads) states no totals: its totals are always its records' sums.
 
 A problem raises ValueError naming the file and the field, in one line.
 """
@@ -17,7 +23,9 @@ import math
 from dataclasses import fields
 from typing import Any, Callable, Mapping
 
-from dispatchprof.results.records import COUNT_FIELDS, HOST, PHASES, TOTALS_FIELDS, UNRECORDED, OpRecord, Scope
+from dispatchprof.results.records import (
+    COUNT_FIELDS, HOST, PHASES, TOTALS_FIELDS, UNRECORDED, OpRecord, Scope, Totals,
+)
 
 _SCOPE_TEXT = 2            # name, module_type, then parent, then numbers
 _RECORD_MIN = 5            # op, scope, phase, dtype, cost; the rest have defaults
@@ -56,7 +64,31 @@ def _checked(where: str, check: Callable[[Any], None], data: Any) -> None:
         raise ValueError(f"{where}: field {e.field} must be {e.expected}, got {shown}") from None
 
 
+def check_totals(stated: Totals, summed: Totals, field: str, of: str, where: str,
+                 names: tuple[str, ...] = TOTALS_FIELDS) -> None:
+    """Refuse ``stated`` totals (the file's ``field``) that differ from ``summed`` (the sum of
+    ``of``) in any of ``names``, naming the first such field and both values."""
+    for name in names:
+        a, b = getattr(stated, name), getattr(summed, name)
+        if a != b:
+            raise ValueError(f"{where}: field {field}.{name} = {a!r} but the {of} sum to {b!r}; a saved result's "
+                             f"totals are the sums of its records (the file was edited or is corrupt)")
+
+
+def check_generation_totals(prefill_totals: Totals, prefill_summed: Totals, decode_totals: Totals,
+                            by_scope: Mapping[str, Totals], where: str) -> None:
+    """A generation's stated totals against what they sum (rules above)."""
+    check_totals(prefill_totals, prefill_summed, "prefill_totals", "prefill records", where)
+    decode_summed = sum(by_scope.values(), Totals())
+    check_totals(decode_totals, decode_summed, "decode_totals", "decode_by_scope rows", where, COUNT_FIELDS)
+
+
 def _profile(data: Any) -> None:
+    meta = data.get("meta")
+    if meta is not None:
+        index = _mapping(meta, "meta").get("process_index")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            raise _Invalid("meta.process_index", "a whole number >= 0 (the process of a multi-process run)", index)
     for i, r in enumerate(_list(data.get("records"), "records")):
         _record(r, f"records[{i}]")
     names = {}
@@ -128,6 +160,7 @@ def _acyclic(parents: Mapping[str, str | None]) -> None:
 
 
 def _generation(data: Any) -> None:
+    _text(data.get("model", ""), "model")
     for key in _GENERATION_NUMBERS:
         _number(data.get(key), key)
     for v in _list(data.get("kv_cache_bytes_by_layer"), "kv_cache_bytes_by_layer"):
@@ -139,6 +172,12 @@ def _generation(data: Any) -> None:
     for name, d in _mapping(data.get("devices"), "devices").items():
         at = f"devices[{name!r}]"
         d = _mapping(d, at)
+        _text(d.get("name"), f"{at}.name")
+        for key in ("runtime", "runtime_changes"):
+            if key in d:
+                _text(d[key], f"{at}.{key}")
+        if "tp" in d and (isinstance(d["tp"], bool) or not isinstance(d["tp"], int) or d["tp"] < 1):
+            raise _Invalid(f"{at}.tp", "a whole number >= 1", d["tp"])
         for key in _DEVICE_NUMBERS:
             _number(d.get(key), f"{at}.{key}")
         for key in _DEVICE_OPTIONAL:

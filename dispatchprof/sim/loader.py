@@ -11,13 +11,21 @@ the field. YAML is read with a safe loader only.
 Before parsing, a file is refused when it is larger than `MAX_FILE_BYTES`, not UTF-8 text,
 nested deeper than `MAX_DEPTH`, or uses anchors and aliases; every key must be a string. A
 nonzero figure must lie in the physical range of its unit (`UNIT_RANGES`, found by the end of
-the field's name), so a wrong unit or a typo such as 1e-300 is refused with the limit it broke.
+the field's name), so a wrong unit or a typo such as 1e-300 is refused with the limit it broke;
+``compute_units``, ``price_usd_per_hour`` and ``gemm_tile`` (at most `MAX_TILE`) have ranges too.
+Every numeric field is thus checked for type, finiteness, sign (> 0 wherever the simulator divides
+by it) and magnitude, and the message names the file, the device, the field and the allowed range.
+
+Numbers are read as YAML 1.2 writes them: ``3.35e12``, ``1e-6`` and ``2E3`` are floats (PyYAML
+alone reads an exponent without a dot or a sign as text). A number in quotes stays text and is
+refused with that reason.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Any, get_args
 
 import yaml
@@ -47,8 +55,8 @@ def _share(v: float) -> str | None:
 
 
 def _tile(v: list) -> str | None:
-    ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v)
-    return None if ok else "must be two whole numbers > 0 (rows, cols), such as [128, 128]"
+    ok = len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and 0 < x <= MAX_TILE for x in v)
+    return None if ok else f"must be two whole numbers from 1 to {MAX_TILE} (rows, cols), such as [128, 128]"
 
 
 _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
@@ -108,13 +116,23 @@ UNIT_RANGES: dict[str, tuple[float, float]] = {
     "efficiency": (1e-6, 1.0),
     "cost_weights": (1e-6, 1e6),     # relative cost of a DIV, SQRT, ... against an ADD
     "ns_per_element": (1e-9, 1e9),
+    "compute_units": (1, 1e6),       # SMs, CUs, PIM banks: the largest chips have a few thousand
+    "usd_per_hour": (1e-6, 1e6),     # price of one device-hour
 }
+#: Largest side of a GEMM tile (elements); real tiles are 16 .. 512.
+MAX_TILE = 65536
 _TABLE_KEYS = {"dtype": DTYPE_KEYS, "weight": WEIGHT_CATEGORIES, "override": OVERRIDE_OPS}
 _FILE_KEYS = ("family", "source", "defaults", "devices")
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys."""
+    """SafeLoader that refuses duplicate keys and reads YAML 1.2 numbers: ``3.35e12`` and ``1e-6``
+    are floats (PyYAML's YAML 1.1 rules read an exponent without a dot or sign as a string)."""
+
+
+#: YAML 1.2 core-schema floats that YAML 1.1 misses: an exponent without a sign or without a dot.
+_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+_StrictLoader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT_12, list("-+0123456789."))
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -242,7 +260,9 @@ def _check_field(where: str, key: str, value: Any) -> None:
     types, _, check = _FIELDS[key]
     if isinstance(value, bool) or not isinstance(value, types):
         expected = " or ".join("null" if t is type(None) else t.__name__ for t in types)
-        raise DeviceProfileError(f"{where}: field {key!r} must be {expected}, got {type(value).__name__} {value!r}")
+        hint = " (a number in quotes is text: write it without quotes)" if _numeric_text(value) else ""
+        raise DeviceProfileError(f"{where}: field {key!r} must be {expected}, got {type(value).__name__} "
+                                 f"{value!r}{hint}")
     if isinstance(value, float) and not math.isfinite(value):
         raise DeviceProfileError(f"{where}: field {key!r} must be a finite number, got {value!r}")
     if isinstance(value, (int, float)) and abs(value) > _LARGEST:
@@ -256,6 +276,14 @@ def _check_field(where: str, key: str, value: Any) -> None:
             raise DeviceProfileError(f"{where}: field {key!r} {problem}, got {value!r}")
     if isinstance(value, (int, float)):
         _check_range(where, key, value)
+
+
+def _numeric_text(value: Any) -> bool:
+    """Whether ``value`` is text that reads as a number ('3.35e12' quoted in the YAML)."""
+    try:
+        return isinstance(value, str) and math.isfinite(float(value.replace("_", "")))
+    except ValueError:
+        return False
 
 
 def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> None:
@@ -273,8 +301,9 @@ def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> N
             raise DeviceProfileError(f"{where}: field {key!r} has unknown key {k!r}; allowed: "
                                      f"{', '.join(_TABLE_KEYS[kind])}")
         if isinstance(v, bool) or not isinstance(v, _NUMBER) or not math.isfinite(v) or abs(v) > _LARGEST:
+            hint = " (a number in quotes is text: write it without quotes)" if _numeric_text(v) else ""
             raise DeviceProfileError(f"{where}: field '{key}.{k}' must be a finite number up to {_LARGEST:g}, "
-                                     f"got {v!r}")
+                                     f"got {v!r}{hint}")
         problem = value_check(v)
         if problem:
             raise DeviceProfileError(f"{where}: field '{key}.{k}' {problem}, got {v!r}")

@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Union
 
+from dispatchprof.errors import DeviceProfileError
 from dispatchprof.sim.catalog import load_device
 from dispatchprof.sim.device import Device
 
@@ -119,5 +120,23 @@ def scenarios_of(devices: Any) -> Scenarios:
             name = "placement" if "placement" not in out else f"placement {len(out) + 1}"
         else:
             name = p.devices[0].name
+            _check_unique(name, p.devices[0], out)
         out[name] = p
     return Scenarios(tuple(out.items()))
+
+
+def _check_unique(name: str, device: Device, out: Mapping[str, Placement]) -> None:
+    """Every scenario of a run has its own name (compared case-insensitively): a device read from a
+    file under the name of a bundled device (or of another file's device) given in the same run is
+    refused, naming both files, instead of replacing it. The same device given twice is kept once."""
+    other = next((n for n in out if n.lower() == name.lower()), None)
+    if other is None or len(out[other].devices) != 1:
+        if other is not None:
+            raise DeviceProfileError(f"device {name!r} ({device.file}) has the name of a placement of this run; "
+                                     f"rename the device in its YAML file")
+        return
+    first = out[other].devices[0]
+    if (first.name, first.file) != (device.name, device.file):
+        raise DeviceProfileError(f"two devices of this run are named {other!r}: {first.name} from {first.file} and "
+                                 f"{device.name} from {device.file}; each device of a run needs its own name "
+                                 f"(rename the device in its YAML file)")
