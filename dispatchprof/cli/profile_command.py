@@ -13,8 +13,8 @@ from typing import Sequence
 
 from dispatchprof import report
 from dispatchprof.cli.options import (
-    DTYPES, add_format, as_json, check_outputs, check_table_options, emit, input_files, model_dtype, need_matplotlib,
-    size, table_fmt, warn, weight_dtype,
+    DTYPES, add_format, as_json, check_outputs, check_table_options, emit, format_from_output, input_files,
+    model_dtype, need_matplotlib, size, table_fmt, warn, weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
@@ -57,7 +57,7 @@ def parser() -> Parser:
     p.add_argument("--tp", type=size(), default=1, help="tensor parallelism over this many devices")
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
-    add_format(p, FORMATS)
+    add_format(p, FORMATS, from_output=True)
     p.add_argument("--trace", metavar="FILE", help="write the prefill's simulated timeline (Perfetto JSON)")
     p.add_argument("--roofline", metavar="FILE",
                    help="write the prefill's roofline plot, one panel per device (PNG, needs matplotlib)")
@@ -79,6 +79,7 @@ def check_args(args):
     """Every check that needs no model: options, output folders, devices (each YAML parsed once,
     here). Returns the scenarios."""
     check_table_options(args.depth, args.top)
+    args.format = format_from_output(args, FORMATS)
     devices: list = list(args.device)
     if args.place:
         devices.append(placement_rules(args.place))
@@ -97,6 +98,7 @@ def run(argv: Sequence[str]) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = build_model(args.model, dtype=DTYPES[args.dtype])   # a bad config fails here, before counting
+        _warn_context_window(model, args)
         if not generates(model):
             return _forward(model, args, scenarios)
         bar = ProgressBar()
@@ -116,6 +118,22 @@ def run(argv: Sequence[str]) -> int:
     _write_plots(args, sims)
     emit(_render(g, args, sims[0] if sims else None), args.output)
     return 0
+
+
+def _warn_context_window(model, args) -> None:
+    """Warn when the run needs more positions than the model's context window
+    (``config.max_position_embeddings``): a generation feeds prompt + new tokens - 1 positions
+    (the last token is not fed back), a forward pass its --prompt-len. The run is counted anyway."""
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return
+    if generates(model):
+        needed, what = args.prompt_len + args.new_tokens - 1, "prompt + new tokens - 1"
+    else:
+        needed, what = args.prompt_len, "--prompt-len"
+    if needed > limit:
+        warn(f"{args.model}: {what} = {needed:,} positions exceed the model's context window of {limit:,} "
+             f"(max_position_embeddings); counted anyway, but the model was not trained for it")
 
 
 def _write_plots(args, sims) -> None:
