@@ -1,0 +1,47 @@
+"""The demo's report as a new user reads it: 100 columns, every group labelled, decode's tables,
+and a loud UNKNOWN where a profile could not source a figure (never a silent zero)."""
+
+import pytest
+
+from conftest import run_cli as run
+from dispatchprof.sim.catalog import load_device
+from dispatchprof.sim.unknowns import unknown_figures
+
+SMALL = ["llama-3.2-1b", "--batch", "2", "--prompt-len", "16", "--new-tokens", "4"]
+
+
+
+def test_report_fits_100_columns_and_shows_decode_tables(capsys):
+    code, out, _ = run(capsys, *SMALL, "--device", "PIM-AI-1chip", "--device", "H100-SXM")
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 100
+    assert "Last decode step (token 4 of 4) by module (time on PIM-AI-1chip):" in out
+    assert "Last decode step (token 4 of 4) by operator:" in out
+    speed = out.split("TPOT first .. last")[1].splitlines()
+    pim = next(line for line in speed if line.startswith("PIM-AI-1chip"))
+    last_tpot = " ".join(pim.split()[5:7])                    # TTFT 2 cells, mean 2 cells, first 2, "..", last
+    tree = out.split("Last decode step (token 4 of 4) by module")[1].splitlines()
+    root = next(line for line in tree if line.startswith("(root)"))
+    assert last_tpot in root                                   # the step's tree sums to the last TPOT
+
+
+def test_pim_static_energy_is_unknown_not_zero(capsys):
+    code, out, _ = run(capsys, *SMALL, "--device", "PIM-AI-1chip", "--device", "H100-SXM", "--top", "0")
+    energy = out.split("static/token")[1].splitlines()
+    pim = next(line for line in energy if line.startswith("PIM-AI-1chip")).split()
+    h100 = next(line for line in energy if line.startswith("H100-SXM")).split()
+    assert pim[3] == "UNKNOWN" and h100[3] != "UNKNOWN"       # name, energy/token (2 cells), static/token
+    assert "PIM-AI-1chip: UNKNOWN (not published by its sources): memory capacity, static power" in out
+
+
+@pytest.mark.parametrize("name", ["PIM-AI-1chip", "PIM-AI-24dimm", "CXL-PIM-BC", "SAM-LPDDR5PIM"])
+def test_every_pim_profile_marks_its_unsourced_figures(name):
+    device = load_device(name)
+    assert device.static_power_w == 0 and device.launch_overhead_us == 0
+    assert unknown_figures(device) == ("memory_capacity_gb", "static_power_w", "launch_overhead_us",
+                                       "host_overhead_us")
+
+
+@pytest.mark.parametrize("name", ["H100-SXM", "L4", "MI300X"])
+def test_gpu_profiles_have_no_unknown_figures(name):
+    assert unknown_figures(load_device(name)) == ()
