@@ -9,8 +9,6 @@ from dispatchprof.sim.unknowns import unknown_figures
 
 SMALL = ["llama-3.2-1b", "--batch", "2", "--prompt-len", "16", "--new-tokens", "4"]
 
-
-
 def test_report_fits_100_columns_and_shows_decode_tables(capsys):
     code, out, _ = run(capsys, *SMALL, "--device", "PIM-AI-1chip", "--device", "H100-SXM")
     assert code == 0
