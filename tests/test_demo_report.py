@@ -43,3 +43,17 @@ def test_every_pim_profile_marks_its_unsourced_figures(name):
 @pytest.mark.parametrize("name", ["H100-SXM", "L4", "MI300X"])
 def test_gpu_profiles_have_no_unknown_figures(name):
     assert unknown_figures(load_device(name)) == ()
+
+
+def test_placement_shows_total_weights_and_each_share(capsys):
+    import re
+    _, one, _ = run(capsys, *SMALL, "--device", "PIM-AI-4chip", "--top", "0", "--depth", "0")
+    _, out, _ = run(capsys, *SMALL, "--place", "*.self_attn*=PIM-AI-1chip", "--place", "*=PIM-AI-4chip",
+                    "--top", "0", "--depth", "0")
+    text = " ".join(out.split())
+    assert "weights 2.47 GB;" in " ".join(one.split())
+    m = re.search(r"weights 2\.47 GB in all \(placement: PIM-AI-1chip ([\d.]+) MB, PIM-AI-4chip ([\d.]+) GB\)", text)
+    assert m is not None
+    # 16 layers x (q, o: 2048 x 2048; k, v: 512 x 2048) x 2 bytes = 335,544,320 B on the attention device
+    assert m.group(1) == "335.54"
+    assert float(m.group(1)) * 1e6 + float(m.group(2)) * 1e9 == pytest.approx(2.47e9, abs=0.01e9)

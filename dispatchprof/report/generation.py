@@ -53,8 +53,8 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
                                    ("decode (all)", "decode", g.decode_totals))]
     text = wrap(title) + "\n\n" + render(phases, ["phase", "FLOPs (ADD+MULT)", "MACs", "bytes moved (as counted)",
                                              "tokens in", "tokens out"], fmt)
-    text += (f"\n\nKV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
-             f"{units.nbytes(g.weights_bytes)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
+    text += "\n\n" + wrap(f"KV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
+                          f"{_weights(g)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
     if g.devices:
         text += "\n\n" + _speed_table(g, fmt) + "\n\n" + _energy_table(g, fmt, devices)
         notes = [c.message for d in g.devices.values() for c in d.capacity]
@@ -62,6 +62,17 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
         notes += [_runtime_note(d) for d in g.devices.values()]
         text += "\n" + wrap("\n".join(notes) + "\n" + DEVICE_NOTES)
     return text
+
+
+def _weights(g: GenerationProfile) -> str:
+    """The weights' bytes; under a placement over several devices (the first scenario's), their
+    total and each device's share."""
+    first = next(iter(g.devices.values()), None)
+    checks = first.capacity if first is not None else ()
+    if len(checks) < 2:
+        return units.nbytes(g.weights_bytes)
+    shares = ", ".join(f"{c.device} {units.nbytes(c.weights_bytes)}" for c in checks)
+    return f"{units.nbytes(sum(c.weights_bytes for c in checks))} in all ({first.name}: {shares})"
 
 
 def _speed_table(g: GenerationProfile, fmt: str) -> str:
