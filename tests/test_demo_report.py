@@ -57,3 +57,11 @@ def test_placement_shows_total_weights_and_each_share(capsys):
     # 16 layers x (q, o: 2048 x 2048; k, v: 512 x 2048) x 2 bytes = 335,544,320 B on the attention device
     assert m.group(1) == "335.54"
     assert float(m.group(1)) * 1e6 + float(m.group(2)) * 1e9 == pytest.approx(2.47e9, abs=0.01e9)
+
+
+def test_devices_table_shows_unknown_figures(capsys):
+    code, out, _ = run(capsys, "devices")
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line[:1].isalnum()}
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 100
+    assert rows["PIM-AI-1chip"][2] == "UNKNOWN" and rows["PIM-AI-1chip"][-1] == "UNKNOWN"
+    assert rows["H100-SXM"][2:4] == ["80", "GB"] and rows["H100-SXM"][-1] == "350"   # nvidia.yaml: half of 700 W
