@@ -31,5 +31,18 @@ def sweep_table(path: Path = ROOT / "docs" / "sweep.csv") -> str:
     return "\n".join(lines)
 
 
+def html_example() -> str:
+    """What scripts/examples/html_view.py prints: the HTML a notebook shows for an OpCounter."""
+    import contextlib
+    import io
+    import runpy
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        runpy.run_path(str(ROOT / "scripts" / "examples" / "html_view.py"), run_name="__main__")
+    return out.getvalue().rstrip("\n")
+
+
 if __name__ == "__main__":
     print(sweep_table())
+    print()
+    print(html_example())

@@ -6,8 +6,8 @@ Markers (an HTML comment on the line just before a code fence):
 - ``<!-- run: slow -->``: a slow one (more than a few seconds), run by this script with ``--slow``
   (``make docs-examples``);
 - ``<!-- output -->``: the block holds what the runnable block just before it prints, exactly;
-- ``<!-- generated: NAME -->`` before a table (not a fence): the table is ``NAME()`` of
-  scripts/docs_tables.py, exactly.
+- ``<!-- generated: NAME -->`` before a table or HTML (not a fence; up to the next blank line): the
+  text is ``NAME()`` of scripts/docs_tables.py, exactly.
 
 A python block is executed in a fresh namespace, in a temporary folder. A console block holds
 ``$ dispatchprof ARGS`` then lines of its output: each shown line must appear, in order and
@@ -66,7 +66,7 @@ def blocks(path: Path) -> list[Block]:
         mark, start = m.group(1), i + 1
         if mark.startswith("generated"):
             end = start
-            while end < len(lines) and lines[end].startswith("|"):
+            while end < len(lines) and lines[end].strip():
                 end += 1
             found.append(Block(path, start + 1, mark, "table", "\n".join(lines[start:end])))
             i = end
