@@ -55,3 +55,31 @@ def test_a_stale_generated_table_fails(tmp_path):
 def test_a_marker_must_precede_a_fence(tmp_path):
     with pytest.raises(ValueError, match="a marker must stand just before a code fence"):
         write(tmp_path, "<!-- run -->\ntext\n")
+
+
+# --- figures the README quotes from other pages: the same as those pages state --------------------
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_device_count_is_the_catalogs():
+    from dispatchprof.sim.catalog import list_devices
+    assert f"timed on {len(list_devices())} bundled device profiles" in " ".join(README.split())
+
+
+def test_readme_serving_errors_are_accuracy_mds():
+    import re
+    text = (ROOT / "docs" / "accuracy.md").read_text(encoding="utf-8")
+    rows = {m.group(1): m.groups() for m in re.finditer(
+        r"^\| held-out \| (TTFT|TPOT) mean \| (\d+)/\d+ \| ([\d.]+)% \| \d+ \| [\d.]+% \| ([\d.]+)% \|$", text, re.M)}
+    assert set(rows) == {"TTFT", "TPOT"}
+    (_, n, ttft, aic_ttft), (_, _, tpot, aic_tpot) = rows["TTFT"], rows["TPOT"]
+    assert f"| {tpot}% / {ttft}% |" in README and f"| {aic_tpot}% / {aic_ttft}% |" in README
+    assert f"on {n} held-out serving benchmarks" in " ".join(README.split())
+
+
+def test_readme_gpt2_flops_are_comparison_mds():
+    text = (ROOT / "docs" / "comparison.md").read_text(encoding="utf-8")
+    for tool, shown in [("dispatchprof", "32.285 G (ADD+MULT)"), ("deepspeed", "32.241 G"),
+                        ("FlopCounterMode", "31.624 G")]:
+        row = next(line for line in text.splitlines() if line.startswith("| gpt2") and f"| {tool} " in line)
+        assert row.split("|")[3].strip() == shown.split(" (")[0] and shown in README
