@@ -1,13 +1,14 @@
 # `make demo`: set up and run the main job.  `make test`: set up and run every test.
 # Set-up runs only when .venv is missing or older than what it installs from (the stamp file).
-.PHONY: setup demo test wheel coverage bench reliability sweep-demo
+# `make setup SETUP_FLAGS=--cpu`: torch from PyTorch's CPU wheel index (no CUDA download).
+.PHONY: setup demo test wheel coverage bench reliability sweep-demo docs-examples
 
 STAMP := .venv/.dispatchprof-installed
 
 setup: $(STAMP)
 
 $(STAMP): setup.cfg .ci/constraints.txt scripts/setup.sh
-	./scripts/setup.sh
+	./scripts/setup.sh $(SETUP_FLAGS)
 	touch $@
 
 demo: setup
@@ -32,3 +33,6 @@ reliability: setup
 sweep-demo: setup
 	.venv/bin/dispatchprof sweep llama-3.2-1b llama-3.1-8b --device H100-SXM --device PIM-AI-4chip \
 		--device L4 --batch 1,8,64 --prompt-len 128,2048 --new-tokens 128 -o docs/sweep.csv --plot docs/sweep.png
+
+docs-examples: setup
+	.venv/bin/python scripts/run_doc_examples.py --slow

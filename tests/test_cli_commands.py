@@ -103,7 +103,7 @@ def test_dtype_aliases_give_one_canonical_name(capsys, files, alias, canonical):
 
 def test_bert_is_a_forward_profile_without_generation_metrics(capsys, files):
     code, out, _ = run(capsys, files / "bert.json", "--prompt-len", "8", "--batch", "2", "--device", "L4")
-    assert code == 0 and "encoder forward pass, batch 2, 8 tokens (16 tokens processed" in out
+    assert code == 0 and "encoder forward pass, batch 2, 8 tokens (16 tokens processed" in " ".join(out.split())
     assert "TTFT" not in out and "TPOT" not in out and "decode" not in out
     code, out, _ = run(capsys, files / "bert.json", "--prompt-len", "8", "--batch", "2", "--device", "L4", "--json")
     data = json.loads(out)
@@ -125,7 +125,7 @@ def test_one_new_token_shows_tpot_as_a_dash(capsys, files):
     code, out, _ = run(capsys, files / "tiny.json", "--prompt-len", "8", "--new-tokens", "1", "--device", "L4")
     row = next(line for line in out.splitlines() if line.startswith("L4 "))
     cells = row.split()
-    assert code == 0 and "1 new token (the prefill only: no decode step)" in out
+    assert code == 0 and "1 new token (the prefill only: no decode step)" in " ".join(out.split())
     assert cells[3] == "-" and "0 s" not in row                  # TTFT (2 cells), then TPOT "-"
 
 
@@ -144,7 +144,7 @@ def test_tree_keeps_indentation_below_the_roots_last_child():
 def test_rendered_tree_is_indented_below_the_last_child(capsys, files):
     # BertModel's last child is the pooler, whose own children must stay indented
     _, out, _ = run(capsys, files / "bert.json", "--prompt-len", "4", "--depth", "-1", "--top", "0")
-    rows = out.split("By module")[1].splitlines()
+    rows = out.split("Forward by module")[1].splitlines()
     pooler = next(i for i, line in enumerate(rows) if "└─ pooler" in line)
     dense = rows[pooler + 1]
     assert dense.startswith(f"{INDENT_GUARD}  ├─ dense") and rows[pooler].startswith("└─ pooler")

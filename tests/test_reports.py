@@ -90,8 +90,12 @@ def test_top_modules_and_module_types_golden(counted):
     golden("module_types", report.module_types(counted.profile))
 
 
-def test_legend_is_two_lines():
-    assert len(report.LEGEND.splitlines()) == 2 and "FLOPs = ADD + MULT" in report.LEGEND
+def test_legend_fits_100_columns_and_names_the_units():
+    lines = report.LEGEND.splitlines()
+    assert max(map(len, lines)) <= 100 and "FLOPs = ADD + MULT" in report.LEGEND
+    assert [line.split(":")[0] for line in lines if not line.startswith("  ")] == [
+        "Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; MACs",
+        "Bytes", "Units"]
 
 
 def test_print_counter_gives_a_short_summary(counted):

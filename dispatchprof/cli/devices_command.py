@@ -1,4 +1,5 @@
-"""``dispatchprof devices``: the bundled device profiles with their key figures."""
+"""``dispatchprof devices``: the bundled device profiles with their key figures; a figure the
+profile could not source (dispatchprof.sim.unknowns) shows as UNKNOWN."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Sequence
 
 from dispatchprof.cli.options import add_format, as_json, emit, table_fmt
 from dispatchprof.cli.parser import Parser
-from dispatchprof.report.render import render
+from dispatchprof.report.render import render, wrap
 from dispatchprof.sim.catalog import catalog
+from dispatchprof.sim.unknowns import unknown_figures
 
 SCHEMA = "dispatchprof.devices"
 
@@ -23,11 +25,15 @@ def run(argv: Sequence[str]) -> int:
         return 0
     rows = []
     for d in catalog().values():
+        unknown = unknown_figures(d)
         matrix = max(d.matrix_tflops.items(), key=lambda kv: kv[1])
-        rows.append([d.name, d.kind, "-" if d.memory_capacity_gb is None else f"{d.memory_capacity_gb:g} GB",
-                     f"{d.memory_bandwidth_gb_per_s:g} GB/s", f"{matrix[1]:g} ({matrix[0]})",
-                     f"{d.vector_tflops['fp32']:g}", f"{d.host_to_device_gb_per_s:g} / {d.device_to_host_gb_per_s:g} GB/s",
-                     f"{d.pj_per_flop:g}", f"{d.memory_pj_per_bit:g}"])
-    emit(render(rows, ["device", "kind", "memory", "bandwidth", "peak matrix TFLOPS", "fp32 vector TFLOPS",
-                       "host links in / out", "pJ/FLOP", "pJ/bit"], table_fmt(args.format)) + "\n")
+        memory = "UNKNOWN" if "memory_capacity_gb" in unknown else (
+            "-" if d.memory_capacity_gb is None else f"{d.memory_capacity_gb:g} GB")
+        rows.append([d.name, d.kind, memory, f"{d.memory_bandwidth_gb_per_s:g} GB/s", f"{matrix[1]:g} ({matrix[0]})",
+                     f"{d.pj_per_flop:g}", f"{d.memory_pj_per_bit:g}",
+                     "UNKNOWN" if "static_power_w" in unknown else f"{d.static_power_w:g}"])
+    emit(render(rows, ["device", "kind", "memory", "bandwidth", "peak TFLOPS", "pJ/FLOP", "pJ/bit", "static W"],
+                table_fmt(args.format))
+         + "\n" + wrap("UNKNOWN: not published by the profile's sources (simulated as 0; capacity not checked). "
+                       "Every figure and its source: dispatchprof devices --json, devices/*.yaml.") + "\n")
     return 0

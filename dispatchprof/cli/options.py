@@ -82,11 +82,40 @@ def size_list(name: str):
     return parse
 
 
-def add_format(p: Parser, formats: Sequence[str] = ("table", "markdown", "json")) -> None:
-    """--format (table, markdown, json, ...) and --json, the short form of --format json."""
-    p.add_argument("--format", choices=tuple(formats), default=formats[0])
-    p.add_argument("--json", action="store_const", dest="format", const="json",
+#: The --format an output file's name picks when --format (or --json) is not given.
+FORMAT_BY_SUFFIX = {".json": "json", ".csv": "csv", ".md": "markdown", ".parquet": "parquet"}
+
+
+class _GivenFormat(argparse.Action):
+    """Stores a --format (or --json's const) and notes that the user chose it."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+        namespace.format_given = True
+
+
+def add_format(p: Parser, formats: Sequence[str] = ("table", "markdown", "json"), from_output: bool = False) -> None:
+    """--format (table, markdown, json, ...) and --json, the short form of --format json;
+    ``from_output``: the command resolves the format with `format_from_output` (its help says so)."""
+    endings = ", ".join(e for e, f in FORMAT_BY_SUFFIX.items() if f in formats)
+    p.add_argument("--format", choices=tuple(formats), default=formats[0], action=_GivenFormat,
+                   help=f"output format; without it, -o FILE picks it from FILE's ending ({endings})"
+                   if from_output else "output format")
+    p.add_argument("--json", action=_GivenFormat, nargs=0, dest="format", const="json",
                    help="JSON on stdout (schema: docs/cli.md); the same as --format json")
+
+
+def format_from_output(args: argparse.Namespace, formats: Sequence[str], fallback: str | None = None) -> str:
+    """The format to write: --format or --json when given; else the one ``args.output``'s ending
+    names (`FORMAT_BY_SUFFIX`) when the command has it; else ``fallback`` when writing a file
+    (default: the --format default); else the --format default."""
+    if getattr(args, "format_given", False) or not getattr(args, "output", None):
+        return args.format
+    suffix = os.path.splitext(args.output)[1].lower()
+    named = FORMAT_BY_SUFFIX.get(suffix)
+    if named in formats:
+        return named
+    return fallback or args.format
 
 
 def table_fmt(fmt: str) -> str:

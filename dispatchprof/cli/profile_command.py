@@ -8,14 +8,15 @@ parsed and validated) and the model's config; a problem is one line and exit 2.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Sequence
 
 from dispatchprof import report
 from dispatchprof.cli.hostoption import add_host, apply_host, host_split_block
 from dispatchprof.cli.options import (
-    DTYPES, add_format, as_json, check_outputs, check_table_options, emit, input_files, model_dtype, need_matplotlib,
-    size, table_fmt, warn, weight_dtype,
+    DTYPES, add_format, as_json, check_outputs, check_table_options, emit, format_from_output, input_files,
+    model_dtype, need_matplotlib, size, table_fmt, warn, weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
@@ -59,7 +60,7 @@ def parser() -> Parser:
     add_host(p)
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
     p.add_argument("--top", type=int, default=10, help="rows of the operator table (0: none)")
-    add_format(p, FORMATS)
+    add_format(p, FORMATS, from_output=True)
     p.add_argument("--trace", metavar="FILE", help="write the prefill's simulated timeline (Perfetto JSON)")
     p.add_argument("--roofline", metavar="FILE",
                    help="write the prefill's roofline plot, one panel per device (PNG, needs matplotlib)")
@@ -81,6 +82,7 @@ def check_args(args):
     """Every check that needs no model: options, output folders, devices (each YAML parsed once,
     here). Returns the scenarios."""
     check_table_options(args.depth, args.top)
+    args.format = format_from_output(args, FORMATS)
     devices: list = list(args.device)
     if args.place:
         devices.append(placement_rules(args.place))
@@ -99,6 +101,7 @@ def run(argv: Sequence[str]) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = build_model(args.model, dtype=DTYPES[args.dtype])   # a bad config fails here, before counting
+        _warn_context_window(model, args)
         if not generates(model):
             return _forward(model, args, scenarios)
         bar = ProgressBar()
@@ -116,8 +119,30 @@ def run(argv: Sequence[str]) -> int:
                      runtime=args.runtime, tp=args.tp)
             for n in scenarios] if (args.trace or args.roofline or args.format in ("table", "markdown")) else []
     _write_plots(args, sims)
-    emit(_render(g, args, sims[0] if sims else None) + host_split_block(g, scenarios, args), args.output)
+    last = None
+    if sims and g.last_step is not None:
+        first = next(iter(scenarios))
+        last = simulate(g.last_step, scenarios[first], weight_dtype=args.weight_dtype, name=first,
+                        bound=args.bound, runtime=args.runtime, tp=args.tp)
+    emit(_render(g, args, sims[0] if sims else None, last, scenarios) + host_split_block(g, scenarios, args),
+         args.output)
     return 0
+
+
+def _warn_context_window(model, args) -> None:
+    """Warn when the run needs more positions than the model's context window
+    (``config.max_position_embeddings``): a generation feeds prompt + new tokens - 1 positions
+    (the last token is not fed back), a forward pass its --prompt-len. The run is counted anyway."""
+    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return
+    if generates(model):
+        needed, what = args.prompt_len + args.new_tokens - 1, "prompt + new tokens - 1"
+    else:
+        needed, what = args.prompt_len, "--prompt-len"
+    if needed > limit:
+        warn(f"{args.model}: {what} = {needed:,} positions exceed the model's context window of {limit:,} "
+             f"(max_position_embeddings); counted anyway, but the model was not trained for it")
 
 
 def _write_plots(args, sims) -> None:
@@ -129,24 +154,43 @@ def _write_plots(args, sims) -> None:
         plot_roofline(sims, args.roofline)
 
 
-def _render(g, args, prefill_sim) -> str:
+def devices_of(scenarios) -> dict:
+    """Scenario name -> the devices it runs on (for the reports' unknown-figure notes)."""
+    return {name: scenarios[name].devices for name in scenarios}
+
+
+def _render(g, args, prefill_sim, last_sim, scenarios) -> str:
     if args.format == "json":
         return as_json({**generation_to_dict(g, args.model), "dtype": args.dtype})
     if args.format == "csv":
         return generation_csv(g)
-    return _tables(generation_summary(g, model=args.model, fmt=table_fmt(args.format)), g.prefill, prefill_sim,
-                   args, "Prefill by")
+    head = generation_summary(g, model=args.model, fmt=table_fmt(args.format), devices=devices_of(scenarios))
+    parts = [head, *_tables(g.prefill, prefill_sim, args, "Prefill")]
+    if g.last_step is not None:        # its count holds the prefill before it: its decode records only
+        parts += _tables(g.last_step, last_sim, args, f"Last decode step (token {g.new_tokens} of {g.new_tokens})",
+                         phase="decode")
+    return "\n\n".join([*parts, report.LEGEND]) + "\n"
 
 
-def _tables(head: str, profile, sim, args, label: str) -> str:
-    """``head``, then the module tree and the operator table (times on ``sim``), then the legend."""
+#: Module tree columns of the console report (with a simulation: + time, % time): under 100 columns
+#: for Llama's deepest names; `report.module_tree` gives every other column.
+TREE_COLUMNS = ("params", "flops", "bytes")
+
+
+def _tables(profile, sim, args, label: str, phase: str | None = None) -> list[str]:
+    """The module tree and the operator table of ``profile`` (of one ``phase`` if given; times on
+    ``sim``), titled ``label``."""
     fmt = table_fmt(args.format)
-    parts = [head, f"{label} module" + (f" (time on {sim.name})" if sim else "") + ":\n"
-             + report.module_tree(profile, sim, depth=args.depth, fmt=fmt)]
+    columns = TREE_COLUMNS + (("time", "%time") if sim is not None else ())
+    tree_sim = sim
+    if sim is not None and phase is not None:
+        tree_sim = dataclasses.replace(sim, ops=tuple(t for t in sim.ops if sim.records[t.record].phase == phase))
+    parts = [f"{label} by module" + (f" (time on {sim.name})" if sim else "") + ":\n"
+             + report.module_tree(profile, tree_sim, depth=args.depth, columns=columns, fmt=fmt, phase=phase)]
     if args.top > 0:
-        parts.append(f"{label} operator:\n" + report.operator_table(profile, sim, row_limit=args.top, fmt=fmt))
-    parts.append(report.LEGEND)
-    return "\n\n".join(parts) + "\n"
+        parts.append(f"{label} by operator:\n"
+                     + report.operator_table(profile, sim, row_limit=args.top, fmt=fmt, phase=phase))
+    return parts
 
 
 def _forward(model, args, scenarios) -> int:
@@ -178,5 +222,5 @@ def _render_forward(f: ForwardProfile, args, sims) -> str:
     title = (f"{args.model}: {f.kind} forward pass, batch {f.batch}, {f.seq_len} tokens"
              + (f" into the encoder and {f.decoder_len} into the decoder" if f.decoder_len else "")
              + f" ({f.tokens} tokens processed; no generation metrics: the model does not generate token by token)")
-    head = title + "\n\n" + report.summary(f.profile, sims, fmt=fmt, tokens={"forward": f.tokens})
-    return _tables(head, f.profile, sims[0] if sims else None, args, "By")
+    head = report.wrap(title) + "\n\n" + report.summary(f.profile, sims, fmt=fmt, tokens={"forward": f.tokens})
+    return "\n\n".join([head, *_tables(f.profile, sims[0] if sims else None, args, "Forward"), report.LEGEND]) + "\n"

@@ -8,8 +8,8 @@ import sys
 from typing import Sequence
 
 from dispatchprof.cli.options import (
-    add_format, as_json, check_outputs, emit, input_files, model_dtype, need_matplotlib, size_list, table_fmt, warn,
-    weight_dtype,
+    add_format, as_json, check_outputs, emit, format_from_output, input_files, model_dtype, need_matplotlib, size_list,
+    table_fmt, warn, weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.llm.sweep import check_sweep_size, sweep
@@ -17,6 +17,9 @@ from dispatchprof.report.render import render
 from dispatchprof.report.sweep import plot_sweep, sweep_csv
 from dispatchprof.results.sweep import sweep_to_dict
 from dispatchprof.sim.runtime import RUNTIMES
+
+FORMATS = ("table", "markdown", "csv", "json")
+
 
 def parser() -> Parser:
     p = Parser(prog="dispatchprof sweep", description=(
@@ -35,9 +38,9 @@ def parser() -> Parser:
     p.add_argument("--runtime", choices=RUNTIMES, default="eager",
                    help="software stack simulated for every row: eager, compiled (torch.compile + CUDA graphs), serving")
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per CPU, at most one per task)")
-    add_format(p, ("table", "markdown", "csv", "json"))
+    add_format(p, FORMATS, from_output=True)
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the rows to FILE (CSV, or JSON with --json or a .json name) instead of stdout")
+                   help="write the rows to FILE instead of stdout (CSV; JSON for a .json name or --json)")
     p.add_argument("--plot", metavar="FILE.png", help="write the plot of J/token against tokens/s (needs matplotlib)")
     return p
 
@@ -51,8 +54,7 @@ def run(argv: Sequence[str]) -> int:
                   inputs=[f for m in args.models for f in input_files(m)] + args.device)
     if args.plot:
         need_matplotlib("--plot")
-    if args.output and args.format == "table":
-        args.format = "json" if args.output.endswith(".json") else "csv"
+    args.format = format_from_output(args, FORMATS, fallback="csv")
     executor = None
     if args.workers:
         from dispatchprof.llm.sweep import default_executor

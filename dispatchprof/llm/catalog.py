@@ -168,8 +168,10 @@ def _load_config(spec: str | os.PathLike) -> Any:
         raise ModelSpecError(f"{text}: no such config file")
     if _looks_like_hub_id(text):
         return _config_from_hub(text)
+    from dispatchprof.results.suggest import did_you_mean
     raise ModelSpecError(f"unknown model {text!r}; bundled models: {', '.join(catalog())} "
-                         f"(or give a config.json path, a folder holding one, or a hub id such as org/name)")
+                         f"(or give a config.json path, a folder holding one, or a hub id such as org/name)"
+                         + did_you_mean(text, catalog()))
 
 
 def _looks_like_hub_id(text: str) -> bool:

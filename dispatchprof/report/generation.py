@@ -1,10 +1,12 @@
 """Tables and CSV of a generation (prefill + decode): rows first, then tabulate.
 
 `generation_summary` renders the per-phase counts (as counted: bytes in the tensors' own dtypes,
-whatever ``weight_dtype`` the time was simulated with) and, per simulated device, the runtime and
-tensor-parallel degree it was simulated under, time to first token, time per output token, tokens/s,
-energy per token (the whole group's, split into static and dynamic energy) and the memory footprint
-against the device's capacity, then what each runtime fused or removed. Its lossless JSON form
+whatever ``weight_dtype`` the time was simulated with; tokens fed in and generated) and, per
+simulated device, two tables that fit 100 columns: speed (time to first token, time per output
+token, tokens/s, the memory-bound share) and energy (per generated token, split into static and
+dynamic; UNKNOWN where the profile has no sourced static power), the runtime and tensor-parallel
+degree, and the memory footprint against the device's capacity; then the notes (capacity, unknown
+figures, what each runtime fused or removed) and what the labels mean. Its lossless JSON form
 lives with the result (dispatchprof.results.generation).
 """
 
@@ -12,46 +14,111 @@ from __future__ import annotations
 
 import csv
 import io
+from typing import Mapping, Sequence
 
 from dispatchprof import units
-from dispatchprof.report.render import printable, render
+from dispatchprof.errors import DeviceProfileError
+from dispatchprof.report.render import printable, render, wrap
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile
+from dispatchprof.sim.catalog import load_device
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.unknowns import unknown_figures, unknown_note
 
 
-def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "simple") -> str:
-    """The phase table and the device table of a generation (the model name shown `printable`)."""
+#: What the device tables' group and unit labels mean (printed under them).
+DEVICE_NOTES = ("TTFT: time to first token; TPOT: time per output token (decode step); tokens/s: generated tokens "
+                "over the whole run; mem-bound: share of the time in memory-bound ops; "
+                "energy/token: joules of the whole run (every device of a tensor-parallel group, static + dynamic) "
+                "per generated token; static = static power x time, dynamic = per-FLOP and per-bit energy; "
+                "memory footprint: weights + KV cache + peak activations on one device against its capacity.")
+
+
+def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "simple",
+                       devices: Mapping[str, Sequence[Device]] | None = None) -> str:
+    """The phase table and, per simulated scenario, a speed table and an energy and memory table
+    (each under 100 columns), then the notes: capacity, figures a profile could not source
+    (``devices``: scenario name -> its devices; by default the bundled device of that name),
+    and what each runtime changed. The model name is shown `printable`."""
     model = printable(model)
     title = (f"{model + ': ' if model else ''}batch {g.batch}, prompt {g.prompt_len} tokens, "
              f"{g.new_tokens} new tokens (prefill + {g.new_tokens - 1} decode steps; "
              f"{g.steps_counted} decode steps counted, the rest summed exactly)" if g.new_tokens > 1 else
              f"{model + ': ' if model else ''}batch {g.batch}, prompt {g.prompt_len} tokens, 1 new token "
              f"(the prefill only: no decode step)")
-    phases = [["prefill", units.si(g.prefill_totals.flops), units.si(g.prefill_totals.macs),
-               units.nbytes(g.prefill_totals.bytes), str(g.tokens["prefill"])],
-              ["decode (all steps)", units.si(g.decode_totals.flops), units.si(g.decode_totals.macs),
-               units.nbytes(g.decode_totals.bytes), str(g.tokens["decode"])]]
-    text = title + "\n\n" + render(phases, ["phase", "FLOPs (ADD+MULT)", "MACs", "bytes moved (as counted)",
-                                             "tokens"], fmt)
-    text += (f"\n\nKV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
-             f"{units.nbytes(g.weights_bytes)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
+    fed = {"prefill": g.batch * g.prompt_len, "decode": g.batch * (g.new_tokens - 1)}
+    phases = [[name, units.si(t.flops), units.si(t.macs), units.nbytes(t.bytes), f"{fed[key]:,}",
+               f"{g.tokens[key]:,}"]
+              for name, key, t in (("prefill", "prefill", g.prefill_totals),
+                                   ("decode (all)", "decode", g.decode_totals))]
+    text = wrap(title) + "\n\n" + render(phases, ["phase", "FLOPs (ADD+MULT)", "MACs", "bytes moved (as counted)",
+                                             "tokens in", "tokens out"], fmt)
+    text += "\n\n" + wrap(f"KV cache after the last token: {units.nbytes(g.kv_cache_bytes)}; weights "
+                          f"{_weights(g)}; peak activations {units.nbytes(g.activations_peak_bytes)}")
     if g.devices:
-        decodes = g.new_tokens > 1          # one new token: no decode step, TPOT and decode rate are "-"
-        rows = [[d.name, units.seconds(d.ttft_s),
-                 f"{units.seconds(d.tpot_first_s)} / {units.seconds(d.tpot_mean_s)} / {units.seconds(d.tpot_last_s)}"
-                 if decodes else "-",
-                 f"{d.tokens_per_s:,.1f}", f"{d.decode_tokens_per_s:,.1f}" if decodes else "-",
-                 units.joules(d.energy_per_token_j),
-                 units.percent(d.prefill.memory_bound_s + d.decode.memory_bound_s, d.total_time_s),
-                 _fits(d.capacity),
-                 units.percent(d.prefill.static_j + d.decode.static_j, d.prefill.energy_j + d.decode.energy_j),
-                 f"{d.runtime}, tp {d.tp}"] for d in g.devices.values()]
-        text += "\n\n" + render(rows, ["device", "TTFT", "TPOT first / mean / last", "tokens/s", "decode tokens/s",
-                                       "energy/token (group)", "memory-bound", "memory footprint (one device)",
-                                       "static energy", "runtime"], fmt)
-        text += "\n" + "\n".join(c.message for d in g.devices.values() for c in d.capacity)
-        text += "\n" + "\n".join(_runtime_note(d) for d in g.devices.values())
+        text += "\n\n" + _speed_table(g, fmt) + "\n\n" + _energy_table(g, fmt, devices)
+        notes = [c.message for d in g.devices.values() for c in d.capacity]
+        notes += [n for name in g.devices for n in _unknown_notes(name, devices) if n]
+        notes += [_runtime_note(d) for d in g.devices.values()]
+        text += "\n" + wrap("\n".join(notes) + "\n" + DEVICE_NOTES)
     return text
+
+
+def _weights(g: GenerationProfile) -> str:
+    """The weights' bytes; under a placement over several devices (the first scenario's), their
+    total and each device's share."""
+    first = next(iter(g.devices.values()), None)
+    checks = first.capacity if first is not None else ()
+    if len(checks) < 2:
+        return units.nbytes(g.weights_bytes)
+    shares = ", ".join(f"{c.device} {units.nbytes(c.weights_bytes)}" for c in checks)
+    return f"{units.nbytes(sum(c.weights_bytes for c in checks))} in all ({first.name}: {shares})"
+
+
+def _speed_table(g: GenerationProfile, fmt: str) -> str:
+    """Time to first token, time per output token, rates and the memory-bound share, per scenario."""
+    decodes = g.new_tokens > 1          # one new token: no decode step, TPOT and decode rate are "-"
+    rows = [[d.name, units.seconds(d.ttft_s), units.seconds(d.tpot_mean_s) if decodes else "-",
+             f"{units.seconds(d.tpot_first_s)} .. {units.seconds(d.tpot_last_s)}" if decodes else "-",
+             f"{d.tokens_per_s:,.1f}", f"{d.decode_tokens_per_s:,.1f}" if decodes else "-",
+             units.percent(d.prefill.memory_bound_s + d.decode.memory_bound_s, d.total_time_s)]
+            for d in g.devices.values()]
+    return render(rows, ["device", "TTFT", "TPOT mean", "TPOT first .. last", "tokens/s", "decode tok/s",
+                         "mem-bound"], fmt)
+
+
+def _energy_table(g: GenerationProfile, fmt: str, devices: Mapping[str, Sequence[Device]] | None) -> str:
+    """Energy per generated token split into static and dynamic, the runtime, and the footprint."""
+    rows = []
+    for d in g.devices.values():
+        tokens = g.batch * g.new_tokens
+        static = d.prefill.static_j + d.decode.static_j
+        dynamic = d.prefill.energy_j + d.decode.energy_j - static
+        static_known = "static_power_w" not in _unknown_fields(d.name, devices)
+        rows.append([d.name, units.joules(d.energy_per_token_j),
+                     units.joules(static * d.tp / tokens) if static_known else "UNKNOWN",
+                     units.joules(dynamic * d.tp / tokens), f"{d.runtime}, tp {d.tp}", _fits(d.capacity)])
+    return render(rows, ["device", "energy/token", "static/token", "dynamic/token", "runtime",
+                         "memory footprint"], fmt)
+
+
+def _scenario_devices(name: str, devices: Mapping[str, Sequence[Device]] | None) -> Sequence[Device]:
+    """The devices of scenario ``name``: from ``devices``, else the bundled device of that name (none
+    for a placement or a device not bundled)."""
+    if devices is not None:
+        return devices.get(name, ())
+    try:
+        return (load_device(name),)
+    except (DeviceProfileError, OSError, ValueError):
+        return ()
+
+
+def _unknown_fields(name: str, devices: Mapping[str, Sequence[Device]] | None) -> set[str]:
+    return {f for dev in _scenario_devices(name, devices) for f in unknown_figures(dev)}
+
+
+def _unknown_notes(name: str, devices: Mapping[str, Sequence[Device]] | None) -> list[str]:
+    return [unknown_note(dev) for dev in _scenario_devices(name, devices)]
 
 
 def _runtime_note(d: DeviceGeneration) -> str:

@@ -5,15 +5,20 @@ through `printable`, so control characters show escaped and never reach the term
 
 from __future__ import annotations
 
+import textwrap
 from typing import Sequence
 
 import tabulate as _tabulate
 
-LEGEND = ("Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; "
+#: Width the console reports' prose lines are wrapped to (tables are built to fit it).
+WIDTH = 100
+_LEGEND = ("Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; "
           "MACs count contractions only (2 x MACs = torch FlopCounterMode).\n"
           "Bytes: every tensor input read and output written once, views free (as counted); time: per-op roofline "
           "max(compute, memory) + overheads and transfers under the runtime, on a host/device timeline; "
-          "energy: dynamic + static power x time.")
+          "energy: dynamic + static power x time.\n"
+          "Units: K, M, G, T = 1e3, 1e6, 1e9, 1e12 (of counts, FLOP or bytes: GB = 1e9 bytes); s, ms, us, ns; J, mJ; "
+          "'layers.0-15 (16x)' folds 16 identical blocks into one row with their sums.")
 _ALIASES = {"markdown": "github", "md": "github"}
 
 
@@ -32,6 +37,17 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+    """Each line of ``text`` wrapped to ``width`` columns, continuation lines indented by two."""
+    return "\n".join(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False,
+                                    break_long_words=False) if line else ""
+                      for line in text.split("\n"))
+
+
+#: The legend every console report ends with, wrapped to `WIDTH`.
+LEGEND = wrap(_LEGEND)
 
 
 def render(rows: Sequence[Sequence[object]], headers: Sequence[str], fmt: str) -> str:

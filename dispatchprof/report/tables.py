@@ -126,18 +126,22 @@ _SORT_KEYS = ("flops", "macs", "ops", "bytes", "calls", "time", *CATEGORIES)
 
 
 def operator_table(profile: Profile, sim: Simulation | None = None, *, sort_by: str = "flops",
-                   row_limit: int = -1, group_by_input_shape: bool = False, fmt: str = "simple") -> str:
-    """Per aten op (and input shapes), like torch.profiler's key_averages().table()."""
+                   row_limit: int = -1, group_by_input_shape: bool = False, fmt: str = "simple",
+                   phase: str | None = None) -> str:
+    """Per aten op (and input shapes), like torch.profiler's key_averages().table(); the records of
+    one ``phase`` if given (``sim`` simulates the whole profile)."""
     if sort_by not in _SORT_KEYS:
         raise ValueError(f"unknown sort_by {sort_by!r}; allowed: {', '.join(_SORT_KEYS)}")
     if sort_by == "time" and sim is None:
         raise ValueError("sort_by='time' needs a simulation (OpCounter(devices=...))")
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, r in enumerate(profile.records):
+        if phase is not None and r.phase != phase:
+            continue
         groups[(r.op, r.shapes) if group_by_input_shape else (r.op,)].append(i)
     timings = sim.ops if sim is not None else None
     rows = []
-    total = profile.total()
+    total = profile.total(phase)
     for key, idx in groups.items():
         t = _sum_totals(profile, idx)
         time = sum(timings[i].time_s for i in idx) if timings is not None else None

@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from dispatchprof.errors import DeviceProfileError
+from dispatchprof.results.suggest import did_you_mean
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.loader import read_profile_file
 
@@ -67,4 +68,4 @@ def load_device(name_or_path: str | os.PathLike | Device, name: str | None = Non
     if text.lower() in by_name:
         return by_name[text.lower()]
     raise DeviceProfileError(f"unknown device {text!r}; known devices: {', '.join(list_devices())} "
-                             f"(or give the path of a device YAML file)")
+                             f"(or give the path of a device YAML file)" + did_you_mean(text, list_devices()))
