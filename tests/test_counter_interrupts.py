@@ -47,7 +47,7 @@ def then_interrupt(real):
 
 #: Each step of __enter__, by the name the counter module calls it through.
 ENTER_STEPS = ["register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "eager_flex_attention",
-               "FusedAttentionMode", "CountingMode"]
+               "FusedAttentionMode", "TimedCountingMode"]       # the counting mode when host time is measured
 
 
 @pytest.mark.parametrize("name", ENTER_STEPS)
