@@ -8,7 +8,14 @@ not, its ``batch_size``, which equals it in 3,410 of the 3,619 aggregated rows) 
 and output lengths, and its mean TTFT and TPOT in milliseconds. A row is predicted when
 dispatchprof can express it: an aggregated engine (not disaggregated prefill/decode), a dense
 model of the catalog, tensor parallelism only, a device with a bundled profile; every other row
-is kept with the reason it is not (`Skipped`).
+is kept with the reason it is not (`Skipped`). The engine runs as AIConfigurator's generator
+configures a benchmark of a row (`benchmark_figures`, from its rule files in the wheel,
+aiconfigurator/generator/rule_plugin/benchmark/{vllm,trtllm}.rule: "agg max_num_tokens =
+(max_batch_size or 0) + (SlaConfig.isl or 0) + 1500", rounded up to whole blocks of 32 for
+TensorRT-LLM, and "cuda_graph_batch_sizes = range(1, max_batch_size + 1)"): vLLM's step budget
+(--max-num-batched-tokens) and capture sizes, TensorRT-LLM's max_num_tokens. SGLang's rule sets no
+chunk size (chunked prefill off, max_prefill_tokens = ISL + 1500), which the simulated scheduler
+does not express; its rows run under the preset's chunk.
 
 TensorRT-LLM's published offline throughput (`published_rows`: scripts/data/published_serving.csv,
 each row with its source): trtllm-bench queues every request at once with fixed lengths and FP8
@@ -113,6 +120,16 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
+def benchmark_figures(backend: str, batch_size: int, isl: int) -> dict:
+    """The engine figures AIConfigurator's generator sets for a benchmark (module docstring)."""
+    tokens = batch_size + isl + 1500
+    if backend == "vllm":
+        return {"max_batched_tokens": tokens, "cuda_graph_sizes": tuple(range(1, batch_size + 1))}
+    if backend == "trtllm":
+        return {"max_batched_tokens": -(-tokens // 32) * 32}
+    return {}
+
+
 def kv_dtype_of(backend: str, weights: str | None) -> str | None:
     """The KV cache's dtype: TensorRT-LLM stores it in fp8 beside fp8 or fp4 weights (its quantized
     checkpoints carry kv_cache_quant_algo FP8); vLLM and SGLang keep the model's dtype ("auto")."""
@@ -136,7 +153,8 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                 DEVICES[r["system"]], int(r["tp_size"]), r["backend"], preset_version(r["backend"], r["backend_version"]),
                 weights, kv_dtype_of(r["backend"], weights),
                 int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), ROUNDS * clients,
-                {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r))
+                {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
+                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"]))))
     return rows, skipped
 
 

@@ -41,6 +41,11 @@ def test_a_row_as_simulated(tmp_path):
     assert r.measured == {"ttft_mean": 0.1651, "tpot_mean": 0.011866}          # milliseconds -> seconds
     vllm = sr.aic_rows(write(tmp_path, [row(backend="vllm", gemm_quant_mode="")]))[0][0]
     assert (vllm.engine, vllm.weight_dtype, vllm.kv_dtype) == ("vllm", None, None)   # bf16, KV "auto"
+    # AIConfigurator's benchmark rule: step budget batch + ISL + 1500 (TensorRT-LLM: in blocks of 32), graphs 1..batch
+    assert r.engine_figures == {"max_batched_tokens": 16 + 1024 + 1500 + 20}                   # 2540 -> 2560
+    assert vllm.engine_figures == {"max_batched_tokens": 2540, "cuda_graph_sizes": tuple(range(1, 17))}
+    sglang = sr.aic_rows(write(tmp_path, [row(backend="sglang")]))[0][0]
+    assert sglang.engine_figures == {}
     # the newest preset not newer than the row's version; the newest where none is given
     versions = {v: sr.aic_rows(write(tmp_path, [row(backend="vllm", backend_version=v)]))[0][0].engine_version
                 for v in ("0.12.0", "0.13.0", "0.14.0", "0.19.0", "", "nightly-5b8c30d", "0.9.1")}
