@@ -46,15 +46,17 @@ def then_interrupt(real):
 
 
 #: Each step of __enter__, by the name the counter module calls it through.
-ENTER_STEPS = ["register_optimizer_step_pre_hook", "register_optimizer_step_post_hook", "eager_flex_attention",
-               "FusedAttentionMode", "TimedCountingMode"]       # the counting mode when host time is measured
+ENTER_STEPS = [("register_optimizer_step_pre_hook", True), ("register_optimizer_step_post_hook", True),
+               ("eager_flex_attention", True), ("FusedAttentionMode", True),
+               ("TimedCountingMode", True),             # the counting mode when host time is measured (default)
+               ("CountingMode", False)]                 # and when it is not
 
 
-@pytest.mark.parametrize("name", ENTER_STEPS)
-def test_an_interrupt_at_any_step_of_enter_leaves_nothing_installed(monkeypatch, name):
+@pytest.mark.parametrize("name, host_time", ENTER_STEPS)
+def test_an_interrupt_at_any_step_of_enter_leaves_nothing_installed(monkeypatch, name, host_time):
     before = global_state()
     monkeypatch.setattr(counter, name, interrupt_on([], 1, getattr(counter, name)))
-    c = OpCounter()
+    c = OpCounter(host_time=host_time)
     with pytest.raises(KeyboardInterrupt):
         c.__enter__()
     assert global_state() == before
