@@ -4,10 +4,14 @@ Rows: every row of AIConfigurator's silicon sample (the measured serving benchma
 read from the installed package in .venv-validation: scripts/setup_validation.sh) that dispatchprof
 expresses (`serving_rows.aic_rows`; the others are counted by reason). Each row is simulated as its
 benchmark ran it, with nothing fitted: ``dispatchprof serve MODEL --device D --tp N --engine E
---concurrency C`` with the row's lengths and weight dtype, the engine's bundled preset (its max
-batch set to the row's ``batch_size``), ``serving_rows.ROUNDS`` requests per client; the predicted
-mean TTFT and mean TPOT are compared with the measured ones. AIConfigurator's own estimate of each
-row (``cli_estimate``, in .venv-validation: scripts/aic_estimate.py) runs in the same run.
+--concurrency C`` with the row's lengths and weight dtype, the bundled preset of its engine's
+version (its max batch set to the row's ``batch_size``, its step budget as AIConfigurator's
+generator sets it for the benchmark: `serving_rows.benchmark_figures`), ``serving_rows.ROUNDS``
+requests per client; the predicted mean TTFT and mean TPOT are compared with the measured ones.
+AIConfigurator's own estimate of each row (``cli_estimate``, in .venv-validation:
+scripts/aic_estimate.py) runs in the same run. Beside them: TensorRT-LLM's published offline
+throughput rows and the sim-to-real vLLM runs under open-loop load (`serving_rows.sim2real_rows`:
+TTFT and E2E mean, P90 and P99, mean TPOT).
 
 The split (fit / held-out) is fixed by each row's id (`serving_rows.split_of`). The table gives
 median |error| per metric over the held-out rows, per engine and per device, for dispatchprof and
@@ -277,7 +281,7 @@ def main() -> None:
     reasons = collections.Counter(s.reason for s in skipped)
     unpredicted = collections.Counter(ours[r.id]["error"].split(":")[0][:80] for r in rows if "error" in ours[r.id])
     print(f"AIConfigurator silicon sample: {expressed + len(skipped)} rows, {expressed} expressed; with TensorRT-LLM's "
-          f"published rows {len(rows)} predicted here ({sum(r.split == 'fit' for r in rows)} fit, "
+          f"published rows and the sim-to-real runs {len(rows)} predicted here ({sum(r.split == 'fit' for r in rows)} fit, "
           f"{sum(r.split == 'held-out' for r in rows)} held-out); "
           f"as shipped, nothing fitted ({time.perf_counter() - start:.0f} s)")
     print(table(rows, ours, theirs, args.markdown))
