@@ -96,33 +96,36 @@ def parser() -> Parser:
     return p
 
 
+def _parts(values: Sequence[str]) -> list[str]:
+    """The values of a repeatable option, each of which may be comma-separated."""
+    return [part for value in values for part in value.split(",")]
+
+
 def rates_of(values: Sequence[str]) -> list[float]:
     rates = []
-    for value in values:
-        for part in value.split(","):
-            try:
-                rate = float(part)
-            except ValueError:
-                raise UsageError(f"--rate takes requests per second such as 4 or 2,4,8, got {part!r}") from None
-            if not rate > 0 or not math.isfinite(rate):
-                raise UsageError(f"--rate must be a finite number > 0 requests per second, got {part!r}")
-            rates.append(rate)
+    for part in _parts(values):
+        try:
+            rate = float(part)
+        except ValueError:
+            raise UsageError(f"--rate takes requests per second such as 4 or 2,4,8, got {part!r}") from None
+        if not rate > 0 or not math.isfinite(rate):
+            raise UsageError(f"--rate must be a finite number > 0 requests per second, got {part!r}")
+        rates.append(rate)
     return rates
 
 
 def concurrencies_of(values: Sequence[str]) -> list[int]:
     out = []
-    for value in values:
-        for part in value.split(","):
-            try:
-                clients = int(part)
-            except ValueError:
-                raise UsageError(f"--concurrency takes a whole number of clients such as 8 or 1,8,64, "
-                                 f"got {part!r}") from None
-            if not 1 <= clients <= MAX_CLIENTS:
-                raise UsageError(f"--concurrency must be a whole number of clients from 1 to {MAX_CLIENTS}, "
-                                 f"got {part!r}")
-            out.append(clients)
+    for part in _parts(values):
+        try:
+            clients = int(part)
+        except ValueError:
+            raise UsageError(f"--concurrency takes a whole number of clients such as 8 or 1,8,64, "
+                             f"got {part!r}") from None
+        if not 1 <= clients <= MAX_CLIENTS:
+            raise UsageError(f"--concurrency must be a whole number of clients from 1 to {MAX_CLIENTS}, "
+                             f"got {part!r}")
+        out.append(clients)
     return out
 
 
