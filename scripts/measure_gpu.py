@@ -1,0 +1,452 @@
+"""Measure a GPU machine: the project's own measurement rows (run there, not in CI).
+
+    python scripts/measure_gpu.py SECTION --out DIR [--tiny]
+
+SECTION is one of:
+
+- ``host``: the host's figures: the calibration loop's ns per iteration
+  (dispatchprof.count.hostcal), the host time of one tiny eager CUDA op (dispatch + launch, the GPU
+  idle), of one view, of one CPU op (dispatch alone), of one CUDA graph replay, and the CPU's name;
+- ``micro``: a bf16 8192^3 matrix product (TFLOP/s), a 1 GiB device copy (bytes read + written per
+  second) and decode-shaped products (1 x K x N);
+- ``eager``: Hugging Face transformers models built from the bundled catalog configs with random
+  bf16 weights: ``generate`` (greedy, a fixed number of new tokens), TTFT and TPOT from a
+  timestamp taken after every step's logits (the GPU synchronised: generate syncs every step
+  anyway to test its stopping criteria); and one bare decode forward (``model(ids, cache)``,
+  what a counted decode step is): its wall time (synchronised) and its host time (until the
+  forward returns, the GPU not waited for);
+- ``profile``: torch.profiler over decode steps: kernels per step and their summed device time
+  (the GPU's busy time per step);
+- ``train``: a training step (forward, backward, fused AdamW; fp32 weights, bf16 autocast);
+- ``compiled``: generate with a static cache and ``torch.compile(mode="reduce-overhead")`` (CUDA
+  graphs), the recipe of transformers' docs, TTFT and TPOT as in ``eager``.
+
+Every row appends to DIR/gpu_rows.csv (section, model, runtime, batch, prompt_len, new_tokens,
+metric, value, unit, detail); times are medians over the steps measured. ``--tiny`` runs every
+section on the CPU with scaled-down configs (to test this script without a GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIELDS = ("section", "model", "runtime", "batch", "prompt_len", "new_tokens", "metric", "value", "unit", "detail")
+EAGER_MODELS = ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b", "qwen2.5-7b", "mistral-7b", "phi-3-mini",
+                "gemma-2-9b", "qwen3-14b")
+EAGER_BATCHES = (1, 8, 32)
+PROMPT = 512
+NEW_TOKENS = 48
+TINY = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, head_dim=32)
+
+
+class Rows:
+    """Appends measurement rows to DIR/gpu_rows.csv, and prints each."""
+
+    def __init__(self, out: str, section: str) -> None:
+        os.makedirs(out, exist_ok=True)
+        self.path = os.path.join(out, "gpu_rows.csv")
+        self.section = section
+
+    def add(self, model: str, runtime: str, batch, prompt, new, metric: str, value: float, unit: str,
+            detail: str = "") -> None:
+        new_file = not os.path.exists(self.path)
+        with open(self.path, "a", newline="") as f:
+            w = csv.writer(f)
+            if new_file:
+                w.writerow(FIELDS)
+            w.writerow((self.section, model, runtime, batch, prompt, new, metric, f"{value:.6g}", unit, detail))
+        print(f"{self.section:8s} {model:14s} {runtime:8s} b={batch} p={prompt} n={new} {metric} = {value:.6g} {unit} {detail}",
+              flush=True)
+
+
+def device_of(args):
+    import torch
+
+    return torch.device("cpu" if args.tiny else "cuda")
+
+
+def sync(dev) -> None:
+    import torch
+
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(fn, dev, repeats: int) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` synchronised calls (after one warm-up)."""
+    fn()
+    sync(dev)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        sync(dev)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def per_call_host_s(fn, n: int, dev) -> float:
+    """Seconds of host time per call of ``fn`` issued ``n`` times without waiting for the GPU
+    (median of 5 runs)."""
+    for _ in range(100):
+        fn()
+    sync(dev)
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        times.append((time.perf_counter() - t) / n)
+        sync(dev)
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------------------------------- host
+def section_host(args, rows: Rows) -> None:
+    import torch
+
+    dev = device_of(args)
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    rows.add("-", "-", "", "", "", "cpu", 0, "", f"{cpu}; {os.cpu_count()} CPUs; torch {torch.__version__}; "
+             f"python {platform.python_version()}; gpu {torch.cuda.get_device_name() if dev.type == 'cuda' else '-'}")
+    try:
+        from dispatchprof.count.hostcal import measure_loop_ns
+
+        loops = [measure_loop_ns(4000, 5) for _ in range(5)]
+        rows.add("-", "-", "", "", "", "python_loop_ns", statistics.median(loops), "ns",
+                 "dispatchprof.count.hostcal.measure_loop_ns, median of 5: " + " ".join(f"{x:.1f}" for x in loops))
+    except Exception as e:  # the rest of the section needs no dispatchprof
+        rows.add("-", "-", "", "", "", "python_loop_ns", float("nan"), "ns", f"failed: {e!r}"[:200])
+    x = torch.ones(16, device=dev)
+    rows.add("-", "eager", "", "", "", "op_host_us", per_call_host_s(lambda: x + x, 20000, dev) * 1e6, "us",
+             "host time of one x + x on a 16-element device tensor (dispatch + launch), issued back to back")
+    rows.add("-", "eager", "", "", "", "view_host_us", per_call_host_s(lambda: x.view(4, 4), 20000, dev) * 1e6, "us",
+             "host time of one x.view(4, 4)")
+    c = torch.ones(16)
+    rows.add("-", "eager", "", "", "", "cpu_op_host_us", per_call_host_s(lambda: c + c, 20000, dev) * 1e6, "us",
+             "host time of one c + c on a 16-element CPU tensor (dispatch and a tiny CPU kernel)")
+    if dev.type == "cuda":
+        for kernels in (1, 500):
+            g = torch.cuda.CUDAGraph()
+            y = x.clone()
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    y.add_(1)
+            torch.cuda.synchronize()
+            with torch.cuda.graph(g):
+                for _ in range(kernels):
+                    y.add_(1)
+            rows.add("-", "compiled", "", "", "", f"graph_replay_host_us_{kernels}k",
+                     per_call_host_s(g.replay, 200, dev) * 1e6, "us",
+                     f"host time of one CUDAGraph.replay() of {kernels} tiny kernels, issued back to back")
+            rows.add("-", "compiled", "", "", "", f"graph_replay_wall_us_{kernels}k",
+                     timed(g.replay, dev, 50) * 1e6, "us", f"one replay of {kernels} tiny kernels, synchronised")
+
+
+# --------------------------------------------------------------------------------------- micro
+def section_micro(args, rows: Rows) -> None:
+    import torch
+
+    dev = device_of(args)
+    n = 512 if args.tiny else 8192
+    a = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    t = timed(lambda: a @ b, dev, 10)
+    rows.add("-", "-", "", "", "", "gemm_bf16_tflops", 2 * n ** 3 / t / 1e12, "TFLOP/s", f"{n}^3 bf16, random data")
+    size = (1 << 24) if args.tiny else (1 << 30)
+    src = torch.empty(size, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    t = timed(lambda: dst.copy_(src), dev, 10)
+    rows.add("-", "-", "", "", "", "copy_GBps", 2 * size / t / 1e9, "GB/s", f"copy of {size} bytes, read + written")
+    for k, nn_ in ((4096, 4096), (4096, 14336), (14336, 4096), (2048, 8192), (4096, 128256)):
+        if args.tiny:
+            k, nn_ = k // 16, nn_ // 16
+        w = torch.randn(k, nn_, device=dev, dtype=torch.bfloat16)
+        for m in (1, 32):
+            v = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+            t = timed(lambda: v @ w, dev, 50)
+            rows.add("-", "-", m, "", "", f"gemm_{m}x{k}x{nn_}_us", t * 1e6, "us",
+                     f"weights {2 * k * nn_ / t / 1e9:.0f} GB/s (synchronised: includes one launch)")
+        del w
+
+
+# -------------------------------------------------------------------------------------- models
+def hf_config(name: str, tiny: bool):
+    from dispatchprof.llm.catalog import load_config
+
+    cfg = load_config(name)
+    if tiny:
+        for k, v in TINY.items():
+            if hasattr(cfg, k):
+                setattr(cfg, k, v)
+    return cfg
+
+
+def build(name: str, args):
+    import torch
+    import transformers
+
+    dev = device_of(args)
+    cfg = hf_config(name, args.tiny)
+    torch.manual_seed(0)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with dev:
+            model = transformers.AutoModelForCausalLM.from_config(cfg)
+    finally:
+        torch.set_default_dtype(old)
+    return model.to(dtype=torch.bfloat16).eval()
+
+
+def prompt_ids(model, batch: int, prompt: int, dev):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    return torch.randint(10, min(model.config.vocab_size, 30000), (batch, prompt), generator=g).to(dev)
+
+
+class StepClock:
+    """A logits processor that timestamps every generate step (after synchronising the GPU)."""
+
+    def __init__(self, dev) -> None:
+        self.dev, self.stamps = dev, []
+
+    def __call__(self, input_ids, scores):
+        sync(self.dev)
+        self.stamps.append(time.perf_counter())
+        return scores
+
+
+def generate_times(model, batch: int, prompt: int, new: int, dev, **kwargs) -> tuple[float, float]:
+    """(TTFT, median TPOT) in seconds of one greedy generate of ``new`` tokens (no EOS set, so no
+    sequence stops early and no min-length processor runs)."""
+    import transformers
+
+    ids = prompt_ids(model, batch, prompt, dev)
+    clock = StepClock(dev)
+    model.generation_config.eos_token_id = None  # every sequence runs ``new`` tokens, no EOS test
+    sync(dev)
+    t0 = time.perf_counter()
+    model.generate(ids, attention_mask=ids.new_ones(ids.shape), max_new_tokens=new,
+                   do_sample=False, logits_processor=transformers.LogitsProcessorList([clock]),
+                   pad_token_id=0, **kwargs)
+    sync(dev)
+    stamps = clock.stamps
+    return stamps[0] - t0, statistics.median(b - a for a, b in zip(stamps, stamps[1:]))
+
+
+def bare_decode(model, batch: int, prompt: int, dev, steps: int) -> tuple[float, float]:
+    """(median wall, median host) seconds of one decode forward after a ``prompt`` prefill."""
+    import torch
+
+    ids = prompt_ids(model, batch, prompt, dev)
+    with torch.no_grad():
+        out = model(ids, use_cache=True)
+        cache = out.past_key_values
+        nxt = out.logits[:, -1:].argmax(-1)
+        walls, hosts = [], []
+        for i in range(steps + 3):
+            sync(dev)
+            t = time.perf_counter()
+            out = model(nxt, past_key_values=cache, use_cache=True)
+            h = time.perf_counter()
+            sync(dev)
+            w = time.perf_counter()
+            cache = out.past_key_values
+            if i >= 3:
+                walls.append(w - t)
+                hosts.append(h - t)
+    return statistics.median(walls), statistics.median(hosts)
+
+
+def free(dev) -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def section_eager(args, rows: Rows) -> None:
+    import torch
+
+    dev = device_of(args)
+    for name in args.models or EAGER_MODELS:
+        try:
+            t = time.perf_counter()
+            model = build(name, args)
+            build_s = time.perf_counter() - t
+            with torch.no_grad():
+                generate_times(model, 1, 16, 4, dev)  # warm-up
+                for batch in EAGER_BATCHES:
+                    ttft, tpot = generate_times(model, batch, PROMPT, NEW_TOKENS, dev)
+                    rows.add(name, "eager", batch, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", "HF generate, DynamicCache")
+                    rows.add(name, "eager", batch, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", "HF generate, DynamicCache")
+                wall, host = bare_decode(model, 1, PROMPT, dev, 20)
+                rows.add(name, "eager", 1, PROMPT, 1, "decode_wall_s", wall, "s", "one model(ids, cache) forward, synchronised")
+                rows.add(name, "eager", 1, PROMPT, 1, "decode_host_s", host, "s",
+                         f"the same forward until it returns (GPU not waited for); model built in {build_s:.1f} s")
+            del model
+        except Exception as e:
+            rows.add(name, "eager", "", "", "", "error", float("nan"), "", repr(e)[:300])
+        free(dev)
+
+
+def section_profile(args, rows: Rows) -> None:
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    dev = device_of(args)
+    for name in args.models or ("llama-3.2-1b", "llama-3.1-8b"):
+        try:
+            model = build(name, args)
+            for batch in (1, 32):
+                ids = prompt_ids(model, batch, PROMPT, dev)
+                with torch.no_grad():
+                    out = model(ids, use_cache=True)
+                    cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+                    for _ in range(3):
+                        cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
+                    sync(dev)
+                    steps = 5
+                    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+                    with profile(activities=acts) as prof:
+                        for _ in range(steps):
+                            cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
+                        sync(dev)
+                kernels = [e for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"]
+                busy = sum(e.time_range.elapsed_us() for e in kernels)
+                rows.add(name, "eager", batch, PROMPT, 1, "kernels_per_step", len(kernels) / steps, "",
+                         "torch.profiler, CUDA events of 5 decode steps")
+                rows.add(name, "eager", batch, PROMPT, 1, "device_busy_s", busy / steps * 1e-6, "s",
+                         "summed kernel time per decode step (torch.profiler)")
+                top = sorted(prof.key_averages(), key=lambda e: -getattr(e, "self_device_time_total", 0))[:6]
+                rows.add(name, "eager", batch, PROMPT, 1, "top_kernels", 0, "",
+                         "; ".join(f"{e.key[:40]} {e.count / steps:g}x {getattr(e, 'self_device_time_total', 0) / steps:.0f}us"
+                                   for e in top))
+            del model
+        except Exception as e:
+            rows.add(name, "eager", "", "", "", "error", float("nan"), "", repr(e)[:300])
+        free(dev)
+
+
+def section_train(args, rows: Rows) -> None:
+    import torch
+
+    dev = device_of(args)
+    for name, batch, seq in (("llama-3.2-1b", 4, 1024), ("llama-3.2-1b", 8, 1024)):
+        if args.tiny:
+            batch, seq = 2, 64
+        try:
+            model = build(name, args).float().train()
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-5, fused=dev.type == "cuda")
+            ids = prompt_ids(model, batch, seq, dev)
+
+            def step():
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
+                    loss = model(ids, labels=ids).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+
+            t = timed(step, dev, 5)
+            peak = torch.cuda.max_memory_allocated() / 2 ** 30 if dev.type == "cuda" else 0.0
+            rows.add(name, "train", batch, seq, "", "step_s", t, "s",
+                     f"forward + backward + fused AdamW, fp32 weights, bf16 autocast, SDPA; peak {peak:.1f} GiB")
+            del model, opt
+        except Exception as e:
+            rows.add(name, "train", batch, seq, "", "error", float("nan"), "", repr(e)[:300])
+        free(dev)
+        if dev.type == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+
+
+def section_compiled(args, rows: Rows) -> None:
+    import torch
+
+    dev = device_of(args)
+    for name in args.models or ("llama-3.2-1b", "llama-3.1-8b"):
+        try:
+            model = build(name, args)
+            model.generation_config.cache_implementation = "static"  # generate compiles its decode step
+            with torch.no_grad():
+                t = time.perf_counter()
+                generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
+                warm = time.perf_counter() - t
+                generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
+                ttft, tpot = generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
+            graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+            detail = (f"HF generate, cache_implementation static (generate's own torch.compile of the decode "
+                      f"step); first call {warm:.0f} s; {graphs} graphs compiled")
+            rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", detail)
+            rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", detail)
+            del model
+        except Exception as e:
+            rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "error", float("nan"), "", repr(e)[:300])
+        free(dev)
+        torch._dynamo.reset()
+
+
+def section_genprof(args, rows: Rows) -> None:
+    """Where generate's host time goes: cProfile of a batch-1 generate, its top functions by own time
+    written to DIR/genprof.txt."""
+    import cProfile
+    import io
+    import pstats
+
+    import torch
+
+    dev = device_of(args)
+    name = (args.models or ["llama-3.2-1b"])[0]
+    model = build(name, args)
+    with torch.no_grad():
+        generate_times(model, 1, PROMPT, 8, dev)
+        prof = cProfile.Profile()
+        prof.enable()
+        ttft, tpot = generate_times(model, 1, PROMPT, 16, dev)
+        prof.disable()
+        wall, host = bare_decode(model, 1, PROMPT, dev, 10)
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(40)
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(40)
+    with open(os.path.join(os.path.dirname(rows.path), "genprof.txt"), "w") as f:
+        f.write(out.getvalue())
+    rows.add(name, "eager", 1, PROMPT, 16, "tpot_s_cprofiled", tpot, "s", f"under cProfile; bare decode {wall * 1e3:.1f} ms")
+
+
+SECTIONS = {"host": section_host, "micro": section_micro, "eager": section_eager, "profile": section_profile,
+            "train": section_train, "compiled": section_compiled,
+            "genprof": section_genprof}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("section", choices=sorted(SECTIONS))
+    ap.add_argument("--out", required=True, help="folder of gpu_rows.csv")
+    ap.add_argument("--models", nargs="*", help="catalog names (default: the section's own list)")
+    ap.add_argument("--tiny", action="store_true", help="CPU, scaled-down configs: tests this script")
+    args = ap.parse_args(argv)
+    SECTIONS[args.section](args, Rows(args.out, args.section))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, ROOT)
+    sys.exit(main())
