@@ -1,7 +1,7 @@
-"""Validate the measured host time against published single-stream decode figures.
+"""Validate the measured host time against published and own single-stream decode figures.
 
-    python scripts/validate_host_time.py            # as shipped: every row, median |error| by runtime and family
-    python scripts/validate_host_time.py --fit      # also: the anchor python_loop_ns the fit rows prefer
+    python scripts/validate_host_time.py            # as shipped: every row, median |error| by runtime, family, host
+    python scripts/validate_host_time.py --fit      # also: the python_loop_ns the eager fit rows prefer
 
 Rows: scripts/data/host_time_rows.csv (each with its source URL and the quoted text). The split is
 fixed before any prediction: a row is held-out when the first hex digit of SHA-256(row id) is below
@@ -10,12 +10,14 @@ fixed before any prediction: a row is held-out when the first hex digit of SHA-2
 published form: "hf" (transformers) or "lean" (scripts/lean_llama.py, gpt-fast style); a prefill of
 the row's prompt and one decode step are counted in one OpCounter, and the decode step's time is
 the host/device timeline of its ops (dispatchprof.sim.timeline.step_time) on the row's device,
-driven by the device's default host (devices/hosts/hosts.yaml) under the row's runtime.
+driven by the row's host (`host`: a name in devices/hosts/hosts.yaml, or "auto": the device's default
+host, as ``--host auto``) under the row's runtime.
 
-The one fitted figure is the hosts' anchor python_loop_ns (the calibration loop's time on a CPU of
-the anchor's single-thread score): --fit scans it on the fit rows of the eager runtime and prints
-the value minimising their median |log error|; it is written into devices/hosts/hosts.yaml with its
-provenance. Host times are measured on this machine: on a loaded, shared one they are noisy
+The fitted figures are the hosts' python_loop_ns: the anchor's (for hosts known by a single-thread
+score) and that of a host whose rows were measured on it (a host stating its own python_loop_ns).
+--fit scans each, as a factor on the shipped value, on the eager fit rows of the hosts that use it,
+and prints the value minimising their median |log error|; it is written into
+devices/hosts/hosts.yaml with its provenance. Host times are measured on this machine: on a loaded, shared one they are noisy
 (figures differ by some percent between runs).
 """
 
@@ -37,7 +39,7 @@ LLAMA2 = {"llama-2-7b": dict(hidden_size=4096, intermediate_size=11008, num_hidd
                              num_attention_heads=32, num_key_value_heads=32),
           "llama-2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                               num_attention_heads=40, num_key_value_heads=40)}
-ANCHORS = (8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 80)     # python_loop_ns candidates for --fit
+FACTORS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5)  # on python_loop_ns, for --fit
 
 
 def split_of(row_id: str) -> str:
@@ -105,26 +107,45 @@ def decode_step_times(model_name: str, form: str, prompt: int, devices: list, ru
     return {sim.name: step_time(sim.ops[start:end]) for sim in c.simulations()}
 
 
-def variants(hardware: str, anchors) -> list:
-    """The row's device, its default host's python_loop_ns set from each anchor value (the shipped
-    anchor when ``anchors`` is empty)."""
-    from dispatchprof.sim.catalog import load_device
+def host_of(row: dict):
+    """The row's host profile: a bundled name, or "auto" (the device's default host)."""
+    from dispatchprof.sim.hostprofile import default_host, load_host
 
-    base = load_device(hardware)
-    if not anchors:
-        return [base]
-    host = base.host_profile()
-    shipped = _shipped_anchor()
-    return [dataclasses.replace(base, name=f"{hardware}|{a}",
-                                host=dataclasses.replace(host, python_loop_ns=host.python_loop_ns * a / shipped))
-            for a in anchors]
+    return default_host(row["hardware"]) if row["host"] == "auto" else load_host(row["host"])
 
 
-def _shipped_anchor() -> float:
+def fit_group(row: dict) -> str:
+    """Which python_loop_ns the row's eager prediction depends on: its host's own (a host that
+    states one) or the anchor's."""
     import yaml
 
     from dispatchprof.sim.hostprofile import bundled_file
 
+    with open(bundled_file()) as f:
+        own = {h["name"] for h in yaml.safe_load(f)["hosts"] if "python_loop_ns" in h}
+    return host_of(row).name if host_of(row).name in own else "anchor"
+
+
+def variants(row: dict, factors) -> list:
+    """The row's device driven by its host, then one copy per factor on the host's python_loop_ns
+    (named "HARDWARE|factor")."""
+    from dispatchprof.sim.catalog import load_device
+
+    base = load_device(row["hardware"])
+    host = host_of(row)
+    return [base.with_host(host)] + [
+        dataclasses.replace(base.with_host(dataclasses.replace(host, python_loop_ns=host.python_loop_ns * f)),
+                            name=f"{row['hardware']}|{f}") for f in factors]
+
+
+def shipped_loop_ns(group: str) -> float:
+    """The shipped python_loop_ns of a --fit group (the anchor's, or the host's own)."""
+    import yaml
+
+    from dispatchprof.sim.hostprofile import bundled_file, load_host
+
+    if group != "anchor":
+        return load_host(group).python_loop_ns
     with open(bundled_file()) as f:
         return float(yaml.safe_load(f)["anchor"]["python_loop_ns"])
 
@@ -139,29 +160,32 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     scans: dict[str, dict[float, float]] = {}
     for r in rows:
-        anchors = ANCHORS if args.fit and r["runtime"] == "eager" and r["split"] == "fit" else ()
-        devs = variants(r["hardware"], ()) + variants(r["hardware"], anchors)
+        fitting = args.fit and r["runtime"] == "eager" and r["split"] == "fit"
+        devs = variants(r, FACTORS if fitting else ())
         times = decode_step_times(r["model"], r["form"], int(r["prompt_len"]), devs, r["runtime"])
         pred = times[r["hardware"]]
         err = pred / float(r["value"]) - 1
         results.append((r, pred, err))
-        print(f"{r['id']:45s} {r['split']:8s} {r['runtime']:8s} published {float(r['value']) * 1e3:7.2f} ms  "
+        print(f"{r['id']:45s} {r['split']:8s} {r['runtime']:8s} measured {float(r['value']) * 1e3:7.2f} ms  "
               f"predicted {pred * 1e3:7.2f} ms  error {err:+.0%}", flush=True)
-        if anchors:
-            scans[r["id"]] = {a: abs(math.log(times[f"{r['hardware']}|{a}"] / float(r["value"]))) for a in anchors}
+        if fitting:
+            scans.setdefault(fit_group(r), {})[r["id"]] = {
+                f: abs(math.log(times[f"{r['hardware']}|{f}"] / float(r["value"]))) for f in FACTORS}
     print("\nmedian |error| as shipped")
     for split in ("held-out", "fit", "all"):
-        for key, label in ((lambda r: r["runtime"], "runtime"), (lambda r: family(r["model"]), "family")):
+        for key, label in ((lambda r: r["runtime"], "runtime"), (lambda r: family(r["model"]), "family"),
+                           (lambda r: host_of(r).name, "host")):
             groups: dict[str, list[float]] = {}
             for r, _, e in results:
                 if split == "all" or r["split"] == split:
                     groups.setdefault(key(r), []).append(abs(e))
             for g, errs in sorted(groups.items()):
                 print(f"  {split:8s} {label:7s} {g:12s} {statistics.median(errs):6.1%}  ({len(errs)} rows)")
-    if scans:
-        best = min(ANCHORS, key=lambda a: statistics.median(s[a] for s in scans.values()))
-        print(f"\n--fit: anchor python_loop_ns {best} minimises the eager fit rows' median |log error| "
-              f"({statistics.median(s[best] for s in scans.values()):.3f}); scanned {ANCHORS}")
+    for group, scan in sorted(scans.items()):
+        best = min(FACTORS, key=lambda f: statistics.median(s[f] for s in scan.values()))
+        print(f"\n--fit: {group} python_loop_ns {shipped_loop_ns(group) * best:.1f} (x{best} on the shipped "
+              f"{shipped_loop_ns(group):.1f}) minimises the median |log error| of its {len(scan)} eager fit rows "
+              f"({statistics.median(s[best] for s in scan.values()):.3f}); factors scanned {FACTORS}")
     return 0
 
 

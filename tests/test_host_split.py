@@ -75,6 +75,12 @@ def test_bad_host_profiles_are_one_line_errors(tmp_path):
         load_host(str(bad))
     bad.write_text(bad.read_text().replace(", turbo: 1", ""))
     assert load_host(str(bad)).python_loop_ns == pytest.approx(30 * 1000 / 900)
+    bad.write_text(bad.read_text().replace("single_thread_score: 900", "python_loop_ns: 60"))
+    own = load_host(str(bad))                     # a host's own (fitted) figure; the score it implies
+    assert own.python_loop_ns == 60 and own.single_thread_score == pytest.approx(1000 * 30 / 60)
+    bad.write_text(bad.read_text().replace("python_loop_ns: 60, ", ""))
+    with pytest.raises(HostProfileError, match=r"host 'slow': single_thread_score \(or python_loop_ns\) is missing$"):
+        load_host(str(bad))
 
 
 def test_cli_unknown_host_exits_2(capsys):
@@ -123,7 +129,14 @@ def test_validation_rows_follow_the_fixed_split():
 
     rows = v.read_rows()
     assert rows and all(r["split"] == split_of(r["id"]) for r in rows)
-    assert all(r["source_url"].startswith("https://") and r["quote"] for r in rows)
+    root = os.path.dirname(SCRIPTS)
+    for r in rows:
+        assert r["quote"]
+        if not r["source_url"].startswith("https://"):      # an own measurement: the quoted line of its table
+            path, line = r["source_url"].split("#L")
+            with open(os.path.join(root, path)) as f:
+                assert f.read().splitlines()[int(line) - 1] == r["quote"]
+            assert float(r["quote"].split(",")[7]) == float(r["value"])
 
 
 def test_calibrate_host_speed_reports_each_host_against_this_machine(capsys):

@@ -5,6 +5,8 @@ A host profile (``devices/hosts/*.yaml``, installed as dispatchprof.device_profi
 - ``single_thread_score``: the CPU's single-thread speed (Geekbench 5 single-core points); it
   runs one iteration of the calibration loop (dispatchprof.count.hostcal) in
   ``python_loop_ns = anchor.python_loop_ns * anchor.single_thread_score / single_thread_score``;
+- or ``python_loop_ns`` itself, for a host whose figure was fitted on decode steps measured on it
+  (then ``single_thread_score`` may be left out: it is implied by the same formula);
 - ``dispatch_us``: ATen's work below the dispatcher for an op that launches a kernel (output
   allocation, TensorIterator setup, stream bookkeeping);
 - ``view_us``: the same for a call that launches nothing (views and metadata ops);
@@ -70,10 +72,11 @@ class HostProfile:
         return self.model_s(host_loops) + self.dispatch_s(host_calls) + self.launch_us * 1e-6
 
 
-_FIELDS = {"cpu": str, "single_thread_score": (int, float), "dispatch_us": (int, float), "view_us": (int, float),
+_FIELDS = {"cpu": str, "single_thread_score": (int, float), "python_loop_ns": (int, float),
+           "dispatch_us": (int, float), "view_us": (int, float),
            "launch_us": (int, float), "graph_launch_us": (int, float), "gpus": list, "source": str,
            "sources": dict}
-_REQUIRED = ("cpu", "single_thread_score", "dispatch_us", "view_us", "launch_us", "graph_launch_us")
+_REQUIRED = ("cpu", "dispatch_us", "view_us", "launch_us", "graph_launch_us")
 _POSITIVE = ("single_thread_score",)
 _CACHE: dict[str, HostProfile] | None = None
 
@@ -120,12 +123,19 @@ def read_hosts(path: str | os.PathLike) -> dict[str, HostProfile]:
         for key in _REQUIRED:
             if key not in merged:
                 raise HostProfileError(f"{where}: host {name!r}: {key} is missing")
-        score = _positive(merged["single_thread_score"], where, name, "single_thread_score")
+        if "python_loop_ns" in merged:
+            loop_ns = _positive(merged["python_loop_ns"], where, name, "python_loop_ns")
+            score = a_loop * a_score / loop_ns
+        elif "single_thread_score" in merged:
+            score = _positive(merged["single_thread_score"], where, name, "single_thread_score")
+            loop_ns = a_loop * a_score / score
+        else:
+            raise HostProfileError(f"{where}: host {name!r}: single_thread_score (or python_loop_ns) is missing")
         for key in ("dispatch_us", "view_us", "launch_us", "graph_launch_us"):
             if not (0 <= merged[key] < math.inf):
                 raise HostProfileError(f"{where}: host {name!r}: {key} must be a finite number >= 0, "
                                        f"got {merged[key]!r}")
-        out[name] = HostProfile(name, merged["cpu"], float(score), a_loop * a_score / score,
+        out[name] = HostProfile(name, merged["cpu"], float(score), loop_ns,
                                 float(merged["dispatch_us"]), float(merged["view_us"]), float(merged["launch_us"]),
                                 float(merged["graph_launch_us"]), tuple(merged.get("gpus", ())),
                                 merged.get("source", ""), dict(merged["sources"]))
