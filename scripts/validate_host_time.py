@@ -39,7 +39,7 @@ LLAMA2 = {"llama-2-7b": dict(hidden_size=4096, intermediate_size=11008, num_hidd
                              num_attention_heads=32, num_key_value_heads=32),
           "llama-2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                               num_attention_heads=40, num_key_value_heads=40)}
-FACTORS = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5)  # on python_loop_ns, for --fit
+FACTORS = (0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.35, 1.5, 1.75, 2.0, 2.5, 3.0)  # on python_loop_ns, for --fit
 
 
 def split_of(row_id: str) -> str:

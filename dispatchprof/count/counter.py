@@ -23,7 +23,7 @@ from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmode import TimedCountingMode
 from dispatchprof.count.interrupts import interrupts_deferred
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
-from dispatchprof.count.recorder import Recorder
+from dispatchprof.count.recorder import Recorder, tensor_kind
 from dispatchprof.report.dataframe import counter_frame
 from dispatchprof.report.html import counter_html
 from dispatchprof.results import query
@@ -149,8 +149,9 @@ class OpCounter:
         self._step_starts = []
         clock = None
         if self._host_time is not False:        # calibrated before any hook is installed
-            floors = (0, 0) if self._host_time == "raw" else counter_floors(OpCounter)
-            clock = HostClock(*floors, loop_ns=python_loop_ns())
+            op_floors, hook_floor = ({}, 0) if self._host_time == "raw" else counter_floors(OpCounter,
+                                                                                         _model_kind(self._model))
+            clock = HostClock(op_floors.get("real", 0), hook_floor, loop_ns=python_loop_ns(), op_floors=op_floors)
         with interrupts_deferred():
             self._state = Recorder(self._model, self._causal)
             self._state.clock = self._state.tracker.clock = clock
@@ -330,3 +331,13 @@ class OpCounter:
         return simulate(self.profile, self._scenarios[key], weight_dtype=self._weight_dtype, name=key,
                         bound=self._bound, runtime=self._runtime, tp=self._tp, step_starts=tuple(self._step_starts),
                         kv_dtype=self._kv_dtype)
+
+
+def _model_kind(model: nn.Module | None) -> str:
+    """The kind of tensor ``model``'s first parameter or buffer is ("real" without one): the op
+    floor the host clock will need, calibrated before the count starts."""
+    if model is not None:
+        for t in (*model.parameters(), *model.buffers()):
+            return tensor_kind(t)
+    return "real"
+

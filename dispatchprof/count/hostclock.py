@@ -14,8 +14,9 @@ starts and ends:
 
 A gap is the time from one `leave` to the next arrival: the model's Python, torch's argument
 parsing and the dispatcher up to the counter's mode. From each gap the counter's residual cost is
-subtracted (``op_floor_ns`` for a gap that ends at an op, ``hook_floor_ns`` for one that ends at a
-module hook; calibrated by `dispatchprof.count.hostcal`), clamped at 0. The gaps add up in
+subtracted (``op_floor_ns`` for a gap that ends at an op, the floor of the count's tensor kind once
+its first op is seen; ``hook_floor_ns`` for one that ends at a module hook; calibrated by
+`dispatchprof.count.hostcal`), clamped at 0. The gaps add up in
 ``pending_ns`` until the next op record takes them (`take`): the host time of the code before an
 op belongs to that op, and so to its module scope, in iterations of the calibration loop
 (`dispatchprof.count.hostcal.python_loop_ns`, measured here): a host profile says how long one
@@ -33,9 +34,10 @@ now_ns = time.perf_counter_ns
 class HostClock:
     """Per counting context; mutated on the hot path (slots, no properties)."""
 
-    __slots__ = ("mark", "pending_ns", "calls", "depth", "op_floor_ns", "hook_floor_ns", "loop_ns")
+    __slots__ = ("mark", "pending_ns", "calls", "depth", "op_floor_ns", "hook_floor_ns", "loop_ns", "op_floors")
 
-    def __init__(self, op_floor_ns: int = 0, hook_floor_ns: int = 0, loop_ns: float = 1.0) -> None:
+    def __init__(self, op_floor_ns: int = 0, hook_floor_ns: int = 0, loop_ns: float = 1.0,
+                 op_floors: dict[str, int] | None = None) -> None:
         self.mark = now_ns()          # end of the counter's last piece of work
         self.pending_ns = 0           # model time since the last record (ns)
         self.calls = 0                # aten calls since the last record
@@ -43,6 +45,12 @@ class HostClock:
         self.op_floor_ns = op_floor_ns
         self.hook_floor_ns = hook_floor_ns
         self.loop_ns = loop_ns            # one calibration-loop iteration here (the unit of `take`)
+        self.op_floors = op_floors or {}  # op floor by tensor kind (`use_kind`)
+
+    def use_kind(self, kind: str | None) -> None:
+        """The count runs on tensors of ``kind`` ("real", "fake", "meta"): from now on subtract
+        that kind's op floor (unchanged for a kind not calibrated)."""
+        self.op_floor_ns = self.op_floors.get(kind or "", self.op_floor_ns)
 
     def arrive(self) -> None:
         """An aten op reaches the counter: the gap since `mark`, less the op floor, is model time."""

@@ -204,11 +204,18 @@ class Recorder:
                                      cost, causal, tuple(sources), param_bytes, param_elements,
                                      out_elements, _shapes(meta_args), *self.host_taken(info.name, scope, phase)))
         if self.tensor_kind is None:
-            self.tensor_kind = _kind_of(args, out)
+            self._set_kind(_kind_of(args, out))
         self._track(out_tensors, index, keys)
         for i in info.mutated_positions:           # mutated arguments now live where this op ran
             if i < len(args):
                 self._track(iter_tensors(args[i]), index, keys)
+
+    def _set_kind(self, kind: str | None) -> None:
+        """The count's tensor kind, from its first counted op; the host clock subtracts that
+        kind's op floor from then on."""
+        self.tensor_kind = kind
+        if self.clock is not None:
+            self.clock.use_kind(kind)
 
     def count_view(self, info: OpInfo) -> None:
         """Record one call of a zero-cost op (``info.view``: a view or a metadata query): no
@@ -248,7 +255,7 @@ class Recorder:
         self.records.append(OpRecord(name, scope, phase, _first_dtype((args, out)), cost,
                                      out_elements=out_elements, host_loops=host_loops, host_calls=host_calls))
         if self.tensor_kind is None:
-            self.tensor_kind = _kind_of(args, out)
+            self._set_kind(_kind_of(args, out))
         self._track(list(outs), len(self.records) - 1,
                     _Existing(_input_keys(args, {}), self.tracker.resident))
 
@@ -479,11 +486,16 @@ def _shapes(meta_args: tuple) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
+def tensor_kind(t: torch.Tensor) -> str:
+    """"fake" (a FakeTensor), "meta" or "real": the kinds of tensor a count can run on."""
+    if isinstance(t, FakeTensor):
+        return "fake"
+    return "meta" if t.device.type == "meta" else "real"
+
+
 def _kind_of(args: tuple, out: Any) -> str | None:
     for t in iter_tensors((args, out)):
-        if isinstance(t, FakeTensor):
-            return "fake"
-        return "meta" if t.device.type == "meta" else "real"
+        return tensor_kind(t)
     return None
 
 
