@@ -93,6 +93,29 @@ def test_counter_cost_is_not_model_time():
     assert raw.host_seconds(host_totals(raw.records).loops) > p.host_seconds(host_totals(p.records).loops)
 
 
+def test_a_count_subtracts_the_op_floor_of_its_tensor_kind():
+    """The op floor is calibrated per tensor kind; a count on a fake model subtracts the fake one
+    (a fake op returns through more of torch's Python than a CPU op), a CPU count the CPU one."""
+    from dispatchprof.count.fake import fake_model
+    from dispatchprof.count.hostcal import counter_floors
+    from dispatchprof.count.hostclock import HostClock
+
+    clock = HostClock(10, 0, op_floors={"real": 10, "fake": 25})
+    clock.use_kind("fake")
+    assert clock.op_floor_ns == 25
+    clock.use_kind("meta")                       # not calibrated: unchanged
+    assert clock.op_floor_ns == 25
+    fake = fake_model(lambda: nn.Linear(4, 4))
+    with torch.no_grad(), OpCounter(fake) as c:
+        fake(fake.weight.new_ones(2, 4))
+        floors, _ = counter_floors(OpCounter, "fake")
+        assert c._state.clock.op_floor_ns == floors["fake"]
+    real = nn.Linear(4, 4)
+    with torch.no_grad(), OpCounter(real) as c:
+        real(torch.ones(2, 4))
+        assert c._state.clock.op_floor_ns == floors["real"]
+
+
 def test_host_times_survive_save_and_load(tmp_path):
     p = count(Chain(100, n=2), torch.ones(4))
     path = p.save(tmp_path / "p.json")

@@ -340,4 +340,3 @@ def _model_kind(model: nn.Module | None) -> str:
         for t in (*model.parameters(), *model.buffers()):
             return tensor_kind(t)
     return "real"
-
