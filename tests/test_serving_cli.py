@@ -191,6 +191,7 @@ def test_concurrency_rows_with_an_engine(capsys, tiny_dir):
     assert code == 0, err
     assert out.splitlines()[0].startswith("Serving on H100-SXM x 1 replica(s) under vllm 0.14: max 1024 sequences")
     assert "8 clients" in out and "TTFT mean" in out and "ITL p99" in out and "tok/s/GPU" in out
+    assert max(map(len, out.splitlines())) <= 100                  # three tables a terminal shows whole
 
 
 def test_trace_edge_cases_are_one_line(capsys, tiny_dir, tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import textwrap
 from typing import Sequence
 
 from dispatchprof.report.render import render
@@ -18,13 +19,16 @@ from dispatchprof.units import seconds
 _LATENCIES = (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("ITL", "itl_s"), ("E2E", "e2e_s"))
 #: (header suffix, Latency field) of the statistics the table shows of each latency.
 _STATISTICS = (("mean", "mean"), ("p50", "median"), ("p99", "p99"))
+#: Throughput and cost headers of the summary table.
+_THROUGHPUT = ("req/s", "out tok/s", "tok/s/GPU")
+_COST = ("goodput req/s", "SLO met", "preempt", "KV peak", "J/token", "$/Mtok")
 
 
 def summary_rows(runs: Sequence[tuple[str, ServingResult]]) -> tuple[list[str], list[list[str]]]:
-    """Headers and rows: one row per (label, result)."""
-    headers = ["run", "req/s", "out tok/s", "tok/s/GPU"]
+    """Headers and rows of every summary column: one row per (label, result)."""
+    headers = ["run", *_THROUGHPUT]
     headers += [f"{name} {stat}" for name, _ in _LATENCIES for stat, _ in _STATISTICS]
-    headers += ["goodput req/s", "SLO met", "preempt", "KV peak", "J/token", "$/Mtok"]
+    headers += list(_COST)
     rows = []
     for label, r in runs:
         s = r.summary
@@ -39,7 +43,9 @@ def summary_rows(runs: Sequence[tuple[str, ServingResult]]) -> tuple[list[str], 
 
 
 def summary_table(runs: Sequence[tuple[str, ServingResult]], fmt: str = "simple") -> str:
-    """The summary table, with the setup line above it."""
+    """The setup line, then the summary in tables narrow enough for a terminal: throughput, SLO
+    and cost; TTFT and TPOT; ITL and E2E with the preemptions and the KV cache's peak use (each
+    latency with its mean, p50 and p99)."""
     headers, rows = summary_rows(runs)
     first = runs[0][1]
     c = first.config
@@ -49,7 +55,11 @@ def summary_table(runs: Sequence[tuple[str, ServingResult]], fmt: str = "simple"
             f"{c.num_blocks} KV blocks of {c.block_size} tokens per replica")
     if c.decode_q > 1:
         head += f", speculative decoding: {c.decode_q - 1} draft tokens, {c.decode_gain:.3f} tokens per step"
-    return head + "\n" + render(rows, headers, fmt) + "\n"
+    latency = [[f"{name} {stat}" for name, _ in pair for stat, _ in _STATISTICS]
+               for pair in (_LATENCIES[:2], _LATENCIES[2:])]
+    groups = [["run", *_THROUGHPUT, *_COST[:2], *_COST[4:]], ["run", *latency[0]], ["run", *latency[1], *_COST[2:4]]]
+    tables = [render([[row[headers.index(h)] for h in group] for row in rows], group, fmt) for group in groups]
+    return "\n".join(textwrap.wrap(head, 100)) + "\n" + "\n\n".join(tables) + "\n"
 
 
 def summary_csv(runs: Sequence[tuple[str, ServingResult]]) -> str:
