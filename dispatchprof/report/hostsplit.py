@@ -17,6 +17,7 @@ Python runs when the graph is captured, not per step.
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 
 from dispatchprof import units
@@ -26,6 +27,8 @@ from dispatchprof.sim.placement import Scenarios
 from dispatchprof.sim.simulate import simulate
 
 _LAYER = re.compile(r"\.\d+(?=\.|$)")
+#: Columns of the split's text (the report's width).
+WIDTH = 100
 
 
 @dataclass(frozen=True)
@@ -91,12 +94,14 @@ def host_split_text(splits: list[HostSplit]) -> str:
     lines = []
     for s in splits:
         bound = "host-bound (the GPU waits for the host)" if s.host_bound else "device-bound"
-        lines.append(
+        lines += textwrap.wrap(
             f"{s.device}: host per decode step {units.seconds(s.host_s)} on {s.host} ({s.cpu}) = model Python "
             f"{units.seconds(s.model_s)} (measured {units.seconds(s.measured_s)} on this machine) + dispatch "
             f"{units.seconds(s.dispatch_s)} ({s.calls:,} aten calls) + launch {units.seconds(s.launch_s)} "
-            f"({s.kernels:,} kernels); device busy {units.seconds(s.device_s)}: {bound}")
+            f"({s.kernels:,} kernels); device busy {units.seconds(s.device_s)}: {bound}", WIDTH,
+            subsequent_indent="  ")
         if s.top_modules:
-            lines.append("  model Python by module (per step, on the host): "
-                         + ", ".join(f"{scope} {units.seconds(t)}" for scope, t in s.top_modules))
+            lines += textwrap.wrap("model Python by module (per step, on the host): "
+                                   + ", ".join(f"{scope} {units.seconds(t)}" for scope, t in s.top_modules), WIDTH,
+                                   initial_indent="  ", subsequent_indent="    ")
     return "\n".join(lines)
