@@ -284,29 +284,39 @@ def free(dev) -> None:
         torch.cuda.empty_cache()
 
 
+def each_model(names, args, rows: Rows, runtime: str, measure) -> None:
+    """``measure(name)`` for every model name; an exception becomes the model's "error" row and
+    the next model runs. GPU memory is freed between models."""
+    dev = device_of(args)
+    for name in names:
+        try:
+            measure(name)
+        except Exception as e:
+            rows.add(name, runtime, "", "", "", "error", float("nan"), "", repr(e)[:300])
+        free(dev)
+
+
 def section_eager(args, rows: Rows) -> None:
     import torch
 
     dev = device_of(args)
-    for name in args.models or EAGER_MODELS:
-        try:
-            t = time.perf_counter()
-            model = build(name, args)
-            build_s = time.perf_counter() - t
-            with torch.no_grad():
-                generate_times(model, 1, 16, 4, dev)  # warm-up
-                for batch in EAGER_BATCHES:
-                    ttft, tpot = generate_times(model, batch, PROMPT, NEW_TOKENS, dev)
-                    rows.add(name, "eager", batch, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", "HF generate, DynamicCache")
-                    rows.add(name, "eager", batch, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", "HF generate, DynamicCache")
-                wall, host = bare_decode(model, 1, PROMPT, dev, 20)
-                rows.add(name, "eager", 1, PROMPT, 1, "decode_wall_s", wall, "s", "one model(ids, cache) forward, synchronised")
-                rows.add(name, "eager", 1, PROMPT, 1, "decode_host_s", host, "s",
-                         f"the same forward until it returns (GPU not waited for); model built in {build_s:.1f} s")
-            del model
-        except Exception as e:
-            rows.add(name, "eager", "", "", "", "error", float("nan"), "", repr(e)[:300])
-        free(dev)
+
+    def measure(name: str) -> None:
+        t = time.perf_counter()
+        model = build(name, args)
+        build_s = time.perf_counter() - t
+        with torch.no_grad():
+            generate_times(model, 1, 16, 4, dev)  # warm-up
+            for batch in EAGER_BATCHES:
+                ttft, tpot = generate_times(model, batch, PROMPT, NEW_TOKENS, dev)
+                rows.add(name, "eager", batch, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", "HF generate, DynamicCache")
+                rows.add(name, "eager", batch, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", "HF generate, DynamicCache")
+            wall, host = bare_decode(model, 1, PROMPT, dev, 20)
+            rows.add(name, "eager", 1, PROMPT, 1, "decode_wall_s", wall, "s", "one model(ids, cache) forward, synchronised")
+            rows.add(name, "eager", 1, PROMPT, 1, "decode_host_s", host, "s",
+                     f"the same forward until it returns (GPU not waited for); model built in {build_s:.1f} s")
+
+    each_model(args.models or EAGER_MODELS, args, rows, "eager", measure)
 
 
 def section_profile(args, rows: Rows) -> None:
@@ -314,37 +324,35 @@ def section_profile(args, rows: Rows) -> None:
     from torch.profiler import ProfilerActivity, profile
 
     dev = device_of(args)
-    for name in args.models or ("llama-3.2-1b", "llama-3.1-8b"):
-        try:
-            model = build(name, args)
-            for batch in (1, 32):
-                ids = prompt_ids(model, batch, PROMPT, dev)
-                with torch.no_grad():
-                    out = model(ids, use_cache=True)
-                    cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
-                    for _ in range(3):
+    steps = 5
+
+    def measure(name: str) -> None:
+        model = build(name, args)
+        for batch in (1, 32):
+            ids = prompt_ids(model, batch, PROMPT, dev)
+            with torch.no_grad():
+                out = model(ids, use_cache=True)
+                cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+                for _ in range(3):
+                    cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
+                sync(dev)
+                acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+                with profile(activities=acts) as prof:
+                    for _ in range(steps):
                         cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
                     sync(dev)
-                    steps = 5
-                    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
-                    with profile(activities=acts) as prof:
-                        for _ in range(steps):
-                            cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
-                        sync(dev)
-                kernels = [e for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"]
-                busy = sum(e.time_range.elapsed_us() for e in kernels)
-                rows.add(name, "eager", batch, PROMPT, 1, "kernels_per_step", len(kernels) / steps, "",
-                         "torch.profiler, CUDA events of 5 decode steps")
-                rows.add(name, "eager", batch, PROMPT, 1, "device_busy_s", busy / steps * 1e-6, "s",
-                         "summed kernel time per decode step (torch.profiler)")
-                top = sorted(prof.key_averages(), key=lambda e: -getattr(e, "self_device_time_total", 0))[:6]
-                rows.add(name, "eager", batch, PROMPT, 1, "top_kernels", 0, "",
-                         "; ".join(f"{e.key[:40]} {e.count / steps:g}x {getattr(e, 'self_device_time_total', 0) / steps:.0f}us"
-                                   for e in top))
-            del model
-        except Exception as e:
-            rows.add(name, "eager", "", "", "", "error", float("nan"), "", repr(e)[:300])
-        free(dev)
+            kernels = [e for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"]
+            busy = sum(e.time_range.elapsed_us() for e in kernels)
+            rows.add(name, "eager", batch, PROMPT, 1, "kernels_per_step", len(kernels) / steps, "",
+                     "torch.profiler, CUDA events of 5 decode steps")
+            rows.add(name, "eager", batch, PROMPT, 1, "device_busy_s", busy / steps * 1e-6, "s",
+                     "summed kernel time per decode step (torch.profiler)")
+            top = sorted(prof.key_averages(), key=lambda e: -getattr(e, "self_device_time_total", 0))[:6]
+            rows.add(name, "eager", batch, PROMPT, 1, "top_kernels", 0, "",
+                     "; ".join(f"{e.key[:40]} {e.count / steps:g}x {getattr(e, 'self_device_time_total', 0) / steps:.0f}us"
+                               for e in top))
+
+    each_model(args.models or ("llama-3.2-1b", "llama-3.1-8b"), args, rows, "eager", measure)
 
 
 def section_train(args, rows: Rows) -> None:
@@ -382,26 +390,24 @@ def section_compiled(args, rows: Rows) -> None:
     import torch
 
     dev = device_of(args)
-    for name in args.models or ("llama-3.2-1b", "llama-3.1-8b"):
-        try:
-            model = build(name, args)
-            model.generation_config.cache_implementation = "static"  # generate compiles its decode step
-            with torch.no_grad():
-                t = time.perf_counter()
-                generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
-                warm = time.perf_counter() - t
-                generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
-                ttft, tpot = generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
-            graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-            detail = (f"HF generate, cache_implementation static (generate's own torch.compile of the decode "
-                      f"step); first call {warm:.0f} s; {graphs} graphs compiled")
-            rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", detail)
-            rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", detail)
-            del model
-        except Exception as e:
-            rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "error", float("nan"), "", repr(e)[:300])
-        free(dev)
+
+    def measure(name: str) -> None:
+        model = build(name, args)
+        model.generation_config.cache_implementation = "static"  # generate compiles its decode step
+        with torch.no_grad():
+            t = time.perf_counter()
+            generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
+            warm = time.perf_counter() - t
+            generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
+            ttft, tpot = generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
+        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+        detail = (f"HF generate, cache_implementation static (generate's own torch.compile of the decode "
+                  f"step); first call {warm:.0f} s; {graphs} graphs compiled")
+        rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", detail)
+        rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", detail)
         torch._dynamo.reset()
+
+    each_model(args.models or ("llama-3.2-1b", "llama-3.1-8b"), args, rows, "compiled", measure)
 
 
 def section_genprof(args, rows: Rows) -> None:
