@@ -65,10 +65,22 @@ def test_gemv_split_over_dpus_with_the_host_gather():
     assert t.t_compute == pytest.approx(800 / (4 * 1e6) + 792 / (4 * 2e6))   # 200 us + 99 us
     # traffic 400 B in + 3,200 B weights + 32 B out over 4 banks of 1 GB/s
     assert t.t_memory == pytest.approx(3632 / 4e9)
-    # x (400 B) from the host: 400 / 4 GB/s; broadcast to 4 DPUs in 2 ranks: 4 x 400 / (2 x 4 GB/s);
-    # gather of the 32-byte output: 32 / (2 x 1 GB/s)
-    assert t.t_transfer == pytest.approx(400 / 4e9 + 1600 / 8e9 + 32 / 2e9)
+    # x (400 B) from the host: 400 / 4 GB/s; then the exchange: broadcast to 4 DPUs in 2 ranks:
+    # 4 x 400 / (2 x 4 GB/s), gather of the 32-byte output: 32 / (2 x 1 GB/s)
+    assert t.t_transfer == pytest.approx(400 / 4e9)
+    assert t.t_comm == pytest.approx(1600 / 8e9 + 32 / 2e9)
     assert broadcast_s(d.pim, 400, 4) == pytest.approx(1600 / 8e9)
+
+
+def test_a_matrix_times_a_vector_splits_the_matrix_rows():
+    d = small()
+    a, x = torch.ones(8, 100), torch.ones(100, 1)
+    with OpCounter(devices=d) as c:
+        a @ x
+    t = only(c.simulated("Small"), "aten.mm")
+    # [8, 100] @ [100, 1]: the matrix is the larger operand, its 8 rows split over 4 DPUs; x broadcast
+    assert t.t_compute == pytest.approx(800 / (4 * 1e6) + 792 / (4 * 2e6))
+    assert t.t_comm == pytest.approx(4 * 400 / 8e9 + 32 / 2e9)
 
 
 def test_a_sum_gathers_one_partial_per_dpu():
@@ -155,3 +167,12 @@ def test_the_cli_says_it_in_one_line(capsys, tmp_path, monkeypatch):
         code = main(["tiny.json", "--prompt-len", "8", "--new-tokens", "2", "--top", "0", "--device", device])
         out, err = capsys.readouterr()
         assert code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_a_program_allocating_60_dpus_uses_one_rank():
+    from dispatchprof.sim.pim_timing import on_units
+    d = on_units(load_device("UPMEM-2556"), 60)
+    assert (d.name, d.pim.usable_units, d.pim.ranks, d.host_to_device_gb_per_s) == ("UPMEM-2556@60", 60, 1, 6.68)
+    assert on_units(load_device("UPMEM-2556"), 65).pim.ranks == 2
+    with pytest.raises(ValueError, match="device 'UPMEM-2556' has 2556 usable units; asked for 2557"):
+        on_units(load_device("UPMEM-2556"), 2557)

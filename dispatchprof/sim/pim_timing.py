@@ -5,15 +5,17 @@ For op o with dtype t on a PIM system of U usable units in R ranks (its units / 
 (`PimSpec.ops_per_s`: MOPS x clock scale x pipeline fill, where the fill is
 min(1, tasklets / pipeline_tasklets)):
 
-    P          = batch * N for a GEMM [M, K] @ [K, N] (each unit holds whole columns of the resident
-                 operand), else the larger of the op's output elements and its largest argument
+    P          = for a GEMM [M, K] @ [K, N]: the larger operand stays resident in the units' banks,
+                 split along its output dimension: batch * N when [K, N] is the larger (a layer's
+                 weights), batch * M when [M, K] is (a matrix times a vector); for any other op the
+                 larger of its output elements and its largest argument
     u          = min(U, P)                    units the op can use; ranks used r = ceil(u / (U / R))
     t_compute  = sum over categories c of count_c * scale / (u * rate(class(c), t))
                  classes: ADD, CMP -> add; MULT -> mul; DIV, SQRT, EXP, OTHER -> div
     t_memory   = traffic / (u * mram_bytes_per_s)          (the roofline's traffic, spread over u banks)
     exchange   = every exchange between units goes through the host:
-                 a GEMM with u > 1 broadcasts its streamed operand (the non-parameter input; a bmm's
-                 first) to the u units and gathers its output:
+                 a GEMM with u > 1 broadcasts its streamed operand (the smaller one) to the u units
+                 and gathers its output:
                      broadcast(A bytes, u) + gather(output bytes, u)
                  an op whose output has fewer elements than u (a reduction over the split dimension)
                  gathers u partial results per output element: gather(u * output bytes, u);
@@ -23,13 +25,15 @@ min(1, tasklets / pipeline_tasklets)):
     host_concurrent: the exchange hides under the units' busy time: max(0, exchange - busy)
 
 t_compute and t_memory take the place of the roofline's in `dispatchprof.sim.timing.OpTiming`
-(busy = max of the two: a unit's DMA engine runs beside its pipeline); the exchange is added to
-t_transfer. Dtypes narrower than 32-bit integers (bool, int8, int16) run on the 32-bit ALU
+(busy = max of the two: a unit's DMA engine runs beside its pipeline); the exchange is the op's
+t_comm (communication among the units, like a collective's), so a simulation's ``comm_s`` is the
+inter-unit time and ``transfer_s`` the host's inputs. Dtypes narrower than 32-bit integers (bool, int8, int16) run on the 32-bit ALU
 (`ALIASES`). A dtype the profile has no rate for raises, naming the ones it has.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -85,12 +89,19 @@ def serial_gather_s(spec: PimSpec, nbytes: float, where: str = "") -> float:
     return nbytes / (spec.unit_to_host_gb_per_s * 1e9)
 
 
+def _operands(r: OpRecord) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The two matrix operands' shapes of a GEMM record (an addmm's bias left out)."""
+    shapes = r.shapes[1:] if r.op in ("aten.addmm", "aten.baddbmm") else r.shapes
+    return shapes[0], shapes[1]
+
+
 def parallelism(r: OpRecord) -> int:
     """P of the module docstring: the independent pieces an op can be split into."""
     dims = gemm_dims(r)
     if dims is not None:
-        batch, _, n, _ = dims
-        return max(1, batch * n)
+        batch, m, n, _ = dims
+        a, b = _operands(r)
+        return max(1, batch * (n if math.prod(b) >= math.prod(a) else m))
     largest = max((math.prod(s) for s in r.shapes), default=0)
     return max(1, r.out_elements, largest)
 
@@ -134,10 +145,26 @@ def _exchange(r: OpRecord, spec: PimSpec, units: int, dtype: str) -> tuple[float
         return 0.0, 0.0
     out_bytes = float(r.cost.bytes_written or 0)
     if gemm_dims(r) is not None:
-        shapes = r.shapes[1:] if r.op in ("aten.addmm", "aten.baddbmm") else r.shapes
-        streamed = math.prod(shapes[0]) * ELEMENT_BYTES.get(dtype, 4)
+        streamed = min(math.prod(s) for s in _operands(r)) * ELEMENT_BYTES.get(dtype, 4)
         return broadcast_s(spec, streamed, units) + gather_s(spec, out_bytes, units), streamed * units + out_bytes
     if r.out_elements and r.out_elements < units:
         partials = units * out_bytes
         return gather_s(spec, partials, units), partials
     return 0.0, 0.0
+
+
+def on_units(d: Device, units: int) -> Device:
+    """``d`` (a PIM device) with only ``units`` of its units allocated, as a program that allocates
+    that many DPUs runs: ceil(units / units per rank) ranks, the rest of the last rank unused, the
+    device's host links those ranks' sum; named 'NAME@units'."""
+    spec = d.pim
+    if spec is None:
+        raise ValueError(f"device {d.name!r} has no 'pim' mapping: it has no units to allocate")
+    if not 0 < units <= spec.usable_units:
+        raise ValueError(f"device {d.name!r} has {spec.usable_units} usable units; asked for {units}")
+    ranks = ranks_used(spec, units)
+    pim = dataclasses.replace(spec, units=ranks * spec.units_per_rank, ranks=ranks,
+                              disabled_units=ranks * spec.units_per_rank - units)
+    return dataclasses.replace(d, name=f"{d.name}@{units}", pim=pim,
+                               host_to_device_gb_per_s=ranks * spec.host_to_rank_gb_per_s,
+                               device_to_host_gb_per_s=ranks * spec.rank_to_host_gb_per_s)
