@@ -176,3 +176,10 @@ def test_a_program_allocating_60_dpus_uses_one_rank():
     assert on_units(load_device("UPMEM-2556"), 65).pim.ranks == 2
     with pytest.raises(ValueError, match="device 'UPMEM-2556' has 2556 usable units; asked for 2557"):
         on_units(load_device("UPMEM-2556"), 2557)
+
+
+def test_a_few_dpus_transfer_at_their_own_serial_figures():
+    spec = load_device("UPMEM-2556").pim
+    assert scatter_s(spec, 0.33e9, 1) == pytest.approx(1.0)             # one DPU: 0.33 GB/s, not a rank's 6.68
+    assert gather_s(spec, 0.12e9 * 10, 10) == pytest.approx(1.0)        # 10 DPUs: 10 x 0.12 = 1.2 GB/s < 4.74
+    assert scatter_s(spec, 6.68e9 * 2, 128) == pytest.approx(1.0)       # two full ranks: 2 x 6.68 GB/s

@@ -20,8 +20,11 @@ min(1, tasklets / pipeline_tasklets)):
                  an op whose output has fewer elements than u (a reduction over the split dimension)
                  gathers u partial results per output element: gather(u * output bytes, u);
                  the host's own arithmetic on them is not charged (no published host rate here)
-    broadcast(b, u) = b * u / (broadcast_to_rank * r)   scatter(b, u) = b / (host_to_rank * r)
-    gather(b, u)    = b / (rank_to_host * r)            serial transfers: b / the per-unit figure
+    broadcast(b, u) = b * u / (broadcast_to_rank * r)
+    scatter(b, u)   = b / (r * min(host_to_rank, u / r * host_to_unit))   (a rank's figure is that of its
+    gather(b, u)    = b / (r * min(rank_to_host, u / r * unit_to_host))    units all at once; fewer
+                      units reach at most their serial per-unit figures; without them, the rank's)
+    serial transfers (one unit after another): b / the per-unit figure
     host_concurrent: the exchange hides under the units' busy time: max(0, exchange - busy)
 
 t_compute and t_memory take the place of the roofline's in `dispatchprof.sim.timing.OpTiming`
@@ -65,14 +68,23 @@ def ranks_used(spec: PimSpec, units: int) -> int:
     return max(1, math.ceil(units / spec.units_per_rank))
 
 
+def _parallel_gb_per_s(spec: PimSpec, units: int, per_rank: float, per_unit: float | None) -> float:
+    """Bandwidth of a parallel transfer to or from ``units`` units: each rank used gives
+    min(per_rank, its units x per_unit), a rank's figure being that of its units all at once."""
+    ranks = ranks_used(spec, units)
+    if per_unit is None:
+        return per_rank * ranks
+    return min(per_rank, units / ranks * per_unit) * ranks
+
+
 def scatter_s(spec: PimSpec, nbytes: float, units: int) -> float:
     """Seconds to send ``nbytes`` in total, split over ``units`` units, in parallel per rank."""
-    return nbytes / (spec.host_to_rank_gb_per_s * 1e9 * ranks_used(spec, units))
+    return nbytes / (_parallel_gb_per_s(spec, units, spec.host_to_rank_gb_per_s, spec.host_to_unit_gb_per_s) * 1e9)
 
 
 def gather_s(spec: PimSpec, nbytes: float, units: int) -> float:
     """Seconds to read ``nbytes`` in total back from ``units`` units, in parallel per rank."""
-    return nbytes / (spec.rank_to_host_gb_per_s * 1e9 * ranks_used(spec, units))
+    return nbytes / (_parallel_gb_per_s(spec, units, spec.rank_to_host_gb_per_s, spec.unit_to_host_gb_per_s) * 1e9)
 
 
 def broadcast_s(spec: PimSpec, nbytes: float, units: int) -> float:
