@@ -63,37 +63,59 @@ def predict(row: dict[str, str]) -> dict[str, float]:
             "dpu_cpu_ms": out * 1e3}
 
 
-def main() -> int:
+def read_rows() -> list[dict[str, str]]:
     with open(ROWS, newline="") as f:
-        rows = list(csv.DictReader(f))
-    errors: dict[str, list[float]] = {}
-    parts: dict[str, list[float]] = {p: [] for p in PARTS}
-    print(f"PrIM workloads on {PROFILE}'s per-DPU figures, each on the DPUs its measured run allocated; "
-          f"ms measured / predicted")
-    header = f"{'workload':9} {'system':38} {'DPUs':>4}  " + "  ".join(
-        f"{p[:-3]:>17}" for p in PARTS) + f"  {'total':>17}  {'error':>7}"
-    print(header)
+        return list(csv.DictReader(f))
+
+
+def compare(rows: list[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, float], float]]:
+    """Per row: (row, predicted parts in ms, error of the total)."""
+    out = []
     for row in rows:
         got = predict(row)
-        measured = {p: float(row[p]) for p in PARTS}
-        total_m, total_p = sum(measured.values()), sum(got.values())
-        err = total_p / total_m - 1
-        errors.setdefault(row["family"], []).append(err)
+        measured = sum(float(row[p]) for p in PARTS)
+        out.append((row, got, sum(got.values()) / measured - 1))
+    return out
+
+
+def summary(compared: list[tuple[dict[str, str], dict[str, float], float]]) -> dict[str, float]:
+    """Median |error| of the total by family and over all rows ('all'), the worst ('worst'), and
+    the signed median error of each part measured at 1 ms or more (keyed by the part's name)."""
+    families: dict[str, list[float]] = {}
+    parts: dict[str, list[float]] = {p: [] for p in PARTS}
+    for row, got, err in compared:
+        families.setdefault(row["family"], []).append(abs(err))
         for p in PARTS:
-            if measured[p] >= 1.0:                  # parts under 1 ms: too small to compare
-                parts[p].append(got[p] / measured[p] - 1)
+            if float(row[p]) >= 1.0:                # parts under 1 ms: too small to compare
+                parts[p].append(got[p] / float(row[p]) - 1)
+    every = [abs(e) for _, _, e in compared]
+    result = {family: statistics.median(errs) for family, errs in families.items()}
+    result.update({p: statistics.median(errs) for p, errs in parts.items() if errs})
+    result.update({"all": statistics.median(every), "worst": max(every)})
+    return result
+
+
+def main() -> int:
+    compared = compare(read_rows())
+    print(f"PrIM workloads on {PROFILE}'s per-DPU figures, each on the DPUs its measured run allocated; "
+          f"ms measured / predicted")
+    print(f"{'workload':9} {'system':38} {'DPUs':>4}  " + "  ".join(f"{p[:-3]:>17}" for p in PARTS)
+          + f"  {'total':>17}  {'error':>7}")
+    for row, got, err in compared:
+        measured = {p: float(row[p]) for p in PARTS}
         cells = "  ".join(f"{measured[p]:8.1f}/{got[p]:8.1f}" for p in PARTS)
         print(f"{row['workload']:9} {row['system'][:38]:38} {row['dpus']:>4}  {cells}  "
-              f"{total_m:8.1f}/{total_p:8.1f}  {err:+7.1%}")
+              f"{sum(measured.values()):8.1f}/{sum(got.values()):8.1f}  {err:+7.1%}")
+    result = summary(compared)
     print("\nmedian |error| of the total by workload family (as shipped, nothing fitted):")
-    for family, errs in errors.items():
-        print(f"  {family:14} {statistics.median(abs(e) for e in errs):6.1%}  ({len(errs)} rows)")
-    every = [abs(e) for errs in errors.values() for e in errs]
-    print(f"  {'all':14} {statistics.median(every):6.1%}  ({len(every)} rows); worst {max(every):.1%}")
+    for family in dict.fromkeys(row["family"] for row, _, _ in compared):
+        count = sum(row["family"] == family for row, _, _ in compared)
+        print(f"  {family:14} {result[family]:6.1%}  ({count} rows)")
+    print(f"  {'all':14} {result['all']:6.1%}  ({len(compared)} rows); worst {result['worst']:.1%}")
     print("median error (signed) of each part measured at 1 ms or more:")
-    for p, errs in parts.items():
-        if errs:
-            print(f"  {p[:-3]:14} {statistics.median(errs):+6.1%}  ({len(errs)} rows)")
+    for p in PARTS:
+        if p in result:
+            print(f"  {p[:-3]:14} {result[p]:+6.1%}")
     return 0
 
 

@@ -1,15 +1,12 @@
 """scripts/validate_pim.py: its rows carry a source and a quote, and a row's prediction is the
 shipped model's, checked by hand for vector add."""
 
-import csv
-
 import pytest
 import validate_pim as vp
 
 
 def rows():
-    with open(vp.ROWS, newline="") as f:
-        return list(csv.DictReader(f))
+    return vp.read_rows()
 
 
 def test_every_row_names_its_source_and_quotes_its_figures():
@@ -34,3 +31,13 @@ def test_vector_add_on_60_dpus_by_hand():
 def test_select_reads_its_kept_half_back_one_dpu_after_another():
     sel = next(r for r in rows() if r["workload"] == "SEL")
     assert vp.predict(sel)["dpu_cpu_ms"] == pytest.approx(8 * 125_829_120 / 2 / 0.12e9 * 1e3)   # 4,194 ms
+
+
+def test_docs_pim_shows_the_table_as_shipped():
+    result = vp.summary(vp.compare(rows()))
+    doc = open(vp.os.path.join(vp.ROOT, "docs", "pim.md")).read()
+    assert f"| total, \\|error\\|, all {len(rows())} rows | {result['all']:.1%} (worst {result['worst']:.1%}" in doc
+    for family in ("select/unique", "matrix-vector", "streaming", "scan", "reduction", "transpose"):
+        assert f"{family} {result[family]:.1%}" in doc
+    for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
+        assert f"| {label} part (signed) | {result[part]:+.1%} |" in doc
