@@ -162,7 +162,8 @@ def test_the_cli_says_it_in_one_line(capsys, tmp_path, monkeypatch):
     bad["devices"]["Small"]["pim"]["ranks"] = 3
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
     monkeypatch.chdir(tmp_path)
-    for device, message in (("small.yaml", "(aten.add, ADD in int64): no add throughput for dtype 'int64' on this PIM unit; it has: int32"),
+    no_rate = "(aten.add, ADD in int64): no add throughput for dtype 'int64' on this PIM unit; it has: int32"
+    for device, message in (("small.yaml", no_rate),
                             ("bad.yaml", "field 'pim.units' = 4 is not divisible by 'pim.ranks' = 3")):
         code = main(["tiny.json", "--prompt-len", "8", "--new-tokens", "2", "--top", "0", "--device", device])
         out, err = capsys.readouterr()

@@ -1,8 +1,8 @@
 """PIM timing beyond the roofline: an op on a device whose profile has a ``pim`` mapping
 (`dispatchprof.sim.pim.PimSpec`) is timed per unit, with the host transfers its layout needs.
 
-For op o with dtype t on a PIM system of U usable units in R ranks (its units / R per rank), rates per unit
-(`PimSpec.ops_per_s`: MOPS x clock scale x pipeline fill, where the fill is
+For op o with dtype t on a PIM system of U usable units in R ranks (its units / R per rank), rates
+per unit (`PimSpec.ops_per_s`: MOPS x clock scale x pipeline fill, where the fill is
 min(1, tasklets / pipeline_tasklets)):
 
     P          = for a GEMM [M, K] @ [K, N]: the larger operand stays resident in the units' banks,
@@ -14,8 +14,8 @@ min(1, tasklets / pipeline_tasklets)):
                  classes: ADD, CMP -> add; MULT -> mul; DIV, SQRT, EXP, OTHER -> div
     t_memory   = traffic / (u * mram_bytes_per_s)          (the roofline's traffic, spread over u banks)
     exchange   = every exchange between units goes through the host:
-                 a GEMM with u > 1 broadcasts its streamed operand (the smaller one) to the u units
-                 and gathers its output:
+                 a GEMM with u > 1 broadcasts its streamed operand (the smaller one; its bytes are
+                 its elements' share of the bytes the op reads) to the u units and gathers its output:
                      broadcast(A bytes, u) + gather(output bytes, u)
                  an op whose output has fewer elements than u (a reduction over the split dimension)
                  gathers u partial results per output element: gather(u * output bytes, u);
@@ -30,8 +30,9 @@ min(1, tasklets / pipeline_tasklets)):
 t_compute and t_memory take the place of the roofline's in `dispatchprof.sim.timing.OpTiming`
 (busy = max of the two: a unit's DMA engine runs beside its pipeline); the exchange is the op's
 t_comm (communication among the units, like a collective's), so a simulation's ``comm_s`` is the
-inter-unit time and ``transfer_s`` the host's inputs. Dtypes narrower than 32-bit integers (bool, int8, int16) run on the 32-bit ALU
-(`ALIASES`). A dtype the profile has no rate for raises, naming the ones it has.
+inter-unit time and ``transfer_s`` the host's inputs. Dtypes narrower than 32-bit integers (bool,
+int8, int16) run on the 32-bit ALU (`ALIASES`). A dtype the profile has no rate for raises, naming
+the ones it has.
 """
 
 from __future__ import annotations
@@ -47,9 +48,6 @@ from dispatchprof.sim.pim import CLASS_OF, PimSpec, PimSpecError
 
 #: Integer dtypes narrower than 32 bits run as 32-bit ALU operations when the profile lists int32 only.
 ALIASES = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "int32"}
-#: Bytes per element of the dtypes a PIM op can be timed in.
-ELEMENT_BYTES = {"int8": 1, "bool": 1, "uint8": 1, "int16": 2, "fp16": 2, "bf16": 2, "int32": 4, "fp32": 4,
-                 "int64": 8, "fp64": 8}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,19 +143,20 @@ def pim_op_times(r: OpRecord, d: Device, dtype: str, work_scale: float, traffic:
                 raise PimSpecError(f"device {d.name!r} ({r.op}, {category.upper()} in {dtype}): {e}") from None
             t_compute += n * work_scale / (units * rate)
     t_memory = traffic / (units * spec.mram_bytes_per_s())
-    exchange, nbytes = _exchange(r, spec, units, dtype)
+    exchange, nbytes = _exchange(r, spec, units)
     if spec.host_concurrent:
         exchange = max(0.0, exchange - max(t_compute, t_memory))
     return PimTimes(t_compute, t_memory, exchange, nbytes, units)
 
 
-def _exchange(r: OpRecord, spec: PimSpec, units: int, dtype: str) -> tuple[float, float]:
+def _exchange(r: OpRecord, spec: PimSpec, units: int) -> tuple[float, float]:
     """(seconds, bytes) the op exchanges with the host (module docstring)."""
     if units <= 1:
         return 0.0, 0.0
     out_bytes = float(r.cost.bytes_written or 0)
     if gemm_dims(r) is not None:
-        streamed = min(math.prod(s) for s in _operands(r)) * ELEMENT_BYTES.get(dtype, 4)
+        a, b = (math.prod(s) for s in _operands(r))
+        streamed = (r.cost.bytes_read or 0) * min(a, b) / (a + b)     # its share of the operands' bytes
         return broadcast_s(spec, streamed, units) + gather_s(spec, out_bytes, units), streamed * units + out_bytes
     if r.out_elements and r.out_elements < units:
         partials = units * out_bytes
