@@ -15,6 +15,7 @@ DEVICES_MD = [  # every device of DEVICES.md
     "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A6000", "RTX-4090", "MI300X",
     "MI250X-GCD"]  # issue #14 adds one GCD of an MI250X
 ADDED = ["GB200"]   # issue #33: the GB200 rows of AIConfigurator's silicon sample (NVIDIA's GB200 NVL72 table)
+ADDED += ["UPMEM-2556", "UPMEM-640"]   # issue #37: the PrIM systems (devices/upmem.yaml)
 
 
 def test_every_device_of_the_reference_is_bundled_with_a_source():

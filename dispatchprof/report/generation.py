@@ -18,6 +18,7 @@ from typing import Mapping, Sequence
 
 from dispatchprof import units
 from dispatchprof.errors import DeviceProfileError
+from dispatchprof.report.pim_notes import pim_time_note
 from dispatchprof.report.render import printable, render, wrap
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile
@@ -60,6 +61,7 @@ def generation_summary(g: GenerationProfile, *, model: str = "", fmt: str = "sim
         notes = [c.message for d in g.devices.values() for c in d.capacity]
         notes += [n for name in g.devices for n in _unknown_notes(name, devices) if n]
         notes += [_runtime_note(d) for d in g.devices.values()]
+        notes += [n for d in g.devices.values() if (n := pim_time_note(d, _scenario_devices(d.name, devices)))]
         text += "\n" + wrap("\n".join(notes) + "\n" + DEVICE_NOTES)
     return text
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
 from dispatchprof.sim.hostprofile import HostProfile
+from dispatchprof.sim.pim import PimSpec
 
 Kind = Literal["pim", "gpu", "soc", "cpu", "other"]
 DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
@@ -86,6 +87,8 @@ class Device:
     price_usd_per_hour: float | None = None       # renting one device (serving's $ per token)
     sources: Mapping[str, str] = field(default_factory=dict)
     file: str = ""
+    #: a PIM system's units, ranks and per-unit rates (dispatchprof.sim.pim); None: the roofline alone
+    pim: PimSpec | None = None
 
     def __hash__(self) -> int:
         return hash((self.name, self.file))
@@ -101,12 +104,12 @@ class Device:
     def as_bound(self) -> Device:
         """This device with the pure roofline bound: efficiencies 1, no launch, host or collective
         latency, no shape-dependent GEMM efficiency, compute and memory fully overlapped, no static
-        power."""
+        power, no per-unit PIM timing."""
         return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0,
                                    host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, compute_units=None, gemm_tile=None,
                                    matrix_memory_efficiency=None, weight_only_efficiency={}, weight_only_kernel_us={},
-                                   unoverlapped_fraction=0.0, static_power_w=0.0, host_measured=False)
+                                   unoverlapped_fraction=0.0, static_power_w=0.0, host_measured=False, pim=None)
 
     def host_profile(self) -> HostProfile | None:
         """The host whose measured-time figures apply: ``host`` where one was given (``--host``,

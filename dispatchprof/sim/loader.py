@@ -13,6 +13,8 @@ nested deeper than `MAX_DEPTH`, or uses anchors and aliases; every key must be a
 nonzero figure must lie in the physical range of its unit (`UNIT_RANGES`, found by the end of
 the field's name), so a wrong unit or a typo such as 1e-300 is refused with the limit it broke;
 ``compute_units``, ``price_usd_per_hour`` and ``gemm_tile`` (at most `MAX_TILE`) have ranges too.
+A ``pim`` mapping (a PIM system's units and per-unit rates) is checked by
+`dispatchprof.sim.pim.parse_pim`.
 Every numeric field is thus checked for type, finiteness, sign (> 0 wherever the simulator divides
 by it) and magnitude, and the message names the file, the device, the field and the allowed range.
 
@@ -33,6 +35,7 @@ import yaml
 from dispatchprof.errors import DeviceProfileError
 from dispatchprof.results.files import READ_LIMITS, read_text
 from dispatchprof.sim.device import DTYPE_KEYS, OVERRIDE_OPS, WEIGHT_CATEGORIES, Device, Kind
+from dispatchprof.sim.pim import parse_pim
 
 # --- the schema: name -> (python types, required, check) ---------------------------------------
 _NUMBER = (int, float)
@@ -97,6 +100,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "tdp_w": (_NUMBER, False, _positive),
     "price_usd_per_hour": (_NUMBER, False, _positive),
     "sources": ((dict,), False, ("sources", None)),
+    "pim": ((dict,), False, ("pim", None)),
 }
 _LARGEST = 1e12   # no figure in these units comes near it (the largest are about 1e5)
 #: A profile file holds a few kB; this is 50 times the largest bundled one.
@@ -219,12 +223,19 @@ def _devices_of(path: str, data: Any) -> list[Device]:
 
 
 def _merged(defaults: dict, spec: Any) -> Any:
-    """A device's fields over the file's defaults; their ``sources`` mappings merge too."""
+    """A device's fields over the file's defaults; their ``sources`` and ``pim`` mappings merge too
+    (one level deep: a device's ``pim`` keys replace the defaults' keys of the same name, and the
+    two ``pim.sources`` merge)."""
     if not isinstance(spec, dict):
         return spec if spec is not None else dict(defaults)
     merged = {**defaults, **spec}
     if isinstance(defaults.get("sources"), dict) and isinstance(spec.get("sources"), dict):
         merged["sources"] = {**defaults["sources"], **spec["sources"]}
+    if isinstance(defaults.get("pim"), dict) and isinstance(spec.get("pim"), dict):
+        pim = {**defaults["pim"], **spec["pim"]}
+        if isinstance(defaults["pim"].get("sources"), dict) and isinstance(spec["pim"].get("sources"), dict):
+            pim["sources"] = {**defaults["pim"]["sources"], **spec["pim"]["sources"]}
+        merged["pim"] = pim
     return merged
 
 
@@ -253,6 +264,8 @@ def _device(path: str, name: str, spec: Any, family: str, file_source: str | Non
     values = {k: v for k, v in spec.items() if k not in ("source", "cost_weights")}
     if "gemm_tile" in values:
         values["gemm_tile"] = tuple(values["gemm_tile"])
+    if "pim" in values:
+        values["pim"] = parse_pim(where, values["pim"])
     return Device(name=name, source=source, family=family, cost_weights=weights, file=path, **values)
 
 
@@ -288,6 +301,9 @@ def _numeric_text(value: Any) -> bool:
 
 def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> None:
     kind, value_check = check
+    if kind == "pim":
+        parse_pim(where, table)
+        return
     if kind == "sources":
         for k, v in table.items():
             if k not in _FIELDS or not isinstance(v, str):

@@ -46,6 +46,12 @@ device_to_host link, then host -> d over d's host_to_device link:
     t_transfer = bytes / device_to_host(src) + bytes / host_to_device(d)
     e_transfer = 8 * bytes * (device_to_host_pj_per_bit(src) + host_to_device_pj_per_bit(d))
 
+A device whose profile has a ``pim`` mapping (a PIM system's units, ranks and per-unit rates) takes
+t_compute and t_memory from `dispatchprof.sim.pim_timing.pim_op_times` instead (the work and
+traffic above spread over the units the op's shape can use, at per-unit rates by op class and
+dtype) and adds the exchange between units through the host that its layout needs to t_comm (and
+its bytes at the host_to_device pJ/bit to the energy); without one, the roofline above holds unchanged.
+
 Parameters and buffers live on the device their module is placed on. A profile's per-element
 times (``ns_per_element``, the PIM model) replace t_compute of softmax ops, SiLU and fused
 RMSNorm by ``ns * output elements``; for an RMSNorm written out of small ops (a module whose
@@ -71,6 +77,7 @@ from dataclasses import dataclass
 from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
 from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
+from dispatchprof.sim.pim_timing import pim_op_times
 
 _SOFTMAX = frozenset({"aten._softmax", "aten._safe_softmax", "aten.softmax"})
 _SILU = frozenset({"aten.silu", "aten.silu_"})
@@ -212,6 +219,11 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
         overhead_us += d.weight_only_kernel_us.get(weight_dtype, 0.0)
     t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
     t_comm, e_comm = _communication(c.comm_bytes, d)
+    if d.pim is not None:                          # per-unit PIM timing (dispatchprof.sim.pim_timing)
+        pim = pim_op_times(r, d, key, plan.activation_share * plan.share * plan.work_share, traffic)
+        t_compute, t_memory = pim.t_compute, pim.t_memory
+        t_comm += pim.t_exchange
+        e_comm += 8 * pim.exchange_bytes * d.host_to_device_pj_per_bit * 1e-12
     t_reduce, e_reduce = allreduce(plan.allreduce_bytes, plan.group, d)
     dynamic = (work * d.flop_pj(key, matrix) + 8 * traffic * d.memory_pj_per_bit) * 1e-12 \
         + e_transfer + e_comm + e_reduce

@@ -1,0 +1,123 @@
+"""Validate the UPMEM model on silicon: the PrIM workloads (scripts/prim_workloads.py) counted as
+PyTorch programs, simulated on the bundled UPMEM profile with the DPUs the measured run allocated,
+and compared with the measured time breakdowns in scripts/data/prim_rows.csv.
+
+    python scripts/validate_pim.py            # the table, then median |error| by workload family
+
+Per row, with the shipped UPMEM-2556 per-DPU figures (devices/upmem.yaml) on ``dpus`` DPUs
+(`dispatchprof.sim.pim_timing.on_units`):
+
+    CPU-DPU   = scatter of the program's inputs, in parallel per rank (pim_timing.scatter_s)
+    DPU       = sum over the counted ops of the units' busy time (max of compute and bank memory)
+    Inter-DPU = sum of the ops' exchanges between units through the host (the simulation's comm_s)
+    DPU-CPU   = read-back of the outputs: parallel per rank, or serial one DPU after another where
+                PrIM reads them so (SEL, UNI)
+    error     = predicted total / measured total - 1 (total: the four parts)
+
+Nothing is fitted: a row's error is the shipped model's. Rows measured on PrIM's own 640- and
+2,556-DPU systems are not in the CSV yet (the paper's per-workload figures could not be retrieved as
+text); the table says which systems its rows come from.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+import sys
+
+import prim_workloads
+
+from dispatchprof import OpCounter
+from dispatchprof.sim.catalog import load_device
+from dispatchprof.sim.pim_timing import gather_s, on_units, scatter_s, serial_gather_s
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROWS = os.path.join(ROOT, "scripts", "data", "prim_rows.csv")
+PARTS = ("cpu_dpu_ms", "dpu_ms", "inter_dpu_ms", "dpu_cpu_ms")
+PROFILE = "UPMEM-2556"
+
+
+def size_of(text: str) -> dict[str, int]:
+    """'m=8192 n=76800' -> {'m': 8192, 'n': 76800}."""
+    return {k: int(v) for k, v in (part.split("=") for part in text.split())}
+
+
+def predict(row: dict[str, str]) -> dict[str, float]:
+    """The four parts (ms) of ``row``'s workload on the shipped profile with its DPUs and tasklets."""
+    dpus, tasklets = int(row["dpus"]), int(row["tasklets"])
+    base = load_device(PROFILE)
+    device = on_units(base, dpus)
+    device = device.__class__(**{**device.__dict__, "pim": device.pim.__class__(
+        **{**device.pim.__dict__, "tasklets": tasklets})})
+    w = prim_workloads.workload(row["workload"], dpus, size_of(row["size"]))
+    inputs = w.inputs()
+    with OpCounter(devices=device) as counter:
+        w.module(*inputs)
+    sim = counter.simulated(device.name)
+    spec = device.pim
+    out = serial_gather_s(spec, w.bytes_out, device.name) if w.serial_out else gather_s(spec, w.bytes_out, dpus)
+    return {"cpu_dpu_ms": scatter_s(spec, w.bytes_in, dpus) * 1e3,
+            "dpu_ms": sum(t.busy_s for t in sim.ops) * 1e3,
+            "inter_dpu_ms": sim.total.comm_s * 1e3,
+            "dpu_cpu_ms": out * 1e3}
+
+
+def read_rows() -> list[dict[str, str]]:
+    with open(ROWS, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def compare(rows: list[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, float], float]]:
+    """Per row: (row, predicted parts in ms, error of the total)."""
+    out = []
+    for row in rows:
+        got = predict(row)
+        measured = sum(float(row[p]) for p in PARTS)
+        out.append((row, got, sum(got.values()) / measured - 1))
+    return out
+
+
+def summary(compared: list[tuple[dict[str, str], dict[str, float], float]]) -> dict[str, float]:
+    """Median |error| of the total by family and over all rows ('all'), the worst ('worst'), and
+    the signed median error of each part measured at 1 ms or more (keyed by the part's name)."""
+    families: dict[str, list[float]] = {}
+    parts: dict[str, list[float]] = {p: [] for p in PARTS}
+    for row, got, err in compared:
+        families.setdefault(row["family"], []).append(abs(err))
+        for p in PARTS:
+            if float(row[p]) >= 1.0:                # parts under 1 ms: too small to compare
+                parts[p].append(got[p] / float(row[p]) - 1)
+    every = [abs(e) for _, _, e in compared]
+    result = {family: statistics.median(errs) for family, errs in families.items()}
+    result.update({p: statistics.median(errs) for p, errs in parts.items() if errs})
+    result.update({"all": statistics.median(every), "worst": max(every)})
+    return result
+
+
+def main() -> int:
+    compared = compare(read_rows())
+    print(f"PrIM workloads on {PROFILE}'s per-DPU figures, each on the DPUs its measured run allocated; "
+          f"ms measured / predicted")
+    print(f"{'workload':9} {'system':38} {'DPUs':>4}  " + "  ".join(f"{p[:-3]:>17}" for p in PARTS)
+          + f"  {'total':>17}  {'error':>7}")
+    for row, got, err in compared:
+        measured = {p: float(row[p]) for p in PARTS}
+        cells = "  ".join(f"{measured[p]:8.1f}/{got[p]:8.1f}" for p in PARTS)
+        print(f"{row['workload']:9} {row['system'][:38]:38} {row['dpus']:>4}  {cells}  "
+              f"{sum(measured.values()):8.1f}/{sum(got.values()):8.1f}  {err:+7.1%}")
+    result = summary(compared)
+    print("\nmedian |error| of the total by workload family (as shipped, nothing fitted):")
+    for family in dict.fromkeys(row["family"] for row, _, _ in compared):
+        count = sum(row["family"] == family for row, _, _ in compared)
+        print(f"  {family:14} {result[family]:6.1%}  ({count} rows)")
+    print(f"  {'all':14} {result['all']:6.1%}  ({len(compared)} rows); worst {result['worst']:.1%}")
+    print("median error (signed) of each part measured at 1 ms or more:")
+    for p in PARTS:
+        if p in result:
+            print(f"  {p[:-3]:14} {result[p]:+6.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""scripts/validate_pim.py: its rows carry a source and a quote, and a row's prediction is the
+shipped model's, checked by hand for vector add."""
+
+import pytest
+import validate_pim as vp
+
+
+def rows():
+    return vp.read_rows()
+
+
+def test_every_row_names_its_source_and_quotes_its_figures():
+    for row in rows():
+        assert row["source"].startswith("github.com/") and row["quote"]
+        for part in vp.PARTS:
+            assert float(row[part]) == 0 or row[part] in row["quote"], (row["id"], part)
+
+
+def test_vector_add_on_60_dpus_by_hand():
+    va = next(r for r in rows() if r["workload"] == "VA")
+    got = vp.predict(va)
+    n = 104_857_600                                   # int32 elements, 60 DPUs, one rank, 16 tasklets
+    assert got["cpu_dpu_ms"] == pytest.approx(8 * n / 6.68e9 * 1e3)           # a and b in: 125.6 ms
+    per_dpu = n / 60
+    # busy = max(compute 1,747,627 adds / 58.56 MOPS = 29.8 ms, bank 12 B each / 0.628 GB/s = 33.4 ms)
+    assert got["dpu_ms"] == pytest.approx(max(per_dpu / 58.56e6, 12 * per_dpu / 0.628e9) * 1e3)
+    assert got["inter_dpu_ms"] == 0
+    assert got["dpu_cpu_ms"] == pytest.approx(4 * n / 4.74e9 * 1e3)           # c back: 88.5 ms
+
+
+def test_select_reads_its_kept_half_back_one_dpu_after_another():
+    sel = next(r for r in rows() if r["workload"] == "SEL")
+    assert vp.predict(sel)["dpu_cpu_ms"] == pytest.approx(8 * 125_829_120 / 2 / 0.12e9 * 1e3)   # 4,194 ms
+
+
+def test_docs_pim_shows_the_table_as_shipped():
+    result = vp.summary(vp.compare(rows()))
+    doc = open(vp.os.path.join(vp.ROOT, "docs", "pim.md")).read()
+    assert f"| total, \\|error\\|, all {len(rows())} rows | {result['all']:.1%} (worst {result['worst']:.1%}" in doc
+    for family in ("select/unique", "matrix-vector", "streaming", "scan", "reduction", "transpose"):
+        assert f"{family} {result[family]:.1%}" in doc
+    for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
+        assert f"| {label} part (signed) | {result[part]:+.1%} |" in doc
