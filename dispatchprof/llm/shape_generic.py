@@ -1,0 +1,195 @@
+"""Shape-generic counts of a model: count a few small shapes once, then answer every batch size,
+prompt length and cache length exactly without counting again (dispatchprof.count.generic).
+
+Regimes, each fitted and checked on its own, since the op stream or the peak's moment changes
+across them (each is fitted the first time a shape in it is asked for):
+
+- a decoder (`DecoderStream`): one count runs a prefill of ``n`` tokens for ``batch`` sequences
+  then one decode step of one token per sequence with the cache of those ``n`` tokens, exactly as
+  ``profile_generation`` counts. The profile taken after the prefill is the prefill of a prompt of
+  ``n`` tokens; the whole profile is the decode step at cache length ``n`` (with its setup prefill,
+  so that the simulator sees where the cache lives). The multi-token query (prefill) and the
+  one-token query (decode step) are separate parts of the stream, each fitted on its own.
+  Regime batch >= 2: variables (batch, n), degrees (1, 2), 6 counts on the grid batch in {2, 3},
+  n in {32, 64, 128}, held-out check at (4, 200). Regime batch = 1: variable n, degree 2, 3 counts
+  and a check at n = 200. Both hold for n >= 32 and, with a sliding window, below it; other
+  shapes are counted directly.
+- an encoder or encoder-decoder (`ForwardStream`): one forward of ``batch x seq_len`` tokens (and
+  ``batch x decoder_len`` decoder tokens), the same two batch regimes, the lengths on the same
+  grid (degree 2 each).
+
+Why n >= 32 and batch 1 apart: peak bytes (per scope and per phase) are maxima over the moments
+of a step, and which moment holds the peak changes for short lengths and between batch 1 and 2
+(measured on a 2-layer Llama); every other number is a polynomial everywhere.
+
+Where a fit fails (the op stream changes inside the grid, or the held-out check differs), the
+regime's ``reason`` says why and its shapes are counted directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from dispatchprof.count.counter import OpCounter
+from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
+from dispatchprof.llm.models import token_ids
+from dispatchprof.results.profile import Profile
+
+#: The fit's grid and held-out point: batch sizes (regime batch >= 2), lengths (module docstring).
+BATCHES, HELD_BATCH = (2, 3), 4
+LENGTHS, HELD_LENGTH = (32, 64, 128), 200
+
+
+def regime_of(batch: int) -> str:
+    """"batch=1" or "batch>=2": the regime a batch size is fitted in."""
+    return "batch=1" if batch == 1 else "batch>=2"
+
+
+def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], batch: int, lengths: int,
+               high: int | None = None) -> GenericFit:
+    """Fit ``count(batch, n1, ...)`` (``lengths`` length variables) in the regime of ``batch``."""
+    names = ("n", "m")[:lengths]
+    grid = (LENGTHS,) * lengths
+    held = (HELD_LENGTH,) + (HELD_LENGTH - 9,) * (lengths - 1)
+    if batch == 1:
+        return fit_generic(lambda s: count((1, *s)), names, grid, held, (LENGTHS[0],) * lengths, (high,) * lengths)
+    return fit_generic(count, ("batch", *names), (BATCHES, *grid), (HELD_BATCH, *held),
+                       (2,) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
+
+
+def _sizes(batch: int, *lengths: int) -> Sizes:
+    return lengths if batch == 1 else (batch, *lengths)
+
+
+def _cache_layer_bytes(cache) -> tuple[int, ...]:
+    out = []
+    for layer in getattr(cache, "layers", ()):
+        out.append(sum(t.numel() * t.element_size() for t in (getattr(layer, "keys", None),
+                                                              getattr(layer, "values", None))
+                       if isinstance(t, torch.Tensor)))
+    return tuple(out)
+
+
+def _window(model: torch.nn.Module) -> int | None:
+    """The largest cache length the decoder fit holds for: below a sliding window, if any."""
+    w = getattr(getattr(model, "config", None), "sliding_window", None)
+    return w - 2 if isinstance(w, int) and w > 0 else None
+
+
+@dataclass(frozen=True)
+class DecoderStep:
+    """A decode step at cache length ``past`` for ``batch`` sequences, as a direct count gives it."""
+
+    profile: Profile                 # the setup prefill of ``past`` tokens, then the step
+    step_start: int                  # index of the step's first record
+    prefill_kv: tuple[int, ...]      # KV bytes per layer after the setup prefill
+    kv: tuple[int, ...]              # KV bytes per layer after the step
+
+
+class DecoderStream:
+    """A decoder's prefill and decode step at any (batch, length) of its regimes (module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, host_time: bool | str = True) -> None:
+        self.model, self.host_time = model, host_time
+        self.high = _window(model)
+        self.fits: dict[str, tuple[GenericFit, GenericFit]] = {}     # regime -> (step, prefill)
+
+    def regime(self, batch: int) -> tuple[GenericFit, GenericFit]:
+        """The fits (decode step, prefill) of ``batch``'s regime, fitted on first use."""
+        key = regime_of(batch)
+        if key not in self.fits:
+            snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
+
+            def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
+                prefill, step = self.count(*sizes)
+                snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
+                return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
+
+            step = fit_regime(count_step, batch, 1, self.high)
+            prefill = fit_regime(lambda s: snapshots[s], batch, 1, self.high) if step.profile else step
+            if step.profile is not None and prefill.profile is None:
+                step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
+            self.fits[key] = (step, prefill)
+        return self.fits[key]
+
+    def reason(self, batch: int) -> str:
+        """Why ``batch``'s regime counts directly ('' when it is answered from the fit)."""
+        return self.regime(batch)[0].reason
+
+    def covers(self, batch: int, n: int) -> bool:
+        """True when (batch, n) is answered from the fit (False: counted directly)."""
+        fit = self.regime(batch)[0].profile
+        return fit is not None and fit.covers(_sizes(batch, n))
+
+    def prefill(self, batch: int, n: int) -> DecoderStep:
+        """The prefill of ``n`` tokens (step_start 0, kv = prefill_kv)."""
+        if not self.covers(batch, n):
+            return self.count(batch, n)[0]
+        profile, kv = self.regime(batch)[1].profile.evaluate(_sizes(batch, n))
+        return DecoderStep(profile, 0, kv, kv)
+
+    def step(self, batch: int, past: int) -> DecoderStep:
+        """The decode step at cache length ``past`` (its setup prefill included)."""
+        if not self.covers(batch, past):
+            return self.count(batch, past)[1]
+        profile, extra = self.regime(batch)[0].profile.evaluate(_sizes(batch, past))
+        layers = (len(extra) - 1) // 2
+        return DecoderStep(profile, extra[0], extra[1:1 + layers], extra[1 + layers:])
+
+    def count(self, batch: int, n: int) -> tuple[DecoderStep, DecoderStep]:
+        """Direct count: the prefill of ``n`` tokens (a snapshot) and the step after it."""
+        from transformers import DynamicCache
+
+        model = self.model
+        ids = [token_ids(model, batch, n), token_ids(model, batch, 1)]
+        cache = DynamicCache(config=model.config)
+        with torch.no_grad(), OpCounter(host_time=self.host_time) as c:
+            with c.phase("prefill"):
+                model(ids[0], past_key_values=cache, use_cache=True)
+            prefill, prefill_kv, start = c.profile, _cache_layer_bytes(cache), c.records_counted
+            with c.phase("decode"):
+                model(ids[1], past_key_values=cache, use_cache=True)
+        return DecoderStep(prefill, 0, prefill_kv, prefill_kv), DecoderStep(c.profile, start, prefill_kv,
+                                                                            _cache_layer_bytes(cache))
+
+
+class ForwardStream:
+    """One forward of an encoder (batch, seq_len) or encoder-decoder (batch, seq_len, decoder_len)."""
+
+    def __init__(self, model: torch.nn.Module, encoder_decoder: bool, host_time: bool | str = True) -> None:
+        self.model, self.encoder_decoder, self.host_time = model, encoder_decoder, host_time
+        self.fits: dict[str, GenericFit] = {}
+
+    def regime(self, batch: int) -> GenericFit:
+        """The fit of ``batch``'s regime, fitted on first use."""
+        key = regime_of(batch)
+        if key not in self.fits:
+            self.fits[key] = fit_regime(lambda s: (self.count(*s), ()), batch, 2 if self.encoder_decoder else 1)
+        return self.fits[key]
+
+    def reason(self, batch: int) -> str:
+        return self.regime(batch).reason
+
+    def profile(self, batch: int, seq_len: int, decoder_len: int = 1) -> Profile:
+        """The forward's profile (from the fit where it covers the sizes, else counted)."""
+        fit = self.regime(batch).profile
+        sizes = _sizes(batch, seq_len, decoder_len) if self.encoder_decoder else _sizes(batch, seq_len)
+        if fit is not None and fit.covers(sizes):
+            return fit.evaluate(sizes)[0]
+        return self.count(batch, seq_len, decoder_len)
+
+    def count(self, batch: int, seq_len: int, decoder_len: int = 1) -> Profile:
+        """Direct count of one forward."""
+        kwargs = {"input_ids": token_ids(self.model, batch, seq_len)}
+        if self.encoder_decoder:
+            kwargs["decoder_input_ids"] = token_ids(self.model, batch, decoder_len)
+        with torch.no_grad(), OpCounter(host_time=self.host_time) as c:
+            with c.phase("forward"):
+                self.model(**kwargs)
+        return c.profile
+
+
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "fit_regime", "regime_of"]
