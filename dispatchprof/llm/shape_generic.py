@@ -1,8 +1,7 @@
 """Shape-generic counts of a model: count a few small shapes once, then answer every batch size,
 prompt length and cache length exactly without counting again (dispatchprof.count.generic).
 
-Regimes, each fitted and checked on its own, since the op stream or the peak's moment changes
-across them (each is fitted the first time a shape in it is asked for):
+The fit is made the first time a shape is asked for:
 
 - a decoder (`DecoderStream`): one count runs a prefill of ``n`` tokens for ``batch`` sequences
   then one decode step of one token per sequence with the cache of those ``n`` tokens, exactly as
@@ -10,17 +9,18 @@ across them (each is fitted the first time a shape in it is asked for):
   ``n`` tokens; the whole profile is the decode step at cache length ``n`` (with its setup prefill,
   so that the simulator sees where the cache lives). The multi-token query (prefill) and the
   one-token query (decode step) are separate parts of the stream, each fitted on its own.
-  Regime batch >= 2: variables (batch, n), degrees (1, 2), 6 counts on the grid batch in {2, 3},
-  n in {32, 64, 128}, held-out check at (4, 200). Regime batch = 1: variable n, degree 2, 3 counts
-  and a check at n = 200. Both hold for n >= 32 and, with a sliding window, below it; other
+  Variables (batch, n), degrees (1, 2): 6 counts on the grid batch in {1, 2}, n in {32, 64, 128},
+  and a held-out check at (3, 200). Region: n >= 32 and, with a sliding window, below it; other
   shapes are counted directly.
 - an encoder or encoder-decoder (`ForwardStream`): one forward of ``batch x seq_len`` tokens (and
-  ``batch x decoder_len`` decoder tokens), the same two batch regimes, the lengths on the same
-  grid (degree 2 each).
+  ``batch x decoder_len`` decoder tokens) on the same grid (degree 2 in each length), held-out
+  (3, 200[, 191]).
 
-Why n >= 32 and batch 1 apart: peak bytes (per scope and per phase) are maxima over the moments
-of a step, and which moment holds the peak changes for short lengths and between batch 1 and 2
-(measured on a 2-layer Llama); every other number is a polynomial everywhere.
+Why n >= 32: peaks of live bytes are maxima over the moments of a step, and for short lengths
+the moment that holds them changes often (measured on a 2-layer Llama); on the grid 32..128 they
+follow the length-dependent tensors, and where they still miss the held-out check they are
+listed as approximate (dispatchprof.count.generic). Every other number is a polynomial at every
+shape the tests tried (batch 1 included, lengths from 2).
 
 Where a fit fails (the op stream changes inside the grid, or the held-out check differs), the
 regime's ``reason`` says why and its shapes are counted directly.
@@ -38,30 +38,18 @@ from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
 from dispatchprof.llm.models import token_ids
 from dispatchprof.results.profile import Profile
 
-#: The fit's grid and held-out point: batch sizes (regime batch >= 2), lengths (module docstring).
-BATCHES, HELD_BATCH = (2, 3), 4
+#: The fit's grid and held-out point (module docstring).
+BATCHES, HELD_BATCH = (1, 2), 3
 LENGTHS, HELD_LENGTH = (32, 64, 128), 200
 
 
-def regime_of(batch: int) -> str:
-    """"batch=1" or "batch>=2": the regime a batch size is fitted in."""
-    return "batch=1" if batch == 1 else "batch>=2"
-
-
-def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], batch: int, lengths: int,
+def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], lengths: int,
                high: int | None = None) -> GenericFit:
-    """Fit ``count(batch, n1, ...)`` (``lengths`` length variables) in the regime of ``batch``."""
+    """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid."""
     names = ("n", "m")[:lengths]
-    grid = (LENGTHS,) * lengths
     held = (HELD_LENGTH,) + (HELD_LENGTH - 9,) * (lengths - 1)
-    if batch == 1:
-        return fit_generic(lambda s: count((1, *s)), names, grid, held, (LENGTHS[0],) * lengths, (high,) * lengths)
-    return fit_generic(count, ("batch", *names), (BATCHES, *grid), (HELD_BATCH, *held),
-                       (2,) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
-
-
-def _sizes(batch: int, *lengths: int) -> Sizes:
-    return lengths if batch == 1 else (batch, *lengths)
+    return fit_generic(count, ("batch", *names), (BATCHES, *(LENGTHS,) * lengths), (HELD_BATCH, *held),
+                       (1,) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
 
 
 def _cache_layer_bytes(cache) -> tuple[int, ...]:
@@ -95,12 +83,11 @@ class DecoderStream:
     def __init__(self, model: torch.nn.Module, host_time: bool | str = True) -> None:
         self.model, self.host_time = model, host_time
         self.high = _window(model)
-        self.fits: dict[str, tuple[GenericFit, GenericFit]] = {}     # regime -> (step, prefill)
+        self.fits: tuple[GenericFit, GenericFit] | None = None     # (decode step, prefill)
 
-    def regime(self, batch: int) -> tuple[GenericFit, GenericFit]:
-        """The fits (decode step, prefill) of ``batch``'s regime, fitted on first use."""
-        key = regime_of(batch)
-        if key not in self.fits:
+    def regime(self, batch: int = 1) -> tuple[GenericFit, GenericFit]:
+        """The fits (decode step, prefill), made on first use."""
+        if self.fits is None:
             snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
 
             def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
@@ -108,34 +95,35 @@ class DecoderStream:
                 snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
                 return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
 
-            step = fit_regime(count_step, batch, 1, self.high)
-            prefill = fit_regime(lambda s: snapshots[s], batch, 1, self.high) if step.profile else step
+            step = fit_regime(count_step, 1, self.high)
+            prefill = fit_regime(lambda s: snapshots[s], 1, self.high) if step.profile else step
             if step.profile is not None and prefill.profile is None:
                 step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
-            self.fits[key] = (step, prefill)
-        return self.fits[key]
+            self.fits = (step, prefill)
+        return self.fits
 
-    def reason(self, batch: int) -> str:
-        """Why ``batch``'s regime counts directly ('' when it is answered from the fit)."""
-        return self.regime(batch)[0].reason
+    @property
+    def reason(self) -> str:
+        """Why every shape is counted directly ('' when the fit answers its region)."""
+        return self.regime()[0].reason
 
     def covers(self, batch: int, n: int) -> bool:
         """True when (batch, n) is answered from the fit (False: counted directly)."""
         fit = self.regime(batch)[0].profile
-        return fit is not None and fit.covers(_sizes(batch, n))
+        return fit is not None and fit.covers((batch, n))
 
     def prefill(self, batch: int, n: int) -> DecoderStep:
         """The prefill of ``n`` tokens (step_start 0, kv = prefill_kv)."""
         if not self.covers(batch, n):
             return self.count(batch, n)[0]
-        profile, kv = self.regime(batch)[1].profile.evaluate(_sizes(batch, n))
+        profile, kv = self.regime(batch)[1].profile.evaluate((batch, n))
         return DecoderStep(profile, 0, kv, kv)
 
     def step(self, batch: int, past: int) -> DecoderStep:
         """The decode step at cache length ``past`` (its setup prefill included)."""
         if not self.covers(batch, past):
             return self.count(batch, past)[1]
-        profile, extra = self.regime(batch)[0].profile.evaluate(_sizes(batch, past))
+        profile, extra = self.regime(batch)[0].profile.evaluate((batch, past))
         layers = (len(extra) - 1) // 2
         return DecoderStep(profile, extra[0], extra[1:1 + layers], extra[1 + layers:])
 
@@ -161,22 +149,23 @@ class ForwardStream:
 
     def __init__(self, model: torch.nn.Module, encoder_decoder: bool, host_time: bool | str = True) -> None:
         self.model, self.encoder_decoder, self.host_time = model, encoder_decoder, host_time
-        self.fits: dict[str, GenericFit] = {}
+        self.fits: GenericFit | None = None
 
-    def regime(self, batch: int) -> GenericFit:
-        """The fit of ``batch``'s regime, fitted on first use."""
-        key = regime_of(batch)
-        if key not in self.fits:
-            self.fits[key] = fit_regime(lambda s: (self.count(*s), ()), batch, 2 if self.encoder_decoder else 1)
-        return self.fits[key]
+    def regime(self, batch: int = 1) -> GenericFit:
+        """The fit, made on first use."""
+        if self.fits is None:
+            self.fits = fit_regime(lambda s: (self.count(*s), ()), 2 if self.encoder_decoder else 1)
+        return self.fits
 
-    def reason(self, batch: int) -> str:
-        return self.regime(batch).reason
+    @property
+    def reason(self) -> str:
+        """Why every shape is counted directly ('' when the fit answers its region)."""
+        return self.regime().reason
 
     def profile(self, batch: int, seq_len: int, decoder_len: int = 1) -> Profile:
         """The forward's profile (from the fit where it covers the sizes, else counted)."""
         fit = self.regime(batch).profile
-        sizes = _sizes(batch, seq_len, decoder_len) if self.encoder_decoder else _sizes(batch, seq_len)
+        sizes = (batch, seq_len, decoder_len) if self.encoder_decoder else (batch, seq_len)
         if fit is not None and fit.covers(sizes):
             return fit.evaluate(sizes)[0]
         return self.count(batch, seq_len, decoder_len)
@@ -192,4 +181,4 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "fit_regime", "regime_of"]
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "fit_regime"]

@@ -6,8 +6,8 @@ Each model is one task: it builds the model once and fits its shape-generic stre
 answers every (batch, prompt_len, new_tokens) of the sweep from the stream's exact polynomials and
 simulates it on every device; so a sweep runs one task per model and returns
 ``models x batches x prompt_lens x new_tokens x devices`` rows. Shapes outside the stream's region
-(prompts under 32 tokens), and every shape of a regime whose fit failed, are counted directly; the
-reasons come back as warnings. Tasks go to any ``concurrent.futures.Executor``: a local process
+(prompts under 32 tokens), and every shape of a model whose fit failed, are counted directly;
+the reasons come back as warnings. Tasks go to any ``concurrent.futures.Executor``: a local process
 pool by default, or, for a cluster, a Dask client's ``get_executor()``; the task function and its
 arguments are plain picklable values (device names or YAML paths). A combination that does not fit
 in a device's memory is kept, with ``fits=False``.
@@ -85,8 +85,7 @@ def run_model(model_name: str, todo: Sequence[Shape], devices: Sequence[str], dt
         decoder = generates(model)
         stream = DecoderStream(model) if decoder else ForwardStream(model, model_kind(model) == "encoder-decoder")
         rows = [run_shape(s, scenarios, dtype, weight_dtype, bound, runtime, model=model, stream=stream) for s in todo]
-    reasons = [f"{model_name}, {regime}: counted directly ({(fit[0] if decoder else fit).reason})"
-               for regime, fit in stream.fits.items() if (fit[0] if decoder else fit).reason]
+    reasons = [f"{model_name}: every shape counted directly ({stream.reason})"] if stream.reason else []
     return rows, reasons
 
 
