@@ -21,8 +21,10 @@ Peaks of live bytes (a scope's PEAK, each phase's peak, the profile's) are maxim
 moments of a count, and which moment holds the maximum can change with the shape (a decode step's
 peak is its logits at short cache lengths and the grown KV tensors at long ones). Such a peak can
 fail the held-out check while everything else passes: the fit is still used, and
-``GenericProfile.inexact`` names those peaks, whose value is then the polynomial's (rounded down):
-an approximation, exact at the grid points only. Counts, bytes, shapes and times are never in it.
+``GenericProfile.inexact`` names those peaks, whose value is then the polynomial's (rounded down).
+Peaks are therefore approximations away from the grid points, even those that passed the check
+(their moment may move between the held-out point and another shape); counts, bytes, shapes,
+the other scope quantities and so simulated times are exact.
 A model whose op stream depends on the sizes inside the grid (data-dependent control flow, a
 one-token query path) gets a `GenericFit` with ``profile=None`` and the reason; callers count
 directly there.
