@@ -219,11 +219,18 @@ class _Runner:
                          runtime=self.runtime, tp=self.tp, step_starts=step_starts, kv_dtype=self.kv_dtype)
                 for name in self.scenarios]
 
+    def _key(self, what: str, n: int) -> tuple:
+        """What a simulated prefill or step of the stream depends on (its `Memo` key)."""
+        return (what, self.batch, n, self.scenarios, self.weight_dtype, self.bound, self.runtime, self.tp,
+                self.kv_dtype)
+
     def prefill(self, prompt_len: int) -> tuple[Profile, dict[str, Simulation], tuple[int, ...]]:
         """The prefill's profile, its simulation per scenario and the cache bytes per layer after it."""
         if self.stream is not None and self.stream.covers(self.batch, prompt_len):
-            p = self.stream.prefill(self.batch, prompt_len)
-            return p.profile, {s.name: s for s in self.simulations(p.profile, (0,))}, p.kv
+            def make():
+                p = self.stream.prefill(self.batch, prompt_len)
+                return p.profile, {s.name: s for s in self.simulations(p.profile, (0,))}, p.kv
+            return self.stream.memo.get(self._key("prefill", prompt_len), make)
         c, _, kv = self.count(prompt_len, 0)
         return c.profile, {sim.name: sim for sim in c.simulations()}, kv
 
@@ -247,9 +254,11 @@ class _Runner:
         step itself, labelled "decode", is kept. Where the stream covers ``past``, that count's
         profile comes from the stream instead."""
         if self.stream is not None and self.stream.covers(self.batch, past):
-            st = self.stream.step(self.batch, past)
-            return _sample_of(st.profile, self.simulations(st.profile, (0, st.step_start)), past,
-                              range(st.step_start, len(st.profile.records)), st.kv)
+            def make():
+                st = self.stream.step(self.batch, past)
+                return _sample_of(st.profile, self.simulations(st.profile, (0, st.step_start)), past,
+                                  range(st.step_start, len(st.profile.records)), st.kv)
+            return self.stream.memo.get(self._key("step", past), make)
         c, [(start, end, kv)], _ = self.count(past, 1)
         return _sample_of(c.profile, c.simulations(), past, range(start, end), kv)
 

@@ -28,8 +28,9 @@ regime's ``reason`` says why and its shapes are counted directly.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import torch
 
@@ -67,6 +68,27 @@ def _window(model: torch.nn.Module) -> int | None:
     return w - 2 if isinstance(w, int) and w > 0 else None
 
 
+class Memo:
+    """The last `SIZE` results its callers derived from a stream (simulated steps, keyed by the
+    caller with everything they depend on), so that shapes sharing a prefill or a decode step
+    (a sweep's output lengths) simulate it once."""
+
+    SIZE = 32
+
+    def __init__(self) -> None:
+        self._items: OrderedDict = OrderedDict()
+
+    def get(self, key, make: Callable[[], Any]) -> Any:
+        """The value under ``key``, made by ``make()`` the first time."""
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        value = self._items[key] = make()
+        if len(self._items) > self.SIZE:
+            self._items.popitem(last=False)
+        return value
+
+
 @dataclass(frozen=True)
 class DecoderStep:
     """A decode step at cache length ``past`` for ``batch`` sequences, as a direct count gives it."""
@@ -84,6 +106,7 @@ class DecoderStream:
         self.model, self.host_time = model, host_time
         self.high = _window(model)
         self.fits: tuple[GenericFit, GenericFit] | None = None     # (decode step, prefill)
+        self.memo = Memo()
 
     def regime(self, batch: int = 1) -> tuple[GenericFit, GenericFit]:
         """The fits (decode step, prefill), made on first use."""
@@ -181,4 +204,4 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "fit_regime"]
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "fit_regime"]
