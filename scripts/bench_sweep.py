@@ -60,15 +60,16 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--limit must be >= 0, got {args.limit}")
     from tabulate import tabulate
 
-    table = []
-    for name in args.model or MODELS:
+    headers = ["model", "build s", "fit s", "counted directly because", "ms per configuration",
+               "total s (build + fit + all)", "configurations"]
+    for k, name in enumerate(args.model or MODELS):
         r = measure(name, args.limit or None)
         projected = r["timed"] < r["configs"]
-        table.append([name, f"{r['build_s']:.1f}", f"{r['fit_s']:.1f} ({r['fit_counts']} counts)",
-                      r["reason"] or "-", f"{r['per_config_s'] * 1e3:.1f} (over {r['timed']})",
-                      f"{r['total_s']:.1f}" + (" projected" if projected else " measured"), r["configs"]])
-    print(tabulate(table, headers=["model", "build s", "fit s", "counted directly because", "ms per configuration",
-                                   "total s (build + fit + all)", "configurations"], tablefmt="github"))
+        row = [name, f"{r['build_s']:.1f}", f"{r['fit_s']:.1f} ({r['fit_counts']} counts)",
+               (r["reason"][:60] + "...") if r["reason"] else "-", f"{r['per_config_s'] * 1e3:.1f} (over {r['timed']})",
+               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"), r["configs"]]
+        lines = tabulate([row], headers=headers, tablefmt="github").splitlines()
+        print("\n".join(lines if k == 0 else lines[2:]), flush=True)       # one row as each model ends
     return 0
 
 
