@@ -15,8 +15,8 @@ counting, in exact integers.
 Not functions of the shape, taken from the first grid point (the template): measured host time
 (``host_loops``, ``latency_s``, ``phase_wall``) and tensor identities (storage ids: the
 allocator reuses addresses differently from one count to the next, even at the same shape, so
-they are no part of the guard; which record produced each input is). Peak bytes are a maximum of polynomials: exact where
-the same moment stays the peak, which the held-out check tests at one point, not everywhere.
+they are no part of the guard; which record produced each input is).
+
 Peaks of live bytes (a scope's PEAK, each phase's peak, the profile's) are maxima over the
 moments of a count, and which moment holds the maximum can change with the shape (a decode step's
 peak is its logits at short cache lengths and the grown KV tensors at long ones). Such a peak can

@@ -22,8 +22,12 @@ follow the length-dependent tensors, and where they still miss the held-out chec
 listed as approximate (dispatchprof.count.generic). Every other number is a polynomial at every
 shape the tests tried (batch 1 included, lengths from 2).
 
-Where a fit fails (the op stream changes inside the grid, or the held-out check differs), the
-regime's ``reason`` says why and its shapes are counted directly.
+Where the fit fails (the op stream changes inside the grid, or the held-out check differs on
+anything but a peak), the stream's ``reason`` says why and every shape is counted directly: a
+mixture-of-experts model under balanced routing is (its experts with no tokens skip their GEMMs,
+so batch 1 and batch 2 run different streams; per-expert token counts are floors, not
+polynomials, besides). `Memo` keeps the last simulated prefills and steps for callers that ask
+for the same one again (a sweep's output lengths share them).
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ class DecoderStep:
 
 
 class DecoderStream:
-    """A decoder's prefill and decode step at any (batch, length) of its regimes (module docstring)."""
+    """A decoder's prefill and decode step at any (batch, length) of its region (module docstring)."""
 
     def __init__(self, model: torch.nn.Module, host_time: bool | str = True) -> None:
         self.model, self.host_time = model, host_time
