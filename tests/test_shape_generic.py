@@ -185,3 +185,15 @@ def test_fit_by_hand_and_its_guard():
     branchy = fit_generic(_count_module(_Branchy()), ("batch", "n"), ((1, 2), (32, 64, 128)), (3, 200), (1, 32),
                           (None, None))
     assert branchy.profile is None and "differs" in branchy.reason and "'n': 64" in branchy.reason
+
+
+def test_a_saved_generic_profile_answers_without_the_model(tmp_path):
+    fit = fit_generic(_count_module(_Plain()), ("batch", "n"), ((1, 2), (32, 64, 128)), (3, 200), (1, 32),
+                      (None, None)).profile
+    loaded = type(fit).load(fit.save(tmp_path / "linear.generic.json"))
+    assert loaded.evaluate((7, 333)) == fit.evaluate((7, 333))
+    (mm,) = [r for r in loaded.evaluate((7, 333))[0].records if r.cost.macs]
+    assert mm.cost.macs == 7 * 333 * 16 * 8
+    (tmp_path / "bad.json").write_text('{"schema": "dispatchprof.profile"}')
+    with pytest.raises(ValueError, match="not a dispatchprof generic profile"):
+        type(fit).load(tmp_path / "bad.json")

@@ -10,7 +10,8 @@ every point ran the identical op stream (the guard: op names, scopes, phases, dt
 tensor produced each input, tensor ranks), solves each number's polynomial exactly (rational
 Lagrange interpolation, one common denominator) and checks it at a held-out point outside the
 grid. `GenericProfile.evaluate(sizes)` then gives the profile of any shape of the region without
-counting, in exact integers.
+counting, in exact integers; ``save``/``load`` keep it in a JSON file, so that a saved count
+answers new shapes without the model.
 
 Not functions of the shape, taken from the first grid point (the template): measured host time
 (``host_loops``, ``latency_s``, ``phase_wall``) and tensor identities (storage ids: the
@@ -34,13 +35,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
+import os
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from dispatchprof.results.files import read_json, write_atomic
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import COUNT_FIELDS, OpRecord, UnknownOp
 from op_formulas.cost import Cost
@@ -49,6 +53,8 @@ Sizes = tuple[int, ...]
 #: Counts one shape: sizes -> (profile, extra integers such as KV bytes per layer).
 CountFn = Callable[[Sizes], tuple[Profile, tuple[int, ...]]]
 
+#: The file schema of a saved `GenericProfile`.
+SCHEMA = "dispatchprof.generic"
 _SCOPE_INTS = ("calls", "params", "params_bytes", "params_self", "params_self_bytes", "buffers", "buffers_bytes",
                "act", "act_bytes", "cache", "peak_bytes")
 
@@ -168,6 +174,43 @@ class GenericProfile:
     def evaluate(self, sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
         """The profile (and the extra integers) a direct count at ``sizes`` gives."""
         return _rebuild(self.template, self.values(sizes), self.n_extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (schema "dispatchprof.generic", version 1): the template profile's own
+        file form (`Profile.to_dict`) and the polynomials as exact integers."""
+        return {"schema": SCHEMA, "version": 1, "variables": list(self.variables), "degrees": list(self.degrees),
+                "low": list(self.low), "high": list(self.high), "n_extra": self.n_extra,
+                "denominator": self.denominator, "numerators": [[int(c) for c in row] for row in self.numerators],
+                "checked_at": list(self.checked_at), "inexact": list(self.inexact),
+                "inexact_index": sorted(self.inexact_index), "template": self.template.to_dict()}
+
+    @staticmethod
+    def from_dict(data: Any, where: str = "generic profile") -> GenericProfile:
+        """The inverse of `to_dict`; a wrong schema or shape raises ValueError naming ``where``."""
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA or data.get("version") != 1:
+            raise ValueError(f"{where}: not a dispatchprof generic profile (expected \"schema\": \"{SCHEMA}\", "
+                             f"version 1)")
+        try:
+            rows = data["numerators"]
+            big = any(abs(c) >= 2 ** 62 for row in rows for c in row)
+            width = math.prod(d + 1 for d in data["degrees"])
+            arr = np.array(rows, dtype=object if big else np.int64).reshape(len(rows), width)
+            return GenericProfile(tuple(data["variables"]), tuple(data["degrees"]), tuple(data["low"]),
+                                  tuple(data["high"]), Profile.from_dict(data["template"], where), data["n_extra"],
+                                  arr, data["denominator"], tuple(data["checked_at"]), tuple(data["inexact"]),
+                                  frozenset(data["inexact_index"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{where}: malformed generic profile ({type(e).__name__}: {e})") from None
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Write this generic profile as JSON (atomically): a saved count that answers new shapes
+        without the model."""
+        return write_atomic(path, json.dumps(self.to_dict(), separators=(",", ":")))
+
+    @staticmethod
+    def load(path: str | os.PathLike) -> GenericProfile:
+        """Read a file written by `save`."""
+        return GenericProfile.from_dict(read_json(path, "generic profile"), os.fspath(path))
 
 
 @dataclass(frozen=True)
