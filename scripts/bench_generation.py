@@ -1,8 +1,12 @@
-"""Wall time and peak memory of profiling a whole generation (the fast decode path).
+"""Wall time and peak memory of profiling a whole generation (the fast decode path), counted and
+from a shape-generic stream (dispatchprof.llm.shape_generic).
 
     python scripts/bench_generation.py        # llama-3.1-8b, batch 1, prompt 512, 1024 new tokens, 2 devices
 
-Each case runs in a fresh process so that its peak RSS is its own. Prints one table row per case.
+Each case runs in a fresh process so that its peak RSS is its own. Prints one table row per case:
+"counted" counts the prefill and the sampled decode steps; "stream" fits the stream (its one-off
+counts, in "fit s") and then evaluates the prefill and the decode steps from it ("after fit s": a
+second generation profile, of another shape, answered by the same stream).
 """
 
 from __future__ import annotations
@@ -14,21 +18,34 @@ import subprocess
 import sys
 import time
 
-CASES = [("llama-3.1-8b", 1, 512, 1024, ("PIM-AI-1chip", "H100-SXM"))]
+CASES = [("llama-3.1-8b", 1, 512, 1024, ("PIM-AI-1chip", "H100-SXM"), "counted"),
+         ("llama-3.1-8b", 1, 512, 1024, ("PIM-AI-1chip", "H100-SXM"), "stream")]
 
 
-def measure(model: str, batch: int, prompt: int, new: int, devices: list[str]) -> dict:
+def measure(model: str, batch: int, prompt: int, new: int, devices: list[str], how: str) -> dict:
     import warnings
 
     from dispatchprof.llm.generation import profile_generation
     from dispatchprof.llm.models import build_model
+    from dispatchprof.llm.shape_generic import DecoderStream
 
     warnings.simplefilter("ignore")
     start = time.perf_counter()
     m = build_model(model)
-    g = profile_generation(m, batch, prompt, new, devices=devices)
+    stream, fit_s, after = None, 0.0, 0.0
+    if how == "stream":
+        t = time.perf_counter()
+        stream = DecoderStream(m)
+        stream.regime()
+        fit_s = time.perf_counter() - t
+    g = profile_generation(m, batch, prompt, new, devices=devices, stream=stream)
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    if stream is not None:
+        t = time.perf_counter()
+        profile_generation(m, batch + 1, prompt + 1, new, devices=devices, stream=stream)
+        after = time.perf_counter() - t
+    return {"seconds": seconds, "fit_s": fit_s, "after_s": after,
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "steps_counted": g.steps_counted,
             "tpot_ms": {n: d.tpot_mean_s * 1e3 for n, d in g.devices.items()}}
 
@@ -44,15 +61,18 @@ def main(argv: list[str] | None = None) -> int:
     from tabulate import tabulate
 
     rows = []
-    for model, batch, prompt, new, devices in CASES:
-        spec = json.dumps([model, batch, prompt, new, list(devices)])
+    for model, batch, prompt, new, devices, how in CASES:
+        spec = json.dumps([model, batch, prompt, new, list(devices), how])
         out = subprocess.run([sys.executable, __file__, "--one", spec], check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
-        rows.append([model, batch, prompt, new, ", ".join(devices), f"{r['seconds']:.1f}", f"{r['rss_mb']:.0f}",
+        rows.append([model, how, batch, prompt, new, ", ".join(devices), f"{r['seconds']:.1f}",
+                     f"{r['fit_s']:.1f}" if how == "stream" else "-",
+                     f"{r['after_s']:.2f}" if how == "stream" else "-", f"{r['rss_mb']:.0f}",
                      f"{r['steps_counted']} of {new - 1}",
                      ", ".join(f"{n} {v:.2f} ms" for n, v in r["tpot_ms"].items())])
-    print(tabulate(rows, headers=["model", "batch", "prompt", "new tokens", "devices", "wall s", "peak RSS MB",
-                                  "decode steps counted", "mean TPOT"], tablefmt="github"))
+    print(tabulate(rows, headers=["model", "how", "batch", "prompt", "new tokens", "devices", "wall s", "fit s",
+                                  "after fit s", "peak RSS MB", "decode steps sampled", "mean TPOT"],
+                   tablefmt="github"))
     return 0
 
 

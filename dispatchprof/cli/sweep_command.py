@@ -1,6 +1,7 @@
 """``dispatchprof sweep MODEL... --device A --device B --batch 1,8,64 --prompt-len 128,2048``:
-every combination in parallel processes, a row per combination (CSV or JSON) and a plot of
-J/token against tokens/s with each device's Pareto front."""
+every combination (one process per model, each answering its shapes from a shape-generic fit,
+docs/sweep.md), a row per combination (CSV or JSON) and a plot of J/token against tokens/s with
+each device's Pareto front."""
 
 from __future__ import annotations
 
@@ -23,9 +24,10 @@ FORMATS = ("table", "markdown", "csv", "json")
 
 def parser() -> Parser:
     p = Parser(prog="dispatchprof sweep", description=(
-        "Every combination of MODELs x --batch x --prompt-len x --new-tokens, each counted once and simulated on "
-        "every --device, in parallel processes. Writes a row per combination and device; combinations that do "
-        "not fit in a device's memory are kept and marked (fits = False)."))
+        "Every combination of MODELs x --batch x --prompt-len x --new-tokens, simulated on every --device. Each "
+        "model is counted at a few shapes once (docs/sweep.md) and every combination with prompts of 32 tokens or "
+        "more is answered from those counts; models run in parallel processes. Writes a row per combination and "
+        "device; combinations that do not fit in a device's memory are kept and marked (fits = False)."))
     p.add_argument("models", nargs="+", metavar="MODEL", help="bundled models, config.json paths or hub ids")
     p.add_argument("--device", action="append", default=[], metavar="NAME|FILE", required=True,
                    help="a device to simulate on (repeat)")
@@ -37,7 +39,7 @@ def parser() -> Parser:
     p.add_argument("--bound", action="store_true", help="simulate the pure roofline bound")
     p.add_argument("--runtime", choices=RUNTIMES, default="eager",
                    help="software stack simulated for every row: eager, compiled (torch.compile + CUDA graphs), serving")
-    p.add_argument("--workers", type=int, default=0, help="processes (0: one per CPU, at most one per task)")
+    p.add_argument("--workers", type=int, default=0, help="processes (0: one per CPU, at most one per model)")
     add_format(p, FORMATS, from_output=True)
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the rows to FILE instead of stdout (CSV; JSON for a .json name or --json)")
@@ -58,7 +60,7 @@ def run(argv: Sequence[str]) -> int:
     executor = None
     if args.workers:
         from dispatchprof.llm.sweep import default_executor
-        executor = default_executor(min(args.workers, tasks))
+        executor = default_executor(min(args.workers, len(set(args.models))))
     bar = _progress_bar(tasks)
     try:
         rows = sweep(args.models, args.device, args.batch, args.prompt_len, args.new_tokens, dtype=args.dtype,

@@ -17,7 +17,9 @@ import torch
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.llm.models import token_ids
 from dispatchprof.results.profile import Profile
-from dispatchprof.sim.simulate import Simulation
+from dispatchprof.llm.shape_generic import ForwardStream
+from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.simulate import Simulation, simulate
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,20 @@ def model_kind(model: torch.nn.Module) -> str:
 
 def profile_forward(model: torch.nn.Module, batch: int, seq_len: int, decoder_len: int = 1, *,
                     devices: Any = None, weight_dtype: str | None = None, bound: bool = False,
-                    runtime: str = "eager", tp: int = 1) -> ForwardProfile:
+                    runtime: str = "eager", tp: int = 1, stream: ForwardStream | None = None) -> ForwardProfile:
     """Count and simulate one forward pass (see the module docstring); ``runtime`` and ``tp`` as
-    in OpCounter."""
+    in OpCounter. ``stream`` (a `ForwardStream` of this model) gives the profile from its exact
+    polynomials where it covers the sizes (dispatchprof.llm.shape_generic), else it is counted."""
     for name, value in (("batch", batch), ("seq_len", seq_len), ("decoder_len", decoder_len)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     kind = model_kind(model)
+    if stream is not None:
+        scenarios = scenarios_of(devices)
+        profile = stream.profile(batch, seq_len, decoder_len)
+        sims = {name: simulate(profile, scenarios[name], weight_dtype=weight_dtype, name=name, bound=bound,
+                               runtime=runtime, tp=tp, step_starts=(0,)) for name in scenarios}
+        return ForwardProfile(kind, batch, seq_len, decoder_len if kind == "encoder-decoder" else 0, profile, sims)
     kwargs = {"input_ids": token_ids(model, batch, seq_len)}
     if kind == "encoder-decoder":
         kwargs["decoder_input_ids"] = token_ids(model, batch, decoder_len)

@@ -12,6 +12,10 @@ the midpoint and b; when every op's values there lie on one line, the sums over 
 closed forms (dispatchprof.llm.decode_sums). When they do not, the range is split in two, down
 to single steps. A test compares this with counting every step, category by category.
 
+With a shape-generic stream (``stream=DecoderStream(model)``, dispatchprof.llm.shape_generic),
+the prefill and every sampled step come from the stream's exact polynomials instead of a count:
+the same records, simulated by the same function, in milliseconds instead of seconds.
+
 The devices are resolved once (`scenarios_of`) and shared by every count of the generation.
 ``runtime`` (eager, compiled, serving) and ``tp`` (tensor parallelism) reach the simulator through
 OpCounter; every step is one phase block, so each step is one host/device timeline. With tp > 1
@@ -29,6 +33,7 @@ import torch
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.llm.decode_sums import Segments, StepSample, affine, sum_decode
 from dispatchprof.llm.models import token_ids
+from dispatchprof.llm.shape_generic import DecoderStream
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile, PhaseTiming
 from dispatchprof.results.profile import Profile
@@ -38,6 +43,7 @@ from dispatchprof.sim.device import WEIGHT_BITS
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import Scenarios, scenarios_of
 from dispatchprof.sim.runtime import check_runtime
+from dispatchprof.sim.simulate import Simulation, simulate
 
 Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, what)
 
@@ -45,13 +51,17 @@ Progress = Callable[[int, int, str], None]    # (done, total or 0 when unknown, 
 def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_tokens: int, *,
                        devices: Any = None, weight_dtype: str | None = None, exact: bool = False,
                        bound: bool = False, progress: Progress | None = None, runtime: str = "eager",
-                       tp: int = 1, kv_dtype: str | None = None) -> GenerationProfile:
+                       tp: int = 1, kv_dtype: str | None = None,
+                       stream: DecoderStream | None = None) -> GenerationProfile:
     """Count and simulate a generation of ``new_tokens`` tokens after a ``prompt_len`` prompt for
     ``batch`` sequences. ``exact=True`` counts every decode step (the fast path's reference);
     ``bound=True`` simulates the pure roofline (no efficiencies or overheads); ``runtime`` and
     ``tp`` as in OpCounter. ``kv_dtype`` ("fp8", "int8", "int4", ...) stores the KV cache in that
     dtype: its bytes, the capacity check (`kv_bytes_as`) and the simulated times (the cache
-    traffic of attention and appends, dispatchprof.sim.runtime.narrow_kv_cache) follow it."""
+    traffic of attention and appends, dispatchprof.sim.runtime.narrow_kv_cache) follow it.
+    ``stream`` (a `DecoderStream` of this model) answers the prefill and every decode step of its
+    fitted region from its polynomials instead of counting (the same records a count gives;
+    dispatchprof.llm.shape_generic); shapes outside it are counted."""
     for name, value, low in (("batch", batch, 1), ("prompt_len", prompt_len, 1), ("new_tokens", new_tokens, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -60,11 +70,10 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     scenarios = scenarios_of(devices)             # every device resolved (a YAML parsed) once
     heads = getattr(getattr(model, "config", None), "num_attention_heads", None)
     check_tp(tp, [heads] if isinstance(heads, int) else [], [d for p in scenarios.values() for d in p.devices])
-    run = _Runner(model, batch, scenarios, weight_dtype, bound, runtime, tp, kv_dtype)
+    run = _Runner(model, batch, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, stream)
     steps = new_tokens - 1
     report = progress or (lambda done, total, what: None)
-    c, _, prefill_kv = run.count(prompt_len, 0)
-    prefill, prefill_sims = c.profile, {sim.name: sim for sim in c.simulations()}
+    prefill, prefill_sims, prefill_kv = run.prefill(prompt_len)
     report(1, 1, "prefill")
     samples, segments = ({}, []) if not steps else (
         run.every_step if exact else run.sampled)(prompt_len, steps, report)
@@ -198,10 +207,32 @@ class _Runner:
     """Counts of one model, batch and set of scenarios: a prefill and decode steps after it."""
 
     def __init__(self, model: torch.nn.Module, batch: int, scenarios: Scenarios, weight_dtype: str | None,
-                 bound: bool, runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> None:
+                 bound: bool, runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None,
+                 stream: DecoderStream | None = None) -> None:
         self.model, self.batch, self.scenarios = model, batch, scenarios
         self.weight_dtype, self.bound, self.runtime, self.tp = weight_dtype, bound, runtime, tp
-        self.kv_dtype = kv_dtype
+        self.kv_dtype, self.stream = kv_dtype, stream
+
+    def simulations(self, profile: Profile, step_starts: tuple[int, ...]) -> list[Simulation]:
+        """``profile`` simulated on every scenario, as OpCounter.simulations does for a count."""
+        return [simulate(profile, self.scenarios[name], weight_dtype=self.weight_dtype, name=name, bound=self.bound,
+                         runtime=self.runtime, tp=self.tp, step_starts=step_starts, kv_dtype=self.kv_dtype)
+                for name in self.scenarios]
+
+    def _key(self, what: str, n: int) -> tuple:
+        """What a simulated prefill or step of the stream depends on (its `Memo` key)."""
+        return (what, self.batch, n, self.scenarios, self.weight_dtype, self.bound, self.runtime, self.tp,
+                self.kv_dtype)
+
+    def prefill(self, prompt_len: int) -> tuple[Profile, dict[str, Simulation], tuple[int, ...]]:
+        """The prefill's profile, its simulation per scenario and the cache bytes per layer after it."""
+        if self.stream is not None and self.stream.covers(self.batch, prompt_len):
+            def make():
+                p = self.stream.prefill(self.batch, prompt_len)
+                return p.profile, {s.name: s for s in self.simulations(p.profile, (0,))}, p.kv
+            return self.stream.memo.get(self._key("prefill", prompt_len), make)
+        c, _, kv = self.count(prompt_len, 0)
+        return c.profile, {sim.name: sim for sim in c.simulations()}, kv
 
     def count(self, prompt_len: int, decode_steps: int, report: Progress | None = None
               ) -> tuple[OpCounter, list[tuple[int, int, tuple[int, ...]]], tuple[int, ...]]:
@@ -220,9 +251,16 @@ class _Runner:
     def sample(self, past: int) -> StepSample:
         """One decode step at cache length ``past``. A setup prefill of ``past`` tokens builds the
         cache inside the same count (so the simulator knows which device holds it); only the
-        step itself, labelled "decode", is kept."""
+        step itself, labelled "decode", is kept. Where the stream covers ``past``, that count's
+        profile comes from the stream instead."""
+        if self.stream is not None and self.stream.covers(self.batch, past):
+            def make():
+                st = self.stream.step(self.batch, past)
+                return _sample_of(st.profile, self.simulations(st.profile, (0, st.step_start)), past,
+                                  range(st.step_start, len(st.profile.records)), st.kv)
+            return self.stream.memo.get(self._key("step", past), make)
         c, [(start, end, kv)], _ = self.count(past, 1)
-        return _sample_of(c, past, range(start, end), kv)
+        return _sample_of(c.profile, c.simulations(), past, range(start, end), kv)
 
     def sampled(self, prompt_len: int, steps: int, report: Progress) -> tuple[dict[int, StepSample], Segments]:
         """The segment search of the module docstring: samples, and the ranges found affine."""
@@ -253,15 +291,16 @@ class _Runner:
     def every_step(self, prompt_len: int, steps: int, report: Progress) -> tuple[dict[int, StepSample], Segments]:
         """Reference: one count with the prefill and every decode step."""
         c, bounds, _ = self.count(prompt_len, steps, report)
-        samples = {prompt_len + k: _sample_of(c, prompt_len + k, range(a, b), kv)
+        profile, sims = c.profile, c.simulations()
+        samples = {prompt_len + k: _sample_of(profile, sims, prompt_len + k, range(a, b), kv)
                    for k, (a, b, kv) in enumerate(bounds)}
         return samples, [(p, p) for p in sorted(samples)]
 
 
-def _sample_of(c: OpCounter, past: int, index: range, kv_bytes: tuple[int, ...]) -> StepSample:
-    profile = c.profile
+def _sample_of(profile: Profile, sims: Sequence[Simulation], past: int, index: range,
+               kv_bytes: tuple[int, ...]) -> StepSample:
     records = [profile.records[i] for i in index]
-    timing = {sim.name: tuple(sim.ops[i] for i in index) for sim in c.simulations()}
+    timing = {sim.name: tuple(sim.ops[i] for i in index) for sim in sims}
     return StepSample(past, tuple((r.op, r.scope, r.dtype) for r in records),
                       tuple(tuple(getattr(r.cost, f) or 0 for f in COUNT_FIELDS) for r in records),
                       timing, dict(profile.phase_peaks).get("decode", 0), kv_bytes, profile)

@@ -1,12 +1,16 @@
 """Sweeps: every combination of models, devices, batch sizes, prompt lengths and new-token
 counts, in parallel.
 
-A model shape (model, batch, prompt_len, new_tokens) is counted once, in one task, and
-simulated there on every device; so a sweep runs ``models x batches x prompt_lens x new_tokens``
-tasks and returns ``that x devices`` rows. Tasks go to any ``concurrent.futures.Executor``:
-a local process pool by default, or, for a cluster, a Dask client's ``get_executor()``; the
-task function and its arguments are plain picklable values (device names or YAML paths).
-A combination that does not fit in a device's memory is kept, with ``fits=False``.
+Each model is one task: it builds the model once and fits its shape-generic stream
+(dispatchprof.llm.shape_generic: a few counts per batch regime, checked at a held-out shape), then
+answers every (batch, prompt_len, new_tokens) of the sweep from the stream's exact polynomials and
+simulates it on every device; so a sweep runs one task per model and returns
+``models x batches x prompt_lens x new_tokens x devices`` rows. Shapes outside the stream's region
+(prompts under 32 tokens), and every shape of a model whose fit failed, are counted directly;
+the reasons come back as warnings. Tasks go to any ``concurrent.futures.Executor``: a local process
+pool by default, or, for a cluster, a Dask client's ``get_executor()``; the task function and its
+arguments are plain picklable values (device names or YAML paths). A combination that does not fit
+in a device's memory is kept, with ``fits=False``.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ import multiprocessing
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from dispatchprof.llm.catalog import load_config
-from dispatchprof.llm.forward import generates, profile_forward
+from dispatchprof.llm.forward import generates, model_kind, profile_forward
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import MODEL_DTYPES, build_model
+from dispatchprof.llm.shape_generic import DecoderStream, ForwardStream
 from dispatchprof.report.sweep import mark_pareto
 from dispatchprof.results.sweep import SweepRow
 from dispatchprof.sim.placement import scenarios_of
@@ -64,19 +69,44 @@ def shapes(models: Sequence[str], batches: Sequence[int], prompt_lens: Sequence[
     return [Shape(*c) for c in itertools.product(models, batches, prompt_lens, new_tokens)]
 
 
-def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_dtype: str | None = None,
-              bound: bool = False, runtime: str = "eager") -> list[SweepRow]:
-    """Count one shape and simulate it on every device: one row per device (a task)."""
+def run_model(model_name: str, todo: Sequence[Shape], devices: Sequence[str], dtype: str = "bf16",
+              weight_dtype: str | None = None, bound: bool = False, runtime: str = "eager"
+              ) -> tuple[list[list[SweepRow]], list[str]]:
+    """One task: build ``model_name`` once, fit its stream, and give the rows of every shape of
+    ``todo`` (one list per shape, one row per device), with the reasons a regime was counted
+    directly."""
     import torch
 
     torch.set_num_threads(1)            # tasks run side by side: one thread each
+    scenarios = scenarios_of(list(devices))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = build_model(shape.model, dtype=MODEL_DTYPES[dtype])
+        model = build_model(model_name, dtype=MODEL_DTYPES[dtype])
+        decoder = generates(model)
+        stream = DecoderStream(model) if decoder else ForwardStream(model, model_kind(model) == "encoder-decoder")
+        rows = [run_shape(s, scenarios, dtype, weight_dtype, bound, runtime, model=model, stream=stream) for s in todo]
+    reasons = [f"{model_name}: every shape counted directly ({stream.reason})"] if stream.reason else []
+    return rows, reasons
+
+
+def run_shape(shape: Shape, devices: Any, dtype: str = "bf16", weight_dtype: str | None = None,
+              bound: bool = False, runtime: str = "eager", *, model: Any = None,
+              stream: DecoderStream | ForwardStream | None = None) -> list[SweepRow]:
+    """Profile one shape and simulate it on every device: one row per device. ``model`` (built
+    from ``shape.model`` when None) and its ``stream`` (none: counted directly) as in `run_model`."""
+    if model is None:
+        import torch
+
+        torch.set_num_threads(1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = build_model(shape.model, dtype=MODEL_DTYPES[dtype])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         if not generates(model):
-            return _forward_rows(model, shape, devices, dtype, weight_dtype, bound, runtime)
-        g = profile_generation(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
-                               weight_dtype=weight_dtype, bound=bound, runtime=runtime)
+            return _forward_rows(model, shape, devices, dtype, weight_dtype, bound, runtime, stream)
+        g = profile_generation(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=devices,
+                               weight_dtype=weight_dtype, bound=bound, runtime=runtime, stream=stream)
     rows = []
     for d in g.devices.values():
         caps = [c for c in d.capacity if c.capacity_bytes is not None]
@@ -89,9 +119,9 @@ def run_shape(shape: Shape, devices: Sequence[str], dtype: str = "bf16", weight_
     return rows
 
 
-def _forward_rows(model, shape: Shape, devices, dtype, weight_dtype, bound, runtime) -> list[SweepRow]:
-    f = profile_forward(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=list(devices),
-                        weight_dtype=weight_dtype, bound=bound, runtime=runtime)
+def _forward_rows(model, shape: Shape, devices, dtype, weight_dtype, bound, runtime, stream) -> list[SweepRow]:
+    f = profile_forward(model, shape.batch, shape.prompt_len, shape.new_tokens, devices=devices,
+                        weight_dtype=weight_dtype, bound=bound, runtime=runtime, stream=stream)
     rows = []
     for name, sim in f.simulations.items():
         t = sim.total
@@ -127,15 +157,20 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
         for m in dict.fromkeys(models):
             load_config(m)                               # so do bad model names and configs
     todo = shapes(models, batches, prompt_lens, new_tokens)
+    per_model = {m: [k for k, s in enumerate(todo) if s.model == m] for m in dict.fromkeys(models)}
     own = executor is None
-    pool = default_executor(len(todo)) if own else executor
+    pool = default_executor(len(per_model)) if own else executor
     results: dict[int, list[SweepRow]] = {}
     try:
-        futures = {pool.submit(run_shape, s, list(devices), dtype, weight_dtype, bound, runtime): k for k, s in enumerate(todo)}
-        for done, fut in enumerate(cf.as_completed(futures), 1):
-            results[futures[fut]] = fut.result()
+        futures = {pool.submit(run_model, m, [todo[k] for k in ks], list(devices), dtype, weight_dtype, bound,
+                               runtime): m for m, ks in per_model.items()}
+        for fut in cf.as_completed(futures):
+            rows, reasons = fut.result()
+            results.update(zip(per_model[futures[fut]], rows))
+            for reason in reasons:
+                warnings.warn(f"dispatchprof sweep: {reason}", stacklevel=2)
             if progress is not None:
-                progress(done, len(todo))
+                progress(len(results), len(todo))
     finally:
         if own:
             pool.shutdown(cancel_futures=True)
@@ -143,4 +178,4 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
     return mark_pareto(rows)
 
 
-__all__ = ["Shape", "SweepRow", "run_shape", "shapes", "sweep"]
+__all__ = ["Shape", "SweepRow", "run_model", "run_shape", "shapes", "sweep"]

@@ -1,0 +1,211 @@
+"""Shape-generic counts of a model: count a few small shapes once, then answer every batch size,
+prompt length and cache length exactly without counting again (dispatchprof.count.generic).
+
+The fit is made the first time a shape is asked for:
+
+- a decoder (`DecoderStream`): one count runs a prefill of ``n`` tokens for ``batch`` sequences
+  then one decode step of one token per sequence with the cache of those ``n`` tokens, exactly as
+  ``profile_generation`` counts. The profile taken after the prefill is the prefill of a prompt of
+  ``n`` tokens; the whole profile is the decode step at cache length ``n`` (with its setup prefill,
+  so that the simulator sees where the cache lives). The multi-token query (prefill) and the
+  one-token query (decode step) are separate parts of the stream, each fitted on its own.
+  Variables (batch, n), degrees (1, 2): 6 counts on the grid batch in {1, 2}, n in {32, 64, 128},
+  and a held-out check at (3, 200). Region: n >= 32 and, with a sliding window, below it; other
+  shapes are counted directly.
+- an encoder or encoder-decoder (`ForwardStream`): one forward of ``batch x seq_len`` tokens (and
+  ``batch x decoder_len`` decoder tokens) on the same grid (degree 2 in each length), held-out
+  (3, 200[, 191]).
+
+Why n >= 32: peaks of live bytes are maxima over the moments of a step, and for short lengths
+the moment that holds them changes often (measured on a 2-layer Llama); on the grid 32..128 they
+follow the length-dependent tensors, and where they still miss the held-out check they are
+listed as approximate (dispatchprof.count.generic). Every other number is a polynomial at every
+shape the tests tried (batch 1 included, lengths from 2).
+
+Where the fit fails (the op stream changes inside the grid, or the held-out check differs on
+anything but a peak), the stream's ``reason`` says why and every shape is counted directly: a
+mixture-of-experts model under balanced routing is (its experts with no tokens skip their GEMMs,
+so batch 1 and batch 2 run different streams; per-expert token counts are floors, not
+polynomials, besides). `Memo` keeps the last simulated prefills and steps for callers that ask
+for the same one again (a sweep's output lengths share them).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from dispatchprof.count.counter import OpCounter
+from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
+from dispatchprof.llm.models import token_ids
+from dispatchprof.results.profile import Profile
+
+#: The fit's grid and held-out point (module docstring).
+BATCHES, HELD_BATCH = (1, 2), 3
+LENGTHS, HELD_LENGTH = (32, 64, 128), 200
+
+
+def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], lengths: int,
+               high: int | None = None) -> GenericFit:
+    """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid."""
+    names = ("n", "m")[:lengths]
+    held = (HELD_LENGTH,) + (HELD_LENGTH - 9,) * (lengths - 1)
+    return fit_generic(count, ("batch", *names), (BATCHES, *(LENGTHS,) * lengths), (HELD_BATCH, *held),
+                       (1,) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
+
+
+def _cache_layer_bytes(cache) -> tuple[int, ...]:
+    out = []
+    for layer in getattr(cache, "layers", ()):
+        out.append(sum(t.numel() * t.element_size() for t in (getattr(layer, "keys", None),
+                                                              getattr(layer, "values", None))
+                       if isinstance(t, torch.Tensor)))
+    return tuple(out)
+
+
+def _window(model: torch.nn.Module) -> int | None:
+    """The largest cache length the decoder fit holds for: below a sliding window, if any."""
+    w = getattr(getattr(model, "config", None), "sliding_window", None)
+    return w - 2 if isinstance(w, int) and w > 0 else None
+
+
+class Memo:
+    """The last `SIZE` results its callers derived from a stream (simulated steps, keyed by the
+    caller with everything they depend on), so that shapes sharing a prefill or a decode step
+    (a sweep's output lengths) simulate it once."""
+
+    SIZE = 32
+
+    def __init__(self) -> None:
+        self._items: OrderedDict = OrderedDict()
+
+    def get(self, key, make: Callable[[], Any]) -> Any:
+        """The value under ``key``, made by ``make()`` the first time."""
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        value = self._items[key] = make()
+        if len(self._items) > self.SIZE:
+            self._items.popitem(last=False)
+        return value
+
+
+@dataclass(frozen=True)
+class DecoderStep:
+    """A decode step at cache length ``past`` for ``batch`` sequences, as a direct count gives it."""
+
+    profile: Profile                 # the setup prefill of ``past`` tokens, then the step
+    step_start: int                  # index of the step's first record
+    prefill_kv: tuple[int, ...]      # KV bytes per layer after the setup prefill
+    kv: tuple[int, ...]              # KV bytes per layer after the step
+
+
+class DecoderStream:
+    """A decoder's prefill and decode step at any (batch, length) of its region (module docstring)."""
+
+    def __init__(self, model: torch.nn.Module, host_time: bool | str = True) -> None:
+        self.model, self.host_time = model, host_time
+        self.high = _window(model)
+        self.fits: tuple[GenericFit, GenericFit] | None = None     # (decode step, prefill)
+        self.memo = Memo()
+
+    def regime(self, batch: int = 1) -> tuple[GenericFit, GenericFit]:
+        """The fits (decode step, prefill), made on first use."""
+        if self.fits is None:
+            snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
+
+            def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
+                prefill, step = self.count(*sizes)
+                snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
+                return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
+
+            step = fit_regime(count_step, 1, self.high)
+            prefill = fit_regime(lambda s: snapshots[s], 1, self.high) if step.profile else step
+            if step.profile is not None and prefill.profile is None:
+                step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
+            self.fits = (step, prefill)
+        return self.fits
+
+    @property
+    def reason(self) -> str:
+        """Why every shape is counted directly ('' when the fit answers its region)."""
+        return self.regime()[0].reason
+
+    def covers(self, batch: int, n: int) -> bool:
+        """True when (batch, n) is answered from the fit (False: counted directly)."""
+        fit = self.regime(batch)[0].profile
+        return fit is not None and fit.covers((batch, n))
+
+    def prefill(self, batch: int, n: int) -> DecoderStep:
+        """The prefill of ``n`` tokens (step_start 0, kv = prefill_kv)."""
+        if not self.covers(batch, n):
+            return self.count(batch, n)[0]
+        profile, kv = self.regime(batch)[1].profile.evaluate((batch, n))
+        return DecoderStep(profile, 0, kv, kv)
+
+    def step(self, batch: int, past: int) -> DecoderStep:
+        """The decode step at cache length ``past`` (its setup prefill included)."""
+        if not self.covers(batch, past):
+            return self.count(batch, past)[1]
+        profile, extra = self.regime(batch)[0].profile.evaluate((batch, past))
+        layers = (len(extra) - 1) // 2
+        return DecoderStep(profile, extra[0], extra[1:1 + layers], extra[1 + layers:])
+
+    def count(self, batch: int, n: int) -> tuple[DecoderStep, DecoderStep]:
+        """Direct count: the prefill of ``n`` tokens (a snapshot) and the step after it."""
+        from transformers import DynamicCache
+
+        model = self.model
+        ids = [token_ids(model, batch, n), token_ids(model, batch, 1)]
+        cache = DynamicCache(config=model.config)
+        with torch.no_grad(), OpCounter(host_time=self.host_time) as c:
+            with c.phase("prefill"):
+                model(ids[0], past_key_values=cache, use_cache=True)
+            prefill, prefill_kv, start = c.profile, _cache_layer_bytes(cache), c.records_counted
+            with c.phase("decode"):
+                model(ids[1], past_key_values=cache, use_cache=True)
+        return DecoderStep(prefill, 0, prefill_kv, prefill_kv), DecoderStep(c.profile, start, prefill_kv,
+                                                                            _cache_layer_bytes(cache))
+
+
+class ForwardStream:
+    """One forward of an encoder (batch, seq_len) or encoder-decoder (batch, seq_len, decoder_len)."""
+
+    def __init__(self, model: torch.nn.Module, encoder_decoder: bool, host_time: bool | str = True) -> None:
+        self.model, self.encoder_decoder, self.host_time = model, encoder_decoder, host_time
+        self.fits: GenericFit | None = None
+
+    def regime(self, batch: int = 1) -> GenericFit:
+        """The fit, made on first use."""
+        if self.fits is None:
+            self.fits = fit_regime(lambda s: (self.count(*s), ()), 2 if self.encoder_decoder else 1)
+        return self.fits
+
+    @property
+    def reason(self) -> str:
+        """Why every shape is counted directly ('' when the fit answers its region)."""
+        return self.regime().reason
+
+    def profile(self, batch: int, seq_len: int, decoder_len: int = 1) -> Profile:
+        """The forward's profile (from the fit where it covers the sizes, else counted)."""
+        fit = self.regime(batch).profile
+        sizes = (batch, seq_len, decoder_len) if self.encoder_decoder else (batch, seq_len)
+        if fit is not None and fit.covers(sizes):
+            return fit.evaluate(sizes)[0]
+        return self.count(batch, seq_len, decoder_len)
+
+    def count(self, batch: int, seq_len: int, decoder_len: int = 1) -> Profile:
+        """Direct count of one forward."""
+        kwargs = {"input_ids": token_ids(self.model, batch, seq_len)}
+        if self.encoder_decoder:
+            kwargs["decoder_input_ids"] = token_ids(self.model, batch, decoder_len)
+        with torch.no_grad(), OpCounter(host_time=self.host_time) as c:
+            with c.phase("forward"):
+                self.model(**kwargs)
+        return c.profile
+
+
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "fit_regime"]
