@@ -86,9 +86,24 @@ def build(spec: Any, dtype: torch.dtype = torch.bfloat16) -> torch.nn.Module:
     return build_model(spec, dtype)
 
 
-def count_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
-               tp: int = 1, fp8: bool = False, runtime: str = "compiled") -> CountedStep:
-    """Count and time one micro-batch's forward, backward and AdamW step (module docstring)."""
+@dataclass(frozen=True)
+class CountedModel:
+    """A counted micro-batch training step, before timing: the profile and the model's sizes."""
+
+    model: str
+    micro_batch: int
+    seq_len: int
+    layers: int
+    heads: int
+    hidden: int
+    layer_params: int
+    other_params: int
+    embedding_params: int
+    profile: Profile = field(repr=False)
+
+
+def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int) -> CountedModel:
+    """Count one micro-batch's forward (loss on the inputs as labels), backward and AdamW step."""
     ids = token_ids(model, micro_batch, seq_len)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
@@ -99,19 +114,32 @@ def count_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int
         with c.phase("optimizer"):
             opt.step()
     opt.zero_grad(set_to_none=True)
-    profile = c.profile
-    sim = simulate(profile, placement_of(device), runtime=runtime, tp=tp)
-    ratio = fp8_ratio(device) if fp8 else 1.0
     cfg = model.config
     layer_params = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is not None)
     other = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is None)
-    layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
     embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding))
+    layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+    return CountedModel(name, micro_batch, seq_len, layers, int(cfg.num_attention_heads), int(cfg.hidden_size),
+                        layer_params, other, embedding, c.profile)
+
+
+def time_model(m: CountedModel, device: Device, *, tp: int = 1, fp8: bool = False,
+               runtime: str = "compiled") -> CountedStep:
+    """Time a counted step on ``device`` with tensor parallelism ``tp`` (module docstring)."""
+    profile = m.profile
+    sim = simulate(profile, placement_of(device), runtime=runtime, tp=tp)
+    ratio = fp8_ratio(device) if fp8 else 1.0
     host = max(0.0, sim.total.time_s - sum(t.time_s for t in sim.ops))
     phases = _phase_times(profile, sim.ops, ratio, host)
     peak = dict(profile.phase_peaks).get("forward", 0)
-    return CountedStep(name, micro_batch, seq_len, layers, int(cfg.num_attention_heads), int(cfg.hidden_size),
-                       layer_params, other, embedding, phases, peak, profile)
+    return CountedStep(m.model, m.micro_batch, m.seq_len, m.layers, m.heads, m.hidden, m.layer_params,
+                       m.other_params, m.embedding_params, phases, peak, profile)
+
+
+def count_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
+               tp: int = 1, fp8: bool = False, runtime: str = "compiled") -> CountedStep:
+    """Count and time one micro-batch's forward, backward and AdamW step (module docstring)."""
+    return time_model(count_model(model, name, micro_batch, seq_len), device, tp=tp, fp8=fp8, runtime=runtime)
 
 
 def fp8_ratio(device: Device) -> float:

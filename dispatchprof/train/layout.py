@@ -53,6 +53,12 @@ class TrainLayout:
         return size > 1 and stride * size > self.gpus_per_node
 
 
+def stage_layers(layers: int, pp: int, vp: int) -> int:
+    """Layers on the slowest pipeline stage: ``vp`` chunks of ``ceil(layers / (pp * vp))`` layers
+    (a split that does not divide evenly leaves the others a layer short)."""
+    return -(-layers // (pp * vp)) * vp
+
+
 def check_layout(lay: TrainLayout, layers: int, heads: int) -> TrainLayout:
     """``lay`` itself, or a ValueError naming what is wrong and what is allowed."""
     for name in ("devices", "micro_batch", "global_batch", "seq_len", "tp", "pp", "cp", "vp", "gpus_per_node"):
@@ -69,15 +75,11 @@ def check_layout(lay: TrainLayout, layers: int, heads: int) -> TrainLayout:
     if lay.devices % model:
         raise ValueError(f"tp x pp x cp = {lay.tp} x {lay.pp} x {lay.cp} = {model} does not divide the "
                          f"{lay.devices} devices; their product times the data-parallel size must equal the device count")
-    if lay.devices % lay.gpus_per_node and lay.devices > lay.gpus_per_node:
-        raise ValueError(f"{lay.devices} devices are not a whole number of nodes of {lay.gpus_per_node} GPUs")
     if lay.global_batch % (lay.micro_batch * lay.dp):
         raise ValueError(f"global batch {lay.global_batch} is not divisible by micro-batch x data-parallel size = "
                          f"{lay.micro_batch} x {lay.dp} = {lay.micro_batch * lay.dp}")
     if lay.pp * lay.vp > layers:
         raise ValueError(f"pp x vp = {lay.pp * lay.vp} is larger than the model's {layers} layers")
-    if layers % (lay.pp * lay.vp):
-        raise ValueError(f"pp x vp = {lay.pp * lay.vp} does not divide the model's {layers} layers")
     if lay.schedule == "1f1b" and lay.vp != 1:
         raise ValueError(f"vp={lay.vp} needs schedule 'interleaved'")
     if lay.schedule == "interleaved" and (lay.pp == 1 or lay.grad_accum % lay.pp):

@@ -67,17 +67,19 @@ def in_flight(pp: int, m: int, vp: int) -> float:
 
 def memory_per_gpu(params: float, layer_params: float, layers: int, activation_bytes: float, *, dp: int, tp: int,
                    pp: int, cp: int, vp: int, m: int, zero: int, recompute: str, layer_input_bytes: float,
-                   reduce_bytes: int) -> Memory:
+                   reduce_bytes: int, share: float | None = None) -> Memory:
     """Memory of one GPU (module docstring); ``params`` is the GPU's parameter count before ZeRO,
     ``layer_params`` one layer's, ``activation_bytes`` one micro-batch's whole-model forward peak,
-    ``layer_input_bytes`` one layer's input for one micro-batch (unsplit)."""
+    ``layer_input_bytes`` one layer's input for one micro-batch (unsplit), ``share`` the stage's
+    share of the layers (default 1/pp)."""
+    share = 1 / pp if share is None else share
     w, g, o = model_states(params, dp, zero)
     split = tp * cp
     held = in_flight(pp, m, vp)
     if recompute == "full":
-        acts = (layers / pp * layer_input_bytes * held + activation_bytes / layers) / split
+        acts = (layers * share * layer_input_bytes * held + activation_bytes / layers) / split
     else:
-        acts = activation_bytes / pp / split * held
+        acts = activation_bytes * share / split * held
     if zero >= 3:
         buffers = 2 * layer_params / tp * PARAM_BYTES + layer_params / tp * reduce_bytes
     else:

@@ -41,7 +41,7 @@ from typing import Any
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train.count import CountedStep, build, count_step
-from dispatchprof.train.layout import TrainLayout, check_layout
+from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
 from dispatchprof.train.links import Links, links_of, ring_allreduce_s, ring_gather_s, send_s
 from dispatchprof.train.memory import PARAM_BYTES, Memory, memory_per_gpu
 from dispatchprof.train.schedule import bubble_fraction, exposed_s, pipeline_s
@@ -94,7 +94,7 @@ class TrainingResult:
 
 
 def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: str = "compiled",
-                     counted: CountedStep | None = None) -> TrainingResult:
+                     counted: CountedStep | None = None, name: str | None = None) -> TrainingResult:
     """Simulate one training step of ``model`` (a catalog name, config path or hub id) on
     ``layout.devices`` GPUs like ``device`` (module docstring). ``counted`` reuses a count of the
     same model, micro-batch, sequence length, tp and fp8."""
@@ -104,7 +104,7 @@ def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: s
         cfg = net.config
         layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
         check_layout(layout, layers, int(cfg.num_attention_heads))
-        counted = count_step(net, str(model), layout.micro_batch, layout.seq_len, dev, tp=layout.tp,
+        counted = count_step(net, name or str(model), layout.micro_batch, layout.seq_len, dev, tp=layout.tp,
                              fp8=layout.fp8, runtime=runtime)
     check_layout(layout, counted.layers, counted.heads)
     links = links_of(dev) if layout.devices > 1 else Links(1.0, 0.0, 1.0, 0.0)
@@ -115,7 +115,8 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     """The step of ``lay`` from a counted micro-batch step (module docstring)."""
     fwd, bwd, opt = s.phases["forward"], s.phases["backward"], s.phases["optimizer"]
     tp, pp, cp, dp, vp, m = lay.tp, lay.pp, lay.cp, lay.dp, lay.vp, lay.grad_accum
-    stage = pp * cp
+    share = stage_layers(s.layers, pp, vp) / s.layers      # the slowest stage's share of the layers: 1/pp
+    stage = cp / share
     f_layers, b_layers = fwd.layer_s / stage, bwd.layer_s / stage
     f = f_layers + fwd.other_s / (tp * cp)
     b = b_layers + bwd.other_s / (tp * cp)
@@ -127,7 +128,7 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     cp_comm = _cp_comm(s, lay, links, fwd.attention_s / stage)
     t_micro = f + b + recompute + tp_comm + p2p + cp_comm
     pipe = pipeline_s(m, pp, vp, t_micro)
-    gpu_params = s.layer_params / (pp * tp) + s.other_params / tp
+    gpu_params = s.layer_params * share / tp + s.other_params / tp
     dp_exposed = _dp_comm(s, lay, links, gpu_params, f_layers, b_layers, m)
     shard = dp if lay.zero >= 1 else 1
     optimizer = (opt.layer_s + opt.other_s) * OPTIMIZER_WIDTH * gpu_params / s.params / shard
@@ -147,12 +148,21 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     layer_input = lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES
     mem = memory_per_gpu(gpu_params, s.layer_params / s.layers, s.layers, s.activation_bytes, dp=dp, tp=tp, pp=pp,
                          cp=cp, vp=vp, m=m, zero=lay.zero, recompute=lay.recompute, layer_input_bytes=layer_input,
-                         reduce_bytes=REDUCE_BYTES[lay.zero])
+                         reduce_bytes=REDUCE_BYTES[lay.zero], share=share)
     cap = dev.memory_capacity_gb * 1e9 if dev.memory_capacity_gb else None
     return TrainingResult(s.model, dev.name, lay, s.params, step, breakdown, tokens / step / lay.devices,
                           per_token * tokens / step / lay.devices / peak,
                           counted_flops / step / lay.devices / peak, per_token, energy, mem, cap,
                           bubble_fraction(m, pp, vp) if pp > 1 else 0.0, s)
+
+
+def fsdp_layer_bytes(layer_params: float, dp: int) -> tuple[float, float]:
+    """Bytes each GPU sends for one layer of ``layer_params`` parameters (its tensor-parallel
+    slice) under FSDP over ``dp`` ranks: the all-gather of its bf16 weights,
+    ``(dp-1)/dp * layer_params * 2``, and the reduce-scatter of its gradients in the reduce dtype,
+    ``(dp-1)/dp * layer_params * 4`` (ring algorithms: each rank sends all but its own shard)."""
+    part = (dp - 1) / dp * layer_params
+    return part * PARAM_BYTES, part * REDUCE_BYTES[3]
 
 
 def _cp_comm(s: CountedStep, lay: TrainLayout, links: Links, attention: float) -> float:
@@ -162,7 +172,7 @@ def _cp_comm(s: CountedStep, lay: TrainLayout, links: Links, attention: float) -
         return 0.0
     kv = 2 * lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES / lay.tp    # upper bound: K, V as wide as Q
     bw, lat = links.link(lay.spans_nodes(lay.tp, lay.cp))
-    layers = s.layers // lay.pp
+    layers = stage_layers(s.layers, lay.pp, lay.vp)
     per_layer = ring_gather_s(kv, lay.cp, bw, lat)
     return 2 * exposed_s(per_layer, attention / max(layers, 1), layers)
 
@@ -174,12 +184,12 @@ def _dp_comm(s: CountedStep, lay: TrainLayout, links: Links, gpu_params: float, 
     if dp == 1:
         return 0.0
     bw, lat = links.link(lay.spans_nodes(lay.tp * lay.cp, dp))
-    layers = s.layers // lay.pp
+    layers = stage_layers(s.layers, lay.pp, lay.vp)
     layer_params = s.layer_params / s.layers / lay.tp
     f_l, b_l = f_layers / layers, b_layers / layers
     if lay.zero >= 3:
-        gather = ring_gather_s(layer_params * PARAM_BYTES, dp, bw, lat)
-        scatter = ring_gather_s(layer_params * REDUCE_BYTES[3], dp, bw, lat)
+        sent_gather, sent_scatter = fsdp_layer_bytes(layer_params, dp)
+        gather, scatter = sent_gather / bw + lat, sent_scatter / bw + lat
         other = ring_gather_s(s.other_params / lay.tp * PARAM_BYTES, dp, bw, lat)
         per_micro = other + exposed_s(gather, f_l, layers) + exposed_s(gather + scatter, b_l, layers) + other
         return m * per_micro
