@@ -32,10 +32,13 @@ import torch
 
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
-from dispatchprof.train.count import count_model, time_model
+from dispatchprof.train.count import count_model, simulate_model, step_of
+from dispatchprof.train.factors import FACTORS, Factors
 from dispatchprof.llm.models import build_model
 
 DATA = Path(__file__).parent / "data" / "published_training.csv"
+#: The project's own measured training steps (scripts/measure_gpu.py on a lent H200, section "train").
+MEASURED = Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"
 #: MPT sizes (llm-foundry yamls): d_model, n_layers; heads = d_model / 128 (head size 128)
 MPT = {"mpt-1b": (2048, 24), "mpt-3b": (2560, 32), "mpt-7b": (4096, 32), "mpt-13b": (5120, 40),
        "mpt-30b": (7168, 48), "mpt-70b": (8192, 80)}
@@ -64,11 +67,77 @@ def layout_of(r: dict) -> TrainLayout:
                        fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])))
 
 
+def measured_rows() -> list[tuple[str, int, int, float, float, float, str]]:
+    """The measured single-GPU steps (one H200, eager PyTorch: fp32 weights, bf16 autocast, fused
+    AdamW, SDPA), each predicted on one H200 with runtime "eager", the model counted in bf16 (what
+    autocast runs its matmuls in): (model, batch, seq, measured s, predicted s, predicted memory
+    bytes, the row's note)."""
+    out = []
+    for row in csv.reader(MEASURED.open()):
+        if row[0] != "train" or row[6] != "step_s":
+            continue
+        model, batch, seq, measured = row[1], int(row[3]), int(row[4]), float(row[7])
+        lay = TrainLayout(1, batch, batch, seq)
+        res = profile_training(model, "H200", lay, runtime="eager")
+        out.append((model, batch, seq, measured, res.step_s, res.memory.total, row[9]))
+    return out
+
+
+def simulated(rows: list[dict]) -> dict:
+    """Every row's counted step simulated on its device and tp, counted once per (model,
+    micro-batch, sequence length) and simulated once per (device, tp, runtime)."""
+    sims, models = {}, {}
+    for r in sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"]))):
+        key = (r["model"], int(r["micro_batch"]), int(r["seq_len"]))
+        skey = (key, r["device"], int(r["tp"]), r["runtime"])
+        if skey in sims:
+            continue
+        if key not in models:
+            models.clear()
+            spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
+            models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
+            print(f"counted {key}", file=sys.stderr, flush=True)
+        sims[skey] = simulate_model(models[key], placement_of(r["device"]).devices[0], tp=int(r["tp"]),
+                                    runtime=r["runtime"])
+    return sims
+
+
+def predict(r: dict, sims: dict, factors: Factors) -> tuple[float, float]:
+    """(predicted tokens/s/GPU, relative error) of a row under ``factors``."""
+    lay = layout_of(r)
+    sim = sims[((r["model"], lay.micro_batch, lay.seq_len), r["device"], lay.tp, r["runtime"])]
+    res = profile_training(r["model"], r["device"], lay, counted=step_of(sim, fp8=lay.fp8, factors=factors))
+    return res.tokens_per_s_per_gpu, res.tokens_per_s_per_gpu / float(r["tokens_per_s_per_gpu"]) - 1
+
+
+def fit_factors(rows: list[dict], sims: dict) -> Factors:
+    """attention_efficiency first, on the bf16 fit rows; then fp8_efficiency on the FP8 fit rows:
+    each the grid value (0.05 steps) with the least median |error|."""
+    def score(sel: list[dict], f: Factors) -> float:
+        return statistics.median(abs(predict(r, sims, f)[1]) for r in sel)
+
+    grid = [round(0.05 * k, 2) for k in range(4, 21)]
+    bf16 = [r for r in rows if r["fp8"] == "0"]
+    att = min(grid, key=lambda a: score(bf16, Factors(1.0, a)))
+    fp8 = [r for r in rows if r["fp8"] == "1"]
+    eff = min(grid, key=lambda e: score(fp8, Factors(e, att)))
+    return Factors(eff, att)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="only the rows of this source")
     ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--fit", action="store_true", help="fit the factors on the fit rows, then report with them")
+    ap.add_argument("--measured", action="store_true", help="only the project's own measured H200 steps")
     args = ap.parse_args()
+    if args.measured:
+        print(f"{'model':<14} {'batch':>5} {'seq':>5} {'measured s':>10} {'predicted s':>11} {'error':>7} "
+              f"{'pred. memory':>12}  measured")
+        for model, batch, seq, meas, pred, mem, note in measured_rows():
+            print(f"{model:<14} {batch:>5} {seq:>5} {meas:>10.4f} {pred:>11.4f} {pred / meas - 1:>+7.1%} "
+                  f"{mem / 2**30:>8.1f} GiB  {note}")
+        return 0
     rows = list(csv.DictReader(DATA.open()))
     bad = [r["id"] for r in rows if r["split"] != split_of(r["id"])]
     if bad:
@@ -76,34 +145,24 @@ def main() -> int:
         return 1
     if args.only:
         rows = [r for r in rows if r["source"] == args.only]
-    counted, timed, out = {}, {}, []
+    sims = simulated(rows)
+    if args.fit:
+        fit = [r for r in rows if r["split"] == "fit"]
+        factors = fit_factors(fit, sims)
+        print(f"fitted on {len(fit)} fit rows: {factors}")
+    else:
+        factors = FACTORS
+    out = [(r, *predict(r, sims, factors)) for r in rows]
     print(f"{'id':<44} {'split':<8} {'published':>9} {'predicted':>9} {'error':>7}")
-    for r in sorted(rows, key=lambda r: (r["model"], r["micro_batch"], r["seq_len"])):
-        key = (r["model"], int(r["micro_batch"]), int(r["seq_len"]))
-        if key not in counted:
-            spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
-            counted.clear()
-            timed.clear()
-            net = build_model(spec, torch.bfloat16)
-            counted[key] = count_model(net, r["model"], key[1], key[2])
-            del net
-        lay = layout_of(r)
-        tkey = (key, r["device"], lay.tp, lay.fp8, r["runtime"])
-        if tkey not in timed:
-            timed[tkey] = time_model(counted[key], placement_of(r["device"]).devices[0], tp=lay.tp, fp8=lay.fp8,
-                                     runtime=r["runtime"])
-        res = profile_training(r["model"], r["device"], lay, counted=timed[tkey])
-        pub = float(r["tokens_per_s_per_gpu"])
-        err = res.tokens_per_s_per_gpu / pub - 1
-        out.append((r, res.tokens_per_s_per_gpu, err))
-        print(f"{r['id']:<44} {r['split']:<8} {pub:>9.0f} {res.tokens_per_s_per_gpu:>9.0f} {err:>+7.1%}", flush=True)
+    for r, pred, err in out:
+        print(f"{r['id']:<44} {r['split']:<8} {float(r['tokens_per_s_per_gpu']):>9.0f} {pred:>9.0f} {err:>+7.1%}")
     print()
     for split in ("fit", "held-out"):
         sel = [o for o in out if o[0]["split"] == split]
         for source in sorted({o[0]["source"] for o in sel}):
-            errs = [abs(o[2]) for o in sel if o[0]["source"] == source]
-            print(f"{split:<8} {source:<16} rows {len(errs):>3}  median |error| {statistics.median(errs):6.1%}  "
-                  f"median error {statistics.median(o[2] for o in sel if o[0]['source'] == source):+6.1%}")
+            errs = [o[2] for o in sel if o[0]["source"] == source]
+            print(f"{split:<8} {source:<16} rows {len(errs):>3}  median |error| "
+                  f"{statistics.median(map(abs, errs)):6.1%}  median error {statistics.median(errs):+6.1%}")
         if sel:
             print(f"{split:<8} {'all':<16} rows {len(sel):>3}  median |error| "
                   f"{statistics.median(abs(o[2]) for o in sel):6.1%}")

@@ -12,8 +12,11 @@ attention and MLP blocks at 1/tp with two all-reduces per block). Records are so
   communication.
 
 FP8 linears (``fp8=True``): every matrix op that is not attention runs its compute term at the
-device's fp8 peak: ``t_compute * peak_bf16 / peak_fp8``, and its time becomes
+device's fp8 peak, reached at ``fp8_efficiency`` of the bf16 GEMM's efficiency:
+``t_compute * peak_bf16 / peak_fp8 / fp8_efficiency``, and its time becomes
 ``max(t_compute', t_memory) + unoverlapped * min(...)`` plus its overhead, as in OpTiming.
+Attention ops (forward and backward) take their simulated time / ``attention_efficiency``.
+Both factors are fitted to published training runs (dispatchprof.train.factors).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from dispatchprof.sim.device import Device
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.sim.simulate import simulate
 from dispatchprof.sim.timing import OpTiming
+from dispatchprof.train.factors import FACTORS, Factors
 
 #: A transformer layer's scope: ``model.layers.3``, ``transformer.h.3``, ``blocks.3``.
 LAYER_SCOPE = re.compile(r"^(.*?(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+))(?:\.|$)")
@@ -123,17 +127,38 @@ def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: in
                         layer_params, other, embedding, c.profile)
 
 
+@dataclass(frozen=True)
+class SimulatedModel:
+    """A counted step's op timings on one device with tensor parallelism ``tp``."""
+
+    counted: CountedModel
+    device: Device
+    tp: int
+    ops: tuple[OpTiming, ...] = field(repr=False)
+    host_s: float                     # host time the timeline leaves exposed
+
+
+def simulate_model(m: CountedModel, device: Device, *, tp: int = 1, runtime: str = "compiled") -> SimulatedModel:
+    """Every record of a counted step timed on ``device`` (dispatchprof.sim.simulate)."""
+    sim = simulate(m.profile, placement_of(device), runtime=runtime, tp=tp)
+    host = max(0.0, sim.total.time_s - sum(t.time_s for t in sim.ops))
+    return SimulatedModel(m, device, tp, sim.ops, host)
+
+
+def step_of(s: SimulatedModel, *, fp8: bool = False, factors: Factors = FACTORS) -> CountedStep:
+    """The per-phase times of a simulated step, with FP8 linears and the training factors applied."""
+    m = s.counted
+    ratio = fp8_ratio(s.device) / factors.fp8_efficiency if fp8 else 1.0
+    phases = _phase_times(m.profile, s.ops, ratio, s.host_s, factors.attention_efficiency)
+    peak = dict(m.profile.phase_peaks).get("forward", 0)
+    return CountedStep(m.model, m.micro_batch, m.seq_len, m.layers, m.heads, m.hidden, m.layer_params,
+                       m.other_params, m.embedding_params, phases, peak, m.profile)
+
+
 def time_model(m: CountedModel, device: Device, *, tp: int = 1, fp8: bool = False,
                runtime: str = "compiled") -> CountedStep:
     """Time a counted step on ``device`` with tensor parallelism ``tp`` (module docstring)."""
-    profile = m.profile
-    sim = simulate(profile, placement_of(device), runtime=runtime, tp=tp)
-    ratio = fp8_ratio(device) if fp8 else 1.0
-    host = max(0.0, sim.total.time_s - sum(t.time_s for t in sim.ops))
-    phases = _phase_times(profile, sim.ops, ratio, host)
-    peak = dict(profile.phase_peaks).get("forward", 0)
-    return CountedStep(m.model, m.micro_batch, m.seq_len, m.layers, m.heads, m.hidden, m.layer_params,
-                       m.other_params, m.embedding_params, phases, peak, profile)
+    return step_of(simulate_model(m, device, tp=tp, runtime=runtime), fp8=fp8)
 
 
 def count_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
@@ -157,17 +182,20 @@ def op_seconds(t: OpTiming, fp8: float, linear: bool) -> float:
     return busy + t.t_overhead + t.t_transfer
 
 
-def _phase_times(profile: Profile, timings: tuple[OpTiming, ...], fp8: float, host: float) -> dict[str, PhaseTimes]:
+def _phase_times(profile: Profile, timings: tuple[OpTiming, ...], fp8: float, host: float,
+                 attention_efficiency: float = 1.0) -> dict[str, PhaseTimes]:
     acc = {p: [0.0, 0.0, 0.0, 0.0, 0, 0, 0.0] for p in PHASES}
     for t in timings:
         r = profile.records[t.record]
         a = acc.get(r.phase if r.phase in acc else "forward")
-        linear = r.cost.macs > 0 and not is_attention(r)
-        s = op_seconds(t, fp8, linear)
+        attention = is_attention(r)
+        s = op_seconds(t, fp8, r.cost.macs > 0 and not attention)
+        if attention:
+            s /= attention_efficiency
         a[0 if layer_of(r.scope) is not None else 1] += s
         a[2] += t.t_comm
         flops = r.cost.add + r.cost.mult
-        if r.phase == "forward" and is_attention(r):
+        if r.phase == "forward" and attention:
             a[3] += s
             a[5] += flops
         a[4] += flops

@@ -52,6 +52,14 @@ class TrainLayout:
         """Whether a group of ``size`` ranks ``stride`` apart crosses a node boundary."""
         return size > 1 and stride * size > self.gpus_per_node
 
+    def ranks_per_node(self, stride: int, size: int) -> int:
+        """Ranks of a group of ``size`` ranks ``stride`` apart that share a node (at least 1)."""
+        return max(1, min(size, self.gpus_per_node // stride))
+
+    def group(self, stride: int, size: int) -> tuple[bool, int]:
+        """(spans nodes, ranks per node) of a group: the arguments of `Links.link`."""
+        return self.spans_nodes(stride, size), self.ranks_per_node(stride, size)
+
 
 def stage_layers(layers: int, pp: int, vp: int) -> int:
     """Layers on the slowest pipeline stage: ``vp`` chunks of ``ceil(layers / (pp * vp))`` layers

@@ -15,8 +15,12 @@ bus bandwidth / link bandwidth). It is an assumed figure, not a measurement: it 
 so that every collective uses the same one, and the validation (scripts/validate_training.py)
 reports what it gives.
 
-A group of ``n`` ranks that lies inside one node uses scale-up; one that spans nodes is limited by
-each GPU's NIC (a ring or NCCL's rail-aligned rings cross one NIC per GPU). Ring collectives,
+A group of ``n`` ranks that lies inside one node uses scale-up. One that spans nodes runs NCCL's
+rings over rail-aligned NICs: each ring crosses every node boundary once per channel, so a node's
+share of the ring's traffic is spread over the NICs of the group's ``r`` ranks on that node
+(``r = min(n, gpus_per_node / stride)``, at least 1, for ranks ``stride`` apart), and the group's
+bandwidth per GPU is ``min(scale-up, r * scale-out)``: a data-parallel group of all 8 GPUs of each
+node moves 8 NICs' worth, one with a single rank per node (tp = 8) one NIC's. Ring collectives,
 per GPU, for ``nbytes`` the size of the whole (unsharded) buffer:
 
     all-gather, reduce-scatter: (n-1)/n * nbytes / bw + latency
@@ -45,10 +49,11 @@ class Links:
     scale_out_bps: float
     scale_out_latency_s: float
 
-    def link(self, spans_nodes: bool) -> tuple[float, float]:
-        """(bytes/s, latency s) of a group inside one node (scale-up) or across nodes (scale-out)."""
+    def link(self, spans_nodes: bool, ranks_per_node: int = 1) -> tuple[float, float]:
+        """(bytes/s, latency s) of a group inside one node (scale-up), or across nodes with
+        ``ranks_per_node`` of its ranks on each node: min(scale-up, ranks_per_node x scale-out)."""
         if spans_nodes:
-            return self.scale_out_bps, self.scale_out_latency_s
+            return min(self.scale_up_bps, max(1, ranks_per_node) * self.scale_out_bps), self.scale_out_latency_s
         return self.scale_up_bps, self.scale_up_latency_s
 
 

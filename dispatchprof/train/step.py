@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dispatchprof.sim.device import Device
+from dispatchprof.units import nbytes
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train.count import CountedStep, build, count_step
 from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
@@ -88,9 +89,9 @@ class TrainingResult:
         if self.fits is not False:
             return ""
         name, size = max(self.memory.items(), key=lambda kv: kv[1])
-        return (f"does not fit: {self.memory.total / 1e9:.1f} GB per GPU needed, {self.capacity_bytes / 1e9:.1f} GB "
-                f"on {self.device} ({(self.memory.total - self.capacity_bytes) / 1e9:.1f} GB over; largest: {name} "
-                f"{size / 1e9:.1f} GB); try --recompute full, more --zero, --tp or --pp, or a smaller --micro-batch")
+        return (f"does not fit: {nbytes(self.memory.total)} per GPU needed, {nbytes(self.capacity_bytes)} "
+                f"on {self.device} ({nbytes(self.memory.total - self.capacity_bytes)} over; largest: {name} "
+                f"{nbytes(size)}); try --recompute full, more --zero, --tp or --pp, or a smaller --micro-batch")
 
 
 def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: str = "compiled",
@@ -123,7 +124,7 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "full": f_layers}[lay.recompute]
     tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s) / stage
     act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
-    bw, lat = links.link(lay.spans_nodes(tp * cp * dp, pp))
+    bw, lat = links.link(*lay.group(tp * cp * dp, pp))
     p2p = 2 * vp * send_s(act / tp, bw, lat) if pp > 1 else 0.0
     cp_comm = _cp_comm(s, lay, links, fwd.attention_s / stage)
     t_micro = f + b + recompute + tp_comm + p2p + cp_comm
@@ -171,7 +172,7 @@ def _cp_comm(s: CountedStep, lay: TrainLayout, links: Links, attention: float) -
     if lay.cp == 1:
         return 0.0
     kv = 2 * lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES / lay.tp    # upper bound: K, V as wide as Q
-    bw, lat = links.link(lay.spans_nodes(lay.tp, lay.cp))
+    bw, lat = links.link(*lay.group(lay.tp, lay.cp))
     layers = stage_layers(s.layers, lay.pp, lay.vp)
     per_layer = ring_gather_s(kv, lay.cp, bw, lat)
     return 2 * exposed_s(per_layer, attention / max(layers, 1), layers)
@@ -183,7 +184,7 @@ def _dp_comm(s: CountedStep, lay: TrainLayout, links: Links, gpu_params: float, 
     dp = lay.dp
     if dp == 1:
         return 0.0
-    bw, lat = links.link(lay.spans_nodes(lay.tp * lay.cp, dp))
+    bw, lat = links.link(*lay.group(lay.tp * lay.cp, dp))
     layers = stage_layers(s.layers, lay.pp, lay.vp)
     layer_params = s.layer_params / s.layers / lay.tp
     f_l, b_l = f_layers / layers, b_layers / layers
