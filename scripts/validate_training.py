@@ -6,6 +6,9 @@ predicts every row with the public API (`dispatchprof.train.profile_training`, s
 and prints per row the prediction and its error, then the median |error| of tokens/s/GPU on the
 held-out rows by source and over all of them.
 
+``tp_overlap`` is 1 on the Megatron-Bridge and NeMo rows with tp > 1: their performance recipes set
+MegatronCommOverlapCallback(tp_comm_overlap=True) (NeMo llama3 70B recipe, Megatron-Bridge perf scripts).
+
 Split rule (fixed before any prediction): a row is held-out when the first 8 hex digits of
 sha256(row id), read as an integer, are odd; else it is a fit row. The script checks that every
 row's ``split`` column follows the rule.
@@ -64,7 +67,8 @@ def layout_of(r: dict) -> TrainLayout:
     return TrainLayout(int(r["devices"]), int(r["micro_batch"]), int(r["global_batch"]), int(r["seq_len"]),
                        tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), zero=int(r["zero"]),
                        schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
-                       fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])))
+                       fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
+                       tp_overlap=r["tp_overlap"] == "1")
 
 
 def measured_rows() -> list[tuple[str, int, int, float, float, float, str]]:

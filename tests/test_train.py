@@ -152,3 +152,16 @@ def test_data_parallel_keeps_tokens_per_gpu_and_adds_communication(counted):
     assert eight.breakdown["compute"] == pytest.approx(one.breakdown["compute"])
     assert eight.step_s > one.step_s
     assert eight.memory.optimizer == pytest.approx(one.memory.optimizer / 8)
+
+
+def test_tp_overlap_hides_what_the_layers_compute_covers(counted):
+    step = time_model(counted, H100, tp=2)
+    lay = TrainLayout(2, 2, 2, 32, tp=2)
+    links = Links(1.0, 0.0, 1.0, 0.0)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    exposed = split_step(step, H100, lay, links)
+    assert exposed.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s) and fwd.tp_comm_s > 0
+    hidden = split_step(step, H100, dataclasses.replace(lay, tp_overlap=True), links)
+    # max(0, T - F_layers - B_layers): the all-reduces show only where they outlast the layers' compute
+    assert hidden.breakdown["tp comm"] == pytest.approx(
+        max(0.0, fwd.tp_comm_s + bwd.tp_comm_s - fwd.layer_s - bwd.layer_s))

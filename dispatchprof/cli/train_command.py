@@ -34,6 +34,8 @@ def parser() -> Parser:
     par.add_argument("--vp", type=size(), default=1, help="model chunks per stage (interleaved 1F1B)")
     par.add_argument("--schedule", choices=("1f1b", "interleaved"), help="pipeline schedule (default: "
                      "interleaved when --vp > 1, else 1f1b)")
+    par.add_argument("--tp-overlap", action="store_true",
+                     help="tensor-parallel communication overlapped with the GEMMs (Megatron/Transformer Engine)")
     par.add_argument("--cp", type=size(), default=1, help="context-parallel size (the sequence split)")
     b = p.add_argument_group("batch and numerics")
     b.add_argument("--micro-batch", type=size(), default=1, help="sequences per micro-batch")
@@ -61,7 +63,8 @@ def layout_of(args) -> TrainLayout:
     schedule = args.schedule or ("interleaved" if args.vp > 1 else "1f1b")
     return TrainLayout(args.devices, args.micro_batch, args.global_batch or args.micro_batch * dp, args.seq_len,
                        tp=args.tp, pp=args.pp, cp=args.cp, zero=3 if args.fsdp else args.zero, schedule=schedule,
-                       vp=args.vp, recompute=args.recompute, fp8=args.fp8, gpus_per_node=per_node)
+                       vp=args.vp, recompute=args.recompute, fp8=args.fp8, gpus_per_node=per_node,
+                       tp_overlap=args.tp_overlap)
 
 
 def run(argv: Sequence[str]) -> int:

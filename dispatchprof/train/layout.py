@@ -34,6 +34,7 @@ class TrainLayout:
     recompute: Recompute = "none"
     fp8: bool = False
     gpus_per_node: int = 8
+    tp_overlap: bool = False         # TP collectives overlapped with the block's GEMMs (Megatron/TE userbuffers)
 
     @property
     def dp(self) -> int:

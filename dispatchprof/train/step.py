@@ -7,7 +7,9 @@ Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM 
     F = fwd_layers / (pp cp) + fwd_other / (tp cp)       (the counted times already split by tp)
     B = bwd_layers / (pp cp) + bwd_other / (tp cp)
     R = full: fwd_layers / (pp cp); selective: fwd_attention / (pp cp); none: 0
-    T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed)
+    T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed; with
+        tp_overlap, as Megatron's userbuffers overlap them with the block's GEMMs, only what
+        exceeds the layers' forward + backward compute)
     P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1
     C = cp: all-gather of K and V forward and reduce-scatter of their gradients backward, per
         layer, overlapped with that layer's attention (`exposed_s`)
@@ -123,6 +125,8 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     b = b_layers + bwd.other_s / (tp * cp)
     recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "full": f_layers}[lay.recompute]
     tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s) / stage
+    if lay.tp_overlap:                               # hidden under the layers' compute, unless longer
+        tp_comm = max(0.0, tp_comm - f_layers - b_layers)
     act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
     bw, lat = links.link(*lay.group(tp * cp * dp, pp))
     p2p = 2 * vp * send_s(act / tp, bw, lat) if pp > 1 else 0.0
