@@ -92,7 +92,8 @@ def test_layer_scope():
 
 @pytest.mark.parametrize("fields, match", [
     (dict(devices=8, tp=3), "tp x pp x cp = 3 x 1 x 1 = 3 does not divide the 8 devices"),
-    (dict(devices=8, global_batch=12, micro_batch=2), r"global batch 12 is not divisible by micro-batch x data-parallel size = 2 x 8 = 16"),
+    (dict(devices=8, global_batch=12, micro_batch=2),
+     r"global batch 12 is not divisible by micro-batch x data-parallel size = 2 x 8 = 16"),
     (dict(devices=8, pp=8, global_batch=8), "pp x vp = 8 is larger than the model's 2 layers"),
     (dict(devices=2, tp=2, global_batch=1), "tp=2 does not divide the model's 3 attention heads; allowed: 1, 3"),
     (dict(devices=8, zero=4, global_batch=8), r"zero must be one of \(0, 1, 2, 3\), got 4"),

@@ -39,7 +39,8 @@ def test_table_and_json(capsys, tiny):
 
 @pytest.mark.parametrize("args, message", [
     (["--devices", "8", "--tp", "3"], "tp x pp x cp = 3 x 1 x 1 = 3 does not divide the 8 devices"),
-    (["--devices", "8", "--global-batch", "12"], "global batch 12 is not divisible by micro-batch x data-parallel size"),
+    (["--devices", "8", "--global-batch", "12"],
+     "global batch 12 is not divisible by micro-batch x data-parallel size"),
     (["--devices", "4", "--pp", "4", "--global-batch", "4"], "pp x vp = 4 is larger than the model's 2 layers"),
     (["--device", "A100-80GB", "--fp8"], "--fp8 needs a device with fp8"),
     (["--zero", "5"], "argument --zero: invalid choice"),

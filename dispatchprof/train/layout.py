@@ -83,7 +83,8 @@ def check_layout(lay: TrainLayout, layers: int, heads: int) -> TrainLayout:
     model = lay.tp * lay.pp * lay.cp
     if lay.devices % model:
         raise ValueError(f"tp x pp x cp = {lay.tp} x {lay.pp} x {lay.cp} = {model} does not divide the "
-                         f"{lay.devices} devices; their product times the data-parallel size must equal the device count")
+                         f"{lay.devices} devices; their product times the data-parallel size must equal the "
+                         f"device count")
     if lay.global_batch % (lay.micro_batch * lay.dp):
         raise ValueError(f"global batch {lay.global_batch} is not divisible by micro-batch x data-parallel size = "
                          f"{lay.micro_batch} x {lay.dp} = {lay.micro_batch * lay.dp}")

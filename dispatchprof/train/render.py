@@ -29,7 +29,8 @@ def summary_rows(r: TrainingResult, tokens: float = DEFAULT_TOKENS) -> list[tupl
         ("MFU (6N + 12 L h s)", f"{r.mfu:.1%}"),
         ("MFU (counted FLOPs)", f"{r.counted_mfu:.1%}"),
         ("pipeline bubble", f"{r.bubble_fraction:.1%}"),
-        ("energy per step", f"{r.energy_per_step_j / 1e3:,.1f} kJ ({r.energy_per_step_j / (lay.global_batch * lay.seq_len):.3f} J/token)"),
+        ("energy per step", f"{r.energy_per_step_j / 1e3:,.1f} kJ "
+                            f"({r.energy_per_step_j / (lay.global_batch * lay.seq_len):.3f} J/token)"),
         (f"time to train {tokens / 1e12:g}T tokens", f"{r.days_for(tokens):,.1f} days"),
     ]
 
