@@ -65,3 +65,16 @@ def test_over_memory_prints_the_result_then_one_line(capsys, tiny, tmp_path):
     assert len(err.strip().splitlines()) == 1
     # 106,816 parameters (embedding and head 2 x 256 x 64, 2 layers of 36,992, a norm of 64) x 12 bytes of AdamW state
     assert "does not fit:" in err and "1.00 MB on tiny-gpu" in err and "largest: optimizer 1.28 MB" in err
+
+
+def test_trace_slices_end_at_the_step_time(capsys, tiny, tmp_path):
+    trace = tmp_path / "step.json"
+    code, out, err = run_cli(capsys, "train", tiny, "--device", "H100-SXM", "--devices", "4", "--pp", "2", "--tp", "2",
+                             "--seq-len", "64", "--global-batch", "4", "--json", "--trace", str(trace))
+    assert code == 0, err
+    step_us = json.loads(out)["step_s"] * 1e6
+    slices = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert max(e["ts"] + e["dur"] for e in slices) == pytest.approx(step_us)
+    assert sum(e["dur"] for e in slices) == pytest.approx(step_us)      # the parts laid end to end
+    names = {e["name"] for e in slices}
+    assert {"warm-up", "forward 0", "backward 3", "cool-down", "optimizer"} <= names     # m = 4 micro-batches

@@ -14,7 +14,9 @@ from dispatchprof.cli.options import add_format, as_json, check_outputs, emit, i
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.train.layout import TrainLayout
 from dispatchprof.train.render import DEFAULT_TOKENS, training_csv, training_table, training_to_dict
+from dispatchprof.results.files import write_atomic
 from dispatchprof.train.step import profile_training
+from dispatchprof.train.trace import trace_json
 
 
 def parser() -> Parser:
@@ -48,6 +50,7 @@ def parser() -> Parser:
     p.add_argument("--tokens", type=float, default=DEFAULT_TOKENS, help="tokens to train, for the time to train")
     add_format(p, ("table", "markdown", "json", "csv"))
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here instead of stdout")
+    p.add_argument("--trace", metavar="FILE", help="write a Perfetto timeline (Chrome trace JSON) of one step on one GPU")
     return p
 
 
@@ -69,7 +72,7 @@ def layout_of(args) -> TrainLayout:
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    check_outputs({"-o": args.output}, inputs=[args.device, *input_files(args.model)])
+    check_outputs({"-o": args.output, "--trace": args.trace}, inputs=[args.device, *input_files(args.model)])
     if not args.tokens > 0:
         raise UsageError(f"--tokens must be > 0, got {args.tokens!r}")
     with warnings.catch_warnings():
@@ -82,6 +85,8 @@ def run(argv: Sequence[str]) -> int:
     else:
         text = training_table(result, table_fmt(args.format), args.tokens)
     emit(text, args.output)
+    if args.trace:
+        write_atomic(args.trace, trace_json(result))
     if result.fits is False:
         print(f"dispatchprof train: {result.over_capacity()}", file=sys.stderr)
         return 2
