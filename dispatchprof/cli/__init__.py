@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "report": "re-render a profile saved as JSON (optionally simulated on other devices)",
     "calibrate": "measure this machine's CPU (--gpu: its CUDA GPU) and write its device profile (YAML)",
     "merge": "one report from the per-process files of a multi-process run",
+    "train": "one training step on N GPUs (FSDP/ZeRO, TP, PP, CP): step time, tokens/s/GPU, MFU, memory per GPU",
     "serve": "replay request traffic through continuous batching: latency percentiles, throughput, goodput, cost",
 }
 DEFAULT = "profile"

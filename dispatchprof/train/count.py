@@ -1,0 +1,205 @@
+"""One micro-batch's training step counted on fake tensors and timed op by op on one device.
+
+``count_step`` builds the model weightless (dispatchprof.llm.models.build_model), runs forward
+(with the loss on the inputs as labels), backward and one AdamW step under OpCounter, and times
+every record with the simulator (dispatchprof.sim.simulate: its tensor-parallel split applies,
+attention and MLP blocks at 1/tp with two all-reduces per block). Records are sorted into:
+
+- layer records: their scope lies inside a transformer layer (a scope named ``...layers.N``,
+  ``h.N``, ``blocks.N``); the rest (embeddings, final norm, LM head, loss) are "other";
+- per phase: forward, backward, optimizer; the device time of each record is its OpTiming's
+  time less its collective time (``t_comm``), which is kept apart as tensor-parallel
+  communication.
+
+FP8 linears (``fp8=True``): every matrix op that is not attention runs its compute term at the
+device's fp8 peak, reached at ``fp8_efficiency`` of the bf16 GEMM's efficiency:
+``t_compute * peak_bf16 / peak_fp8 / fp8_efficiency``, and its time becomes
+``max(t_compute', t_memory) + unoverlapped * min(...)`` plus its overhead, as in OpTiming.
+Attention ops (forward and backward) take their simulated time / ``attention_efficiency``.
+Both factors are fitted to published training runs (dispatchprof.train.factors).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from dispatchprof.count.counter import OpCounter
+from dispatchprof.llm.models import build_model, token_ids
+from dispatchprof.results.profile import Profile
+from dispatchprof.sim.attention import is_attention
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.placement import placement_of
+from dispatchprof.sim.simulate import simulate
+from dispatchprof.sim.timing import OpTiming
+from dispatchprof.train.factors import FACTORS, Factors
+
+#: A transformer layer's scope: ``model.layers.3``, ``transformer.h.3``, ``blocks.3``.
+LAYER_SCOPE = re.compile(r"^(.*?(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+))(?:\.|$)")
+PHASES = ("forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True)
+class PhaseTimes:
+    """Seconds on one GPU of one phase: layer ops, other ops, their tensor-parallel all-reduces,
+    the forward attention core (what selective recompute re-runs), and FLOPs counted."""
+
+    layer_s: float = 0.0
+    other_s: float = 0.0
+    tp_comm_s: float = 0.0
+    attention_s: float = 0.0
+    host_s: float = 0.0
+    flops: int = 0
+    attention_flops: int = 0          # forward attention core's FLOPs
+    dynamic_j: float = 0.0            # energy of arithmetic, traffic and collectives (no static power)
+
+
+@dataclass(frozen=True)
+class CountedStep:
+    """A counted micro-batch step of a model and its times on one device."""
+
+    model: str
+    micro_batch: int
+    seq_len: int
+    layers: int
+    heads: int
+    hidden: int
+    layer_params: int                 # parameters of all the layers together
+    other_params: int                 # embeddings, final norm, LM head
+    embedding_params: int             # input token embeddings (a lookup: no FLOPs in MFU's 6N)
+    phases: dict[str, PhaseTimes]
+    activation_bytes: int             # forward's peak live bytes: what one micro-batch holds for backward
+    profile: Profile = field(repr=False)
+
+    @property
+    def params(self) -> int:
+        return self.layer_params + self.other_params
+
+
+def layer_of(scope: str) -> str | None:
+    """The transformer layer scope that holds ``scope``, None outside every layer."""
+    m = LAYER_SCOPE.match(scope)
+    return m.group(1) if m else None
+
+
+def build(spec: Any, dtype: torch.dtype = torch.bfloat16) -> torch.nn.Module:
+    """The weightless model of a catalog name, config path or hub id."""
+    return build_model(spec, dtype)
+
+
+@dataclass(frozen=True)
+class CountedModel:
+    """A counted micro-batch training step, before timing: the profile and the model's sizes."""
+
+    model: str
+    micro_batch: int
+    seq_len: int
+    layers: int
+    heads: int
+    hidden: int
+    layer_params: int
+    other_params: int
+    embedding_params: int
+    profile: Profile = field(repr=False)
+
+
+def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int) -> CountedModel:
+    """Count one micro-batch's forward (loss on the inputs as labels), backward and AdamW step."""
+    ids = token_ids(model, micro_batch, seq_len)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
+    with OpCounter(model, host_time=False) as c:
+        with c.phase("forward"):
+            out = model(input_ids=ids, labels=ids)
+        out.loss.backward()
+        with c.phase("optimizer"):
+            opt.step()
+    opt.zero_grad(set_to_none=True)
+    cfg = model.config
+    layer_params = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is not None)
+    other = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is None)
+    embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding))
+    layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+    return CountedModel(name, micro_batch, seq_len, layers, int(cfg.num_attention_heads), int(cfg.hidden_size),
+                        layer_params, other, embedding, c.profile)
+
+
+@dataclass(frozen=True)
+class SimulatedModel:
+    """A counted step's op timings on one device with tensor parallelism ``tp``."""
+
+    counted: CountedModel
+    device: Device
+    tp: int
+    ops: tuple[OpTiming, ...] = field(repr=False)
+    host_s: float                     # host time the timeline leaves exposed
+
+
+def simulate_model(m: CountedModel, device: Device, *, tp: int = 1, runtime: str = "compiled") -> SimulatedModel:
+    """Every record of a counted step timed on ``device`` (dispatchprof.sim.simulate)."""
+    sim = simulate(m.profile, placement_of(device), runtime=runtime, tp=tp)
+    host = max(0.0, sim.total.time_s - sum(t.time_s for t in sim.ops))
+    return SimulatedModel(m, device, tp, sim.ops, host)
+
+
+def step_of(s: SimulatedModel, *, fp8: bool = False, factors: Factors = FACTORS) -> CountedStep:
+    """The per-phase times of a simulated step, with FP8 linears and the training factors applied."""
+    m = s.counted
+    ratio = fp8_ratio(s.device) / factors.fp8_efficiency if fp8 else 1.0
+    phases = _phase_times(m.profile, s.ops, ratio, s.host_s, factors.attention_efficiency)
+    peak = dict(m.profile.phase_peaks).get("forward", 0)
+    return CountedStep(m.model, m.micro_batch, m.seq_len, m.layers, m.heads, m.hidden, m.layer_params,
+                       m.other_params, m.embedding_params, phases, peak, m.profile)
+
+
+def time_model(m: CountedModel, device: Device, *, tp: int = 1, fp8: bool = False,
+               runtime: str = "compiled") -> CountedStep:
+    """Time a counted step on ``device`` with tensor parallelism ``tp`` (module docstring)."""
+    return step_of(simulate_model(m, device, tp=tp, runtime=runtime), fp8=fp8)
+
+
+def count_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
+               tp: int = 1, fp8: bool = False, runtime: str = "compiled") -> CountedStep:
+    """Count and time one micro-batch's forward, backward and AdamW step (module docstring)."""
+    return time_model(count_model(model, name, micro_batch, seq_len), device, tp=tp, fp8=fp8, runtime=runtime)
+
+
+def fp8_ratio(device: Device) -> float:
+    """peak_bf16 / peak_fp8 of the matrix tables; a ValueError for a device without fp8."""
+    if "fp8" not in device.matrix_tflops or "bf16" not in device.matrix_tflops:
+        raise ValueError(f"--fp8 needs a device with fp8 and bf16 matrix peaks; {device.name!r} lists "
+                         f"{sorted(device.matrix_tflops)}")
+    return device.matrix_tflops["bf16"] / device.matrix_tflops["fp8"]
+
+
+def op_seconds(t: OpTiming, fp8: float, linear: bool) -> float:
+    """One op's device time without its collectives; a linear's compute term scaled by ``fp8``."""
+    tc = t.t_compute * fp8 if linear else t.t_compute
+    busy = max(tc, t.t_memory) + t.unoverlapped * min(tc, t.t_memory)
+    return busy + t.t_overhead + t.t_transfer
+
+
+def _phase_times(profile: Profile, timings: tuple[OpTiming, ...], fp8: float, host: float,
+                 attention_efficiency: float = 1.0) -> dict[str, PhaseTimes]:
+    acc = {p: [0.0, 0.0, 0.0, 0.0, 0, 0, 0.0] for p in PHASES}
+    for t in timings:
+        r = profile.records[t.record]
+        a = acc.get(r.phase if r.phase in acc else "forward")
+        attention = is_attention(r)
+        s = op_seconds(t, fp8, r.cost.macs > 0 and not attention)
+        if attention:
+            s /= attention_efficiency
+        a[0 if layer_of(r.scope) is not None else 1] += s
+        a[2] += t.t_comm
+        flops = r.cost.add + r.cost.mult
+        if r.phase == "forward" and attention:
+            a[3] += s
+            a[5] += flops
+        a[4] += flops
+        a[6] += t.dynamic_j
+    ops = sum(a[0] + a[1] for a in acc.values()) or 1.0
+    return {p: PhaseTimes(a[0], a[1], a[2], a[3], host * (a[0] + a[1]) / ops, a[4], a[5], a[6])
+            for p, a in acc.items()}

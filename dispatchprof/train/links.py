@@ -1,0 +1,81 @@
+"""Links between training GPUs and the time of the collectives that run over them.
+
+Two links per GPU (units in the names; GB/s are 1e9 bytes/s, one direction):
+
+- scale-up, inside a node: the device profile's ``interconnect_gb_per_s`` (NVLink; the datasheet's
+  both-directions total, so one direction is half of it: H100/H200 SXM 900 -> 450 GB/s), its
+  ``interconnect_latency_us`` per collective;
+- scale-out, across nodes: ``SCALE_OUT_GB_PER_S`` per GPU (one 400 Gb/s NDR InfiniBand / RoCE NIC
+  per GPU, as DGX H100 and the HGX H100/H200 reference systems have: 400e9 / 8 = 50 GB/s one
+  way; NVIDIA DGX H100 user guide, "8x single-port ConnectX-7 ... 400 Gb/s"),
+  ``SCALE_OUT_LATENCY_US`` per collective (assumed: an InfiniBand hop plus NCCL's protocol).
+
+``BUS_EFFICIENCY`` is the share of a link's bandwidth a large NCCL collective reaches (its
+bus bandwidth / link bandwidth). It is an assumed figure, not a measurement: it is stated here
+so that every collective uses the same one, and the validation (scripts/validate_training.py)
+reports what it gives.
+
+A group of ``n`` ranks that lies inside one node uses scale-up. One that spans nodes runs NCCL's
+rings over rail-aligned NICs: each ring crosses every node boundary once per channel, so a node's
+share of the ring's traffic is spread over the NICs of the group's ``r`` ranks on that node
+(``r = min(n, gpus_per_node / stride)``, at least 1, for ranks ``stride`` apart), and the group's
+bandwidth per GPU is ``min(scale-up, r * scale-out)``: a data-parallel group of all 8 GPUs of each
+node moves 8 NICs' worth, one with a single rank per node (tp = 8) one NIC's. Ring collectives,
+per GPU, for ``nbytes`` the size of the whole (unsharded) buffer:
+
+    all-gather, reduce-scatter: (n-1)/n * nbytes / bw + latency
+    all-reduce:               2 (n-1)/n * nbytes / bw + latency
+    point-to-point send:            nbytes / bw + latency
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dispatchprof.sim.device import Device
+
+SCALE_OUT_GB_PER_S = 50.0        # 400 Gb/s per GPU, one direction (DGX H100 user guide)
+SCALE_OUT_LATENCY_US = 10.0      # assumed
+BUS_EFFICIENCY = 0.8             # assumed share of link bandwidth reached by large NCCL collectives
+GPUS_PER_NODE = 8                # DGX / HGX H100, H200, B200
+
+
+@dataclass(frozen=True)
+class Links:
+    """The bandwidths (bytes/s, one direction, efficiency applied) and latencies (s) of one GPU."""
+
+    scale_up_bps: float
+    scale_up_latency_s: float
+    scale_out_bps: float
+    scale_out_latency_s: float
+
+    def link(self, spans_nodes: bool, ranks_per_node: int = 1) -> tuple[float, float]:
+        """(bytes/s, latency s) of a group inside one node (scale-up), or across nodes with
+        ``ranks_per_node`` of its ranks on each node: min(scale-up, ranks_per_node x scale-out)."""
+        if spans_nodes:
+            return min(self.scale_up_bps, max(1, ranks_per_node) * self.scale_out_bps), self.scale_out_latency_s
+        return self.scale_up_bps, self.scale_up_latency_s
+
+
+def links_of(device: Device, scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S) -> Links:
+    """The links of ``device``; a ValueError when it has no interconnect figure."""
+    if device.interconnect_gb_per_s is None:
+        raise ValueError(f"training over several devices needs an interconnect figure, and {device.name!r} has "
+                         f"no interconnect_gb_per_s")
+    return Links(device.interconnect_gb_per_s / 2 * 1e9 * BUS_EFFICIENCY, device.interconnect_latency_us * 1e-6,
+                 scale_out_gb_per_s * 1e9 * BUS_EFFICIENCY, SCALE_OUT_LATENCY_US * 1e-6)
+
+
+def ring_gather_s(nbytes: float, n: int, bw: float, latency: float) -> float:
+    """Seconds of a ring all-gather or reduce-scatter of a ``nbytes`` buffer over ``n`` ranks."""
+    return 0.0 if n <= 1 or not nbytes else (n - 1) / n * nbytes / bw + latency
+
+
+def ring_allreduce_s(nbytes: float, n: int, bw: float, latency: float) -> float:
+    """Seconds of a ring all-reduce of ``nbytes`` over ``n`` ranks: a reduce-scatter + an all-gather."""
+    return 0.0 if n <= 1 or not nbytes else 2 * (n - 1) / n * nbytes / bw + latency
+
+
+def send_s(nbytes: float, bw: float, latency: float) -> float:
+    """Seconds of a point-to-point send of ``nbytes``."""
+    return nbytes / bw + latency if nbytes else 0.0

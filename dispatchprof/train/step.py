@@ -1,0 +1,205 @@
+"""A training step at scale: the counted micro-batch step (dispatchprof.train.count) split over
+the GPUs of a layout (dispatchprof.train.layout), its communication placed where the frameworks
+issue it and overlapped as they overlap it. Seconds per GPU; docs/training.md has the model.
+
+Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM head and loss):
+
+    F = fwd_layers / (pp cp) + fwd_other / (tp cp)       (the counted times already split by tp)
+    B = bwd_layers / (pp cp) + bwd_other / (tp cp)
+    R = full: fwd_layers / (pp cp); selective: fwd_attention / (pp cp); none: 0
+    T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed; with
+        tp_overlap, as Megatron's userbuffers overlap them with the block's GEMMs, only what
+        exceeds the layers' forward + backward compute)
+    P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1
+    C = cp: all-gather of K and V forward and reduce-scatter of their gradients backward, per
+        layer, overlapped with that layer's attention (`exposed_s`)
+    t_micro = F + B + R + T + P + C
+    pipeline = (m + (pp-1)/vp) t_micro                   (dispatchprof.train.schedule)
+
+Data parallel over dp ranks, with G = the GPU's parameters (`memory` module's worst stage):
+
+    zero 0, 1, 2: the gradients (reduce dtype) all-reduced (ZeRO 1-2: reduce-scattered, and the
+        weights all-gathered after the optimizer, the same bytes) in one bucket per layer during the
+        last micro-batch's backward; the weights' all-gather (ZeRO 1-2) overlaps the next forward
+    zero 3 (FSDP): per layer and micro-batch, an all-gather of the bf16 weights before its forward
+        and its backward, and a reduce-scatter of its gradients after its backward, prefetched one
+        layer ahead; the other parameters are gathered whole, exposed
+    optimizer = counted AdamW time x OPTIMIZER_WIDTH x G / N, divided by dp for ZeRO >= 1
+
+    step = pipeline + exposed data-parallel communication + optimizer + host
+
+tokens/s/GPU = global_batch x seq_len / step / devices. MFU = model FLOPs / (step x devices x
+bf16 matrix peak), model FLOPs per token = 6 N' + 12 L h s (N' = parameters less the input
+embedding lookup, unless tied to the LM head; L layers, h hidden, s sequence length: PaLM's
+and torchtitan's definition, attention not halved for causality). Counted MFU uses the counted
+FLOPs (forward + backward + recompute + optimizer) instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dispatchprof.sim.device import Device
+from dispatchprof.units import nbytes
+from dispatchprof.sim.placement import placement_of
+from dispatchprof.train.count import CountedStep, build, count_step
+from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
+from dispatchprof.train.links import Links, links_of, ring_allreduce_s, ring_gather_s, send_s
+from dispatchprof.train.memory import PARAM_BYTES, Memory, memory_per_gpu
+from dispatchprof.train.schedule import bubble_fraction, exposed_s, pipeline_s
+
+#: The counted AdamW step runs on bf16 states; fp32 master weights, momentum and variance move
+#: twice the bytes (every op of the step is elementwise and memory-bound).
+OPTIMIZER_WIDTH = 2
+#: Bytes per gradient element reduced: FSDP2 reduces in fp32 (torchtitan's default
+#: mixed_precision_reduce), Megatron's data parallel in the weights' bf16 (grad_reduce_in_fp32 off).
+REDUCE_BYTES = {0: 2, 1: 2, 2: 2, 3: 4}
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """One training step of a layout: its time, breakdown (seconds per GPU), throughput,
+    MFU, energy and memory per GPU."""
+
+    model: str
+    device: str
+    layout: TrainLayout
+    params: int
+    step_s: float
+    breakdown: dict[str, float]
+    tokens_per_s_per_gpu: float
+    mfu: float
+    counted_mfu: float
+    model_flops_per_token: float
+    energy_per_step_j: float
+    memory: Memory
+    capacity_bytes: float | None
+    bubble_fraction: float
+    counted: CountedStep = field(repr=False)
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.capacity_bytes is None else self.memory.total <= self.capacity_bytes
+
+    def days_for(self, tokens: float) -> float:
+        """Days to train ``tokens`` tokens."""
+        return tokens / (self.tokens_per_s_per_gpu * self.layout.devices) / 86400
+
+    def over_capacity(self) -> str:
+        """One line saying by how much the memory is over, and the largest component; '' if it fits."""
+        if self.fits is not False:
+            return ""
+        name, size = max(self.memory.items(), key=lambda kv: kv[1])
+        return (f"does not fit: {nbytes(self.memory.total)} per GPU needed, {nbytes(self.capacity_bytes)} "
+                f"on {self.device} ({nbytes(self.memory.total - self.capacity_bytes)} over; largest: {name} "
+                f"{nbytes(size)}); try --recompute full, more --zero, --tp or --pp, or a smaller --micro-batch")
+
+
+def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: str = "compiled",
+                     counted: CountedStep | None = None, name: str | None = None) -> TrainingResult:
+    """Simulate one training step of ``model`` (a catalog name, config path or hub id) on
+    ``layout.devices`` GPUs like ``device`` (module docstring). ``counted`` reuses a count of the
+    same model, micro-batch, sequence length, tp and fp8."""
+    dev = placement_of(device).devices[0]
+    if counted is None:
+        net = build(model)
+        cfg = net.config
+        layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+        check_layout(layout, layers, int(cfg.num_attention_heads))
+        counted = count_step(net, name or str(model), layout.micro_batch, layout.seq_len, dev, tp=layout.tp,
+                             fp8=layout.fp8, runtime=runtime)
+    check_layout(layout, counted.layers, counted.heads)
+    links = links_of(dev) if layout.devices > 1 else Links(1.0, 0.0, 1.0, 0.0)
+    return split_step(counted, dev, layout, links)
+
+
+def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> TrainingResult:
+    """The step of ``lay`` from a counted micro-batch step (module docstring)."""
+    fwd, bwd, opt = s.phases["forward"], s.phases["backward"], s.phases["optimizer"]
+    tp, pp, cp, dp, vp, m = lay.tp, lay.pp, lay.cp, lay.dp, lay.vp, lay.grad_accum
+    share = stage_layers(s.layers, pp, vp) / s.layers      # the slowest stage's share of the layers: 1/pp
+    stage = cp / share
+    f_layers, b_layers = fwd.layer_s / stage, bwd.layer_s / stage
+    f = f_layers + fwd.other_s / (tp * cp)
+    b = b_layers + bwd.other_s / (tp * cp)
+    recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "full": f_layers}[lay.recompute]
+    tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s) / stage
+    if lay.tp_overlap:                               # hidden under the layers' compute, unless longer
+        tp_comm = max(0.0, tp_comm - f_layers - b_layers)
+    act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
+    bw, lat = links.link(*lay.group(tp * cp * dp, pp))
+    p2p = 2 * vp * send_s(act / tp, bw, lat) if pp > 1 else 0.0
+    cp_comm = _cp_comm(s, lay, links, fwd.attention_s / stage)
+    t_micro = f + b + recompute + tp_comm + p2p + cp_comm
+    pipe = pipeline_s(m, pp, vp, t_micro)
+    gpu_params = s.layer_params * share / tp + s.other_params / tp
+    dp_exposed = _dp_comm(s, lay, links, gpu_params, f_layers, b_layers, m)
+    shard = dp if lay.zero >= 1 else 1
+    optimizer = (opt.layer_s + opt.other_s) * OPTIMIZER_WIDTH * gpu_params / s.params / shard
+    host = (fwd.host_s + bwd.host_s) * m / stage + opt.host_s
+    step = pipe + dp_exposed + optimizer + host
+    breakdown = {"compute": m * (f + b), "recompute": m * recompute, "tp comm": m * tp_comm,
+                 "cp comm": m * cp_comm, "pp p2p": m * p2p, "bubble": pipe - m * t_micro,
+                 "dp comm exposed": dp_exposed, "optimizer": optimizer, "host": host}
+    tokens = lay.global_batch * lay.seq_len
+    embedding = 0 if s.embedding_params >= s.other_params else s.embedding_params   # tied: the head's FLOPs stay
+    per_token = 6 * (s.params - embedding) + 12 * s.layers * s.hidden * lay.seq_len
+    peak = dev.peak_flops("bf16", True)
+    extra = {"none": 0, "selective": fwd.attention_flops, "full": fwd.flops}[lay.recompute]
+    counted_flops = (fwd.flops + bwd.flops + extra) * lay.global_batch / lay.micro_batch + opt.flops * dp
+    dynamic = (fwd.dynamic_j + bwd.dynamic_j) * m / stage + opt.dynamic_j * gpu_params / s.params / shard
+    energy = lay.devices * (dynamic + dev.static_power_w * step)
+    layer_input = lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES
+    mem = memory_per_gpu(gpu_params, s.layer_params / s.layers, s.layers, s.activation_bytes, dp=dp, tp=tp, pp=pp,
+                         cp=cp, vp=vp, m=m, zero=lay.zero, recompute=lay.recompute, layer_input_bytes=layer_input,
+                         reduce_bytes=REDUCE_BYTES[lay.zero], share=share)
+    cap = dev.memory_capacity_gb * 1e9 if dev.memory_capacity_gb else None
+    return TrainingResult(s.model, dev.name, lay, s.params, step, breakdown, tokens / step / lay.devices,
+                          per_token * tokens / step / lay.devices / peak,
+                          counted_flops / step / lay.devices / peak, per_token, energy, mem, cap,
+                          bubble_fraction(m, pp, vp) if pp > 1 else 0.0, s)
+
+
+def fsdp_layer_bytes(layer_params: float, dp: int) -> tuple[float, float]:
+    """Bytes each GPU sends for one layer of ``layer_params`` parameters (its tensor-parallel
+    slice) under FSDP over ``dp`` ranks: the all-gather of its bf16 weights,
+    ``(dp-1)/dp * layer_params * 2``, and the reduce-scatter of its gradients in the reduce dtype,
+    ``(dp-1)/dp * layer_params * 4`` (ring algorithms: each rank sends all but its own shard)."""
+    part = (dp - 1) / dp * layer_params
+    return part * PARAM_BYTES, part * REDUCE_BYTES[3]
+
+
+def _cp_comm(s: CountedStep, lay: TrainLayout, links: Links, attention: float) -> float:
+    """Context parallelism per micro-batch: K and V of each layer all-gathered forward and their
+    gradients reduce-scattered backward over the cp group, overlapped with its attention."""
+    if lay.cp == 1:
+        return 0.0
+    kv = 2 * lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES / lay.tp    # upper bound: K, V as wide as Q
+    bw, lat = links.link(*lay.group(lay.tp, lay.cp))
+    layers = stage_layers(s.layers, lay.pp, lay.vp)
+    per_layer = ring_gather_s(kv, lay.cp, bw, lat)
+    return 2 * exposed_s(per_layer, attention / max(layers, 1), layers)
+
+
+def _dp_comm(s: CountedStep, lay: TrainLayout, links: Links, gpu_params: float, f_layers: float,
+             b_layers: float, m: int) -> float:
+    """Exposed data-parallel communication per step (module docstring)."""
+    dp = lay.dp
+    if dp == 1:
+        return 0.0
+    bw, lat = links.link(*lay.group(lay.tp * lay.cp, dp))
+    layers = stage_layers(s.layers, lay.pp, lay.vp)
+    layer_params = s.layer_params / s.layers / lay.tp
+    f_l, b_l = f_layers / layers, b_layers / layers
+    if lay.zero >= 3:
+        sent_gather, sent_scatter = fsdp_layer_bytes(layer_params, dp)
+        gather, scatter = sent_gather / bw + lat, sent_scatter / bw + lat
+        other = ring_gather_s(s.other_params / lay.tp * PARAM_BYTES, dp, bw, lat)
+        per_micro = other + exposed_s(gather, f_l, layers) + exposed_s(gather + scatter, b_l, layers) + other
+        return m * per_micro
+    grads = ring_allreduce_s(gpu_params * REDUCE_BYTES[lay.zero], dp, bw, lat)
+    if lay.zero == 0:
+        return exposed_s(grads / layers, b_l, layers)
+    half = grads / 2                                  # reduce-scatter in backward, all-gather of weights after
+    return exposed_s(half / layers, b_l, layers) + exposed_s(half / layers, f_l, layers)

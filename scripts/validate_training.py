@@ -1,0 +1,187 @@
+"""Validate `dispatchprof train` against published training throughput.
+
+Reads scripts/data/published_training.csv (one row per published configuration: source URL, the
+quoted table line, device, model, parallel sizes, batch, recompute, FP8, measured tokens/s per GPU),
+predicts every row with the public API (`dispatchprof.train.profile_training`, shipped defaults),
+and prints per row the prediction and its error, then the median |error| of tokens/s/GPU on the
+held-out rows by source and over all of them.
+
+``tp_overlap`` is 1 on the Megatron-Bridge and NeMo rows with tp > 1: their performance recipes set
+MegatronCommOverlapCallback(tp_comm_overlap=True) (NeMo llama3 70B recipe, Megatron-Bridge perf scripts).
+
+Split rule (fixed before any prediction): a row is held-out when the first 8 hex digits of
+sha256(row id), read as an integer, are odd; else it is a fit row. The script checks that every
+row's ``split`` column follows the rule.
+
+MPT rows (llm-foundry) are simulated as a Llama-architecture proxy of the same width, depth and
+parameter count (`mpt_proxy`): transformers' MPT attention is not SDPA, so counting it would time
+the attention as unfused matmuls, which llm-foundry does not run.
+
+Usage: PYTHONPATH=. python scripts/validate_training.py [--only SOURCE] [--csv OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+from dispatchprof.sim.placement import placement_of
+from dispatchprof.train import TrainLayout, profile_training
+from dispatchprof.train.count import count_model, simulate_model, step_of
+from dispatchprof.train.factors import FACTORS, Factors
+from dispatchprof.llm.models import build_model
+
+DATA = Path(__file__).parent / "data" / "published_training.csv"
+#: The project's own measured training steps (scripts/measure_gpu.py on a lent H200, section "train").
+MEASURED = Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"
+#: MPT sizes (llm-foundry yamls): d_model, n_layers; heads = d_model / 128 (head size 128)
+MPT = {"mpt-1b": (2048, 24), "mpt-3b": (2560, 32), "mpt-7b": (4096, 32), "mpt-13b": (5120, 40),
+       "mpt-30b": (7168, 48), "mpt-70b": (8192, 80)}
+
+
+def split_of(row_id: str) -> str:
+    """The fixed split rule (module docstring)."""
+    return "held-out" if int(hashlib.sha256(row_id.encode()).hexdigest()[:8], 16) % 2 else "fit"
+
+
+def mpt_proxy(name: str):
+    """A LlamaConfig as wide and deep as MPT ``name``, its MLP 8d/3 wide (the 8 d^2 of MPT's 4x GELU
+    MLP), vocabulary 50368, embeddings tied to the LM head, as MPT."""
+    import transformers
+    d, layers = MPT[name]
+    return transformers.LlamaConfig(hidden_size=d, intermediate_size=round(8 * d / 3), num_hidden_layers=layers,
+                                    num_attention_heads=d // 128, num_key_value_heads=d // 128, vocab_size=50368,
+                                    tie_word_embeddings=True, max_position_embeddings=65536)
+
+
+def layout_of(r: dict) -> TrainLayout:
+    vp = int(r["vp"])
+    return TrainLayout(int(r["devices"]), int(r["micro_batch"]), int(r["global_batch"]), int(r["seq_len"]),
+                       tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), zero=int(r["zero"]),
+                       schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
+                       fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
+                       tp_overlap=r["tp_overlap"] == "1")
+
+
+def measured_rows() -> list[tuple[str, int, int, float, float, float, str]]:
+    """The measured single-GPU steps (one H200, eager PyTorch: fp32 weights, bf16 autocast, fused
+    AdamW, SDPA), each predicted on one H200 with runtime "eager", the model counted in bf16 (what
+    autocast runs its matmuls in): (model, batch, seq, measured s, predicted s, predicted memory
+    bytes, the row's note)."""
+    out = []
+    for row in csv.reader(MEASURED.open()):
+        if row[0] != "train" or row[6] != "step_s":
+            continue
+        model, batch, seq, measured = row[1], int(row[3]), int(row[4]), float(row[7])
+        lay = TrainLayout(1, batch, batch, seq)
+        res = profile_training(model, "H200", lay, runtime="eager")
+        out.append((model, batch, seq, measured, res.step_s, res.memory.total, row[9]))
+    return out
+
+
+def simulated(rows: list[dict]) -> dict:
+    """Every row's counted step simulated on its device and tp, counted once per (model,
+    micro-batch, sequence length) and simulated once per (device, tp, runtime)."""
+    sims, models = {}, {}
+    for r in sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"]))):
+        key = (r["model"], int(r["micro_batch"]), int(r["seq_len"]))
+        skey = (key, r["device"], int(r["tp"]), r["runtime"])
+        if skey in sims:
+            continue
+        if key not in models:
+            models.clear()
+            spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
+            models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
+            print(f"counted {key}", file=sys.stderr, flush=True)
+        sims[skey] = simulate_model(models[key], placement_of(r["device"]).devices[0], tp=int(r["tp"]),
+                                    runtime=r["runtime"])
+    return sims
+
+
+def predict(r: dict, sims: dict, factors: Factors) -> tuple[float, float]:
+    """(predicted tokens/s/GPU, relative error) of a row under ``factors``."""
+    lay = layout_of(r)
+    sim = sims[((r["model"], lay.micro_batch, lay.seq_len), r["device"], lay.tp, r["runtime"])]
+    res = profile_training(r["model"], r["device"], lay, counted=step_of(sim, fp8=lay.fp8, factors=factors))
+    return res.tokens_per_s_per_gpu, res.tokens_per_s_per_gpu / float(r["tokens_per_s_per_gpu"]) - 1
+
+
+def fit_factors(rows: list[dict], sims: dict) -> Factors:
+    """attention_efficiency first, on the bf16 fit rows; then fp8_efficiency on the FP8 fit rows:
+    each the grid value (0.05 steps) with the least median |error|."""
+    def score(sel: list[dict], f: Factors) -> float:
+        return statistics.median(abs(predict(r, sims, f)[1]) for r in sel)
+
+    grid = [round(0.05 * k, 2) for k in range(4, 21)]
+    bf16 = [r for r in rows if r["fp8"] == "0"]
+    att = min(grid, key=lambda a: score(bf16, Factors(1.0, a)))
+    fp8 = [r for r in rows if r["fp8"] == "1"]
+    eff = min(grid, key=lambda e: score(fp8, Factors(e, att)))
+    return Factors(eff, att)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--only", help="only the rows of this source")
+    ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--fit", action="store_true", help="fit the factors on the fit rows, then report with them")
+    ap.add_argument("--measured", action="store_true", help="only the project's own measured H200 steps")
+    args = ap.parse_args()
+    if args.measured:
+        print(f"{'model':<14} {'batch':>5} {'seq':>5} {'measured s':>10} {'predicted s':>11} {'error':>7} "
+              f"{'pred. memory':>12}  measured")
+        for model, batch, seq, meas, pred, mem, note in measured_rows():
+            print(f"{model:<14} {batch:>5} {seq:>5} {meas:>10.4f} {pred:>11.4f} {pred / meas - 1:>+7.1%} "
+                  f"{mem / 2**30:>8.1f} GiB  {note}")
+        return 0
+    rows = list(csv.DictReader(DATA.open()))
+    bad = [r["id"] for r in rows if r["split"] != split_of(r["id"])]
+    if bad:
+        print(f"rows whose split does not follow the rule: {bad}", file=sys.stderr)
+        return 1
+    if args.only:
+        rows = [r for r in rows if r["source"] == args.only]
+    sims = simulated(rows)
+    if args.fit:
+        fit = [r for r in rows if r["split"] == "fit"]
+        factors = fit_factors(fit, sims)
+        print(f"fitted on {len(fit)} fit rows: {factors}")
+    else:
+        factors = FACTORS
+    out = [(r, *predict(r, sims, factors)) for r in rows]
+    print(f"{'id':<44} {'split':<8} {'published':>9} {'predicted':>9} {'error':>7}")
+    for r, pred, err in out:
+        print(f"{r['id']:<44} {r['split']:<8} {float(r['tokens_per_s_per_gpu']):>9.0f} {pred:>9.0f} {err:>+7.1%}")
+    print()
+    for split in ("fit", "held-out"):
+        sel = [o for o in out if o[0]["split"] == split]
+        for source in sorted({o[0]["source"] for o in sel}):
+            errs = [o[2] for o in sel if o[0]["source"] == source]
+            print(f"{split:<8} {source:<16} rows {len(errs):>3}  median |error| "
+                  f"{statistics.median(map(abs, errs)):6.1%}  median error {statistics.median(errs):+6.1%}")
+        if sel:
+            print(f"{split:<8} {'all':<16} rows {len(sel):>3}  median |error| "
+                  f"{statistics.median(abs(o[2]) for o in sel):6.1%}")
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["id", "source", "split", "published", "predicted", "error"])
+            w.writerows([o[0]["id"], o[0]["source"], o[0]["split"], o[0]["tokens_per_s_per_gpu"], f"{o[1]:.1f}",
+                         f"{o[2]:.4f}"] for o in out)
+    return 0
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore")
+    t0 = time.time()
+    status = main()
+    print(f"\n{time.time() - t0:.0f} s", file=sys.stderr)
+    sys.exit(status)

@@ -1,0 +1,168 @@
+"""dispatchprof.train: the formulas worked by hand, and a tiny counted model split over GPUs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import transformers
+
+from dispatchprof.sim.placement import placement_of
+from dispatchprof.train import TrainLayout, profile_training
+from dispatchprof.train.count import count_model, fp8_ratio, layer_of, time_model
+from dispatchprof.train.layout import check_layout, stage_layers
+from dispatchprof.train.links import Links, ring_allreduce_s, ring_gather_s
+from dispatchprof.train.memory import memory_per_gpu, model_states
+from dispatchprof.train.schedule import bubble_fraction, exposed_s, pipeline_s
+from dispatchprof.train.step import fsdp_layer_bytes, split_step
+from tests.conftest import TINY_LLAMA, tiny_model
+
+H100 = placement_of("H100-SXM").devices[0]
+
+
+def test_fsdp_bytes_per_layer_by_hand():
+    # 1e6 parameters over 8 ranks: all-gather 7/8 * 1e6 * 2 bytes = 1.75e6; reduce-scatter in fp32 7/8 * 4e6 = 3.5e6
+    assert fsdp_layer_bytes(1_000_000, 8) == (1_750_000, 3_500_000)
+    assert fsdp_layer_bytes(1_000_000, 1) == (0, 0)
+
+
+def test_ring_collectives_by_hand():
+    # 8e6 bytes over 4 ranks at 1e9 B/s: all-gather 3/4 * 8e6 / 1e9 = 6 ms (+ 1 ms latency); all-reduce twice that
+    assert ring_gather_s(8e6, 4, 1e9, 1e-3) == pytest.approx(7e-3)
+    assert ring_allreduce_s(8e6, 4, 1e9, 1e-3) == pytest.approx(13e-3)
+    assert ring_gather_s(8e6, 1, 1e9, 1e-3) == 0.0
+
+
+@pytest.mark.parametrize("m, pp, vp, frac", [
+    (8, 4, 1, 3 / 11),          # (pp-1)/(m+pp-1) = 3/11
+    (1, 4, 1, 3 / 4),
+    (8, 4, 2, 1.5 / 9.5),       # interleaved: (pp-1)/vp = 1.5 idle slots of 9.5
+    (16, 1, 1, 0.0),
+])
+def test_1f1b_bubble_fraction(m, pp, vp, frac):
+    assert bubble_fraction(m, pp, vp) == pytest.approx(frac)
+    # the step is m + (pp-1)/vp micro-batch times; the bubble its share of it
+    t = pipeline_s(m, pp, vp, 0.5)
+    assert t == pytest.approx((m + (pp - 1) / vp) * 0.5)
+    assert (t - m * 0.5) / t == pytest.approx(frac)
+
+
+def test_exposed_comm_longer_than_compute():
+    # 4 layers, 3 s of all-gather each, 1 s of compute each: the first 3 s wait, then 3 x (3 - 1) = 6 s show
+    assert exposed_s(3.0, 1.0, 4) == pytest.approx(9.0)
+    # shorter than compute: only the first chunk's 1 s shows
+    assert exposed_s(1.0, 3.0, 4) == pytest.approx(1.0)
+    assert exposed_s(0.0, 3.0, 4) == 0.0
+
+
+def test_zero3_memory_per_gpu_for_a_known_parameter_count():
+    # 1e9 parameters, 16 bytes each (2 weights + 2 gradients + 12 AdamW states), over 8 ranks: 2e9 bytes
+    w, g, o = model_states(1e9, 8, 3)
+    assert (w, g, o) == (2.5e8, 2.5e8, 1.5e9)
+    assert model_states(1e9, 8, 1) == (2e9, 2e9, 1.5e9)          # ZeRO-1: only the optimizer state sharded
+    assert model_states(1e9, 8, 2) == (2e9, 2.5e8, 1.5e9)
+    assert model_states(1e9, 8, 0) == (2e9, 2e9, 12e9)
+    mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=8, tp=1, pp=1, cp=1, vp=1, m=1, zero=3, recompute="none",
+                         layer_input_bytes=1e6, reduce_bytes=4)
+    assert mem.params + mem.grads + mem.optimizer == 2e9
+    assert mem.activations == 4e9
+    assert mem.comm_buffers == 2 * 1e8 * 2 + 1e8 * 4            # two gathered layers in bf16, one layer of fp32 grads
+    assert mem.margin == pytest.approx(0.10 * (2e9 + 4e9 + 8e8))
+
+
+def test_full_recompute_keeps_layer_inputs():
+    # 10 layers over pp 2: a stage of 5 layers holds min(pp, m) = 2 micro-batches of layer inputs (1e6 each)
+    # plus one layer's activations (4e9 / 10)
+    mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=1, pp=2, cp=1, vp=1, m=8, zero=0, recompute="full",
+                         layer_input_bytes=1e6, reduce_bytes=2)
+    assert mem.activations == pytest.approx(5 * 1e6 * 2 + 4e8)
+
+
+def test_stage_layers_uneven():
+    assert stage_layers(126, 8, 8) == 2 * 8                      # ceil(126 / 64) = 2 layers per chunk
+    assert stage_layers(80, 4, 5) == 20
+
+
+def test_layer_scope():
+    assert layer_of("model.layers.3.self_attn.q_proj") == "model.layers.3"
+    assert layer_of("transformer.h.11") == "transformer.h.11"
+    assert layer_of("model.norm") is None
+    assert layer_of("lm_head") is None
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(devices=8, tp=3), "tp x pp x cp = 3 x 1 x 1 = 3 does not divide the 8 devices"),
+    (dict(devices=8, global_batch=12, micro_batch=2),
+     r"global batch 12 is not divisible by micro-batch x data-parallel size = 2 x 8 = 16"),
+    (dict(devices=8, pp=8, global_batch=8), "pp x vp = 8 is larger than the model's 2 layers"),
+    (dict(devices=2, tp=2, global_batch=1), "tp=2 does not divide the model's 3 attention heads; allowed: 1, 3"),
+    (dict(devices=8, zero=4, global_batch=8), r"zero must be one of \(0, 1, 2, 3\), got 4"),
+    (dict(devices=8, recompute="some", global_batch=8), "recompute must be one of"),
+])
+def test_bad_layouts(fields, match):
+    base = dict(devices=1, micro_batch=1, global_batch=1, seq_len=16)
+    with pytest.raises(ValueError, match=match):
+        check_layout(TrainLayout(**{**base, **fields}), layers=2, heads=3)
+
+
+def test_fp8_needs_an_fp8_device():
+    a100 = placement_of("A100-80GB").devices[0]
+    with pytest.raises(ValueError, match="--fp8 needs a device with fp8"):
+        fp8_ratio(a100)
+    assert fp8_ratio(H100) == pytest.approx(989.4 / 1978.9)
+
+
+@pytest.fixture(scope="module")
+def counted():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = tiny_model(dtype=__import__("torch").bfloat16)
+        return count_model(net, "tiny", 2, 32)
+
+
+def test_counts_forward_backward_and_optimizer(counted):
+    phases = {r.phase for r in counted.profile.records}
+    assert {"forward", "backward", "optimizer"} <= phases
+    h, i, layers = TINY_LLAMA["hidden_size"], TINY_LLAMA["intermediate_size"], TINY_LLAMA["num_hidden_layers"]
+    kv = h // TINY_LLAMA["num_attention_heads"] * TINY_LLAMA["num_key_value_heads"]
+    per_layer = h * h * 2 + 2 * h * kv + 3 * h * i + 2 * h       # q, o, k, v, gate/up/down, two norms
+    assert counted.layer_params == layers * per_layer
+    assert counted.layers == layers
+
+
+def test_recompute_adds_one_forward_of_the_layers(counted):
+    step = time_model(counted, H100)
+    lay = TrainLayout(1, 2, 4, 32)                                # 2 micro-batches of 2
+    links = Links(1.0, 0.0, 1.0, 0.0)
+    none = split_step(step, H100, lay, links)
+    full = split_step(step, H100, dataclasses.replace(lay, recompute="full"), links)
+    fwd = step.phases["forward"]
+    assert full.breakdown["recompute"] == pytest.approx(2 * fwd.layer_s)
+    assert full.step_s - none.step_s == pytest.approx(2 * fwd.layer_s)
+    sel = split_step(step, H100, dataclasses.replace(lay, recompute="selective"), links)
+    assert sel.breakdown["recompute"] == pytest.approx(2 * fwd.attention_s)
+    assert 0 < fwd.attention_s < fwd.layer_s
+
+
+def test_data_parallel_keeps_tokens_per_gpu_and_adds_communication(counted):
+    step = time_model(counted, H100)
+    one = profile_training("tiny", H100, TrainLayout(1, 2, 2, 32), counted=step)
+    eight = profile_training("tiny", H100, TrainLayout(8, 2, 16, 32, zero=3), counted=step)
+    assert eight.breakdown["dp comm exposed"] > 0
+    assert eight.breakdown["compute"] == pytest.approx(one.breakdown["compute"])
+    assert eight.step_s > one.step_s
+    assert eight.memory.optimizer == pytest.approx(one.memory.optimizer / 8)
+
+
+def test_tp_overlap_hides_what_the_layers_compute_covers(counted):
+    step = time_model(counted, H100, tp=2)
+    lay = TrainLayout(2, 2, 2, 32, tp=2)
+    links = Links(1.0, 0.0, 1.0, 0.0)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    exposed = split_step(step, H100, lay, links)
+    assert exposed.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s) and fwd.tp_comm_s > 0
+    hidden = split_step(step, H100, dataclasses.replace(lay, tp_overlap=True), links)
+    # max(0, T - F_layers - B_layers): the all-reduces show only where they outlast the layers' compute
+    assert hidden.breakdown["tp comm"] == pytest.approx(
+        max(0.0, fwd.tp_comm_s + bwd.tp_comm_s - fwd.layer_s - bwd.layer_s))
