@@ -122,3 +122,19 @@ def test_hub_id_without_network_fails_clearly():
                          env={**os.environ, "HF_HUB_OFFLINE": "1"}).stdout
     assert "meta-llama/Llama-3.1-8B: could not load the config from the model hub" in out
     assert "use a bundled model" in out
+
+
+def test_an_moe_token_counts_its_active_parameters_work():
+    # Qwen3-30B-A3B ("3.3B activated"), one token: top-8 of 128 experts under balanced routing = 8 experts.
+    # MACs per layer: q 2048x4096 + k, v 2 x 2048x512 + o 4096x2048 = 18,874,368, router 2048x128 = 262,144,
+    # 8 experts x 3 x 2048x768 = 37,748,736, attention's two products 2 x 32 heads x 128 = 8,192:
+    # 56,893,440 x 48 layers + LM head 2048x151936 = 311,164,928 -> 3,042,050,048
+    from dispatchprof import OpCounter
+    from dispatchprof.llm.models import token_ids
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = build_model("qwen3-30b-a3b")
+    with OpCounter() as c:
+        model(token_ids(model, 1, 1))
+    assert c.get("macs") == 56_893_440 * 48 + 311_164_928 == 3_042_050_048
