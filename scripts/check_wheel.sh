@@ -13,7 +13,7 @@ cd "$work"
 "$work/venv/bin/python" - <<'PY'
 import torch, dispatchprof, op_formulas
 from dispatchprof import OpCounter, list_devices
-assert len(list_devices()) == 31 and "MI250X-GCD" in list_devices(), list_devices()
+assert len(list_devices()) == 37 and "MI250X-GCD" in list_devices(), list_devices()
 assert "site-packages" in dispatchprof.__file__ and "site-packages" in op_formulas.__file__, dispatchprof.__file__
 import pathlib
 assert (pathlib.Path(dispatchprof.__file__).parent / "py.typed").is_file(), "py.typed missing from the wheel"

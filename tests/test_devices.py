@@ -14,7 +14,8 @@ DEVICES_MD = [  # every device of DEVICES.md
     "CXL-PIM-nBC", "SAM-LPDDR5PIM", "A17Pro", "Dimensity9300", "Snapdragon8gen3", "V100", "A100-40GB",
     "A100-80GB", "H100-SXM", "H100-PCIe", "H200", "B200", "L4", "L40S", "A6000", "RTX-4090", "MI300X",
     "MI250X-GCD"]  # issue #14 adds one GCD of an MI250X
-ADDED = ["GB200"]   # issue #33: the GB200 rows of AIConfigurator's silicon sample (NVIDIA's GB200 NVL72 table)
+ADDED = ["GB200",    # issue #33: the GB200 rows of AIConfigurator's silicon sample (NVIDIA's GB200 NVL72 table)
+         "B300", "GB300", "MI325X", "MI355X"]  # issue #35: the 2025 GPUs (tests/test_frontier_devices.py)
 ADDED += ["UPMEM-2556", "UPMEM-640"]   # issue #37: the PrIM systems (devices/upmem.yaml)
 
 

@@ -103,7 +103,9 @@ def balanced_experts_forward(self: Any, hidden_states: torch.Tensor, top_k_index
                              top_k_weights: torch.Tensor) -> torch.Tensor:
     """Experts under balanced top-k routing: the T*k token copies are cut into E consecutive
     groups (`balanced_split`), group e goes through expert e; outputs are weighted by the router
-    weights and summed over k per token, as transformers' own implementations do."""
+    weights and summed over k per token, as transformers' own implementations do. The gate is the
+    experts class's own (``_apply_gate``: gpt-oss's clamped SwiGLU on interleaved gate/up columns),
+    and the weights are read in the layout it declares (`_expert_linear`)."""
     num_tokens, hidden = hidden_states.shape[0], hidden_states.shape[-1]
     top_k = top_k_index.shape[-1]
     selected = hidden_states.repeat_interleave(top_k, dim=0)            # (T*k, H)
@@ -113,11 +115,21 @@ def balanced_experts_forward(self: Any, hidden_states: torch.Tensor, top_k_index
             continue
         x = selected[start:start + n]
         if getattr(self, "has_gate", True):
-            gate, up = torch.nn.functional.linear(x, self.gate_up_proj[e]).chunk(2, dim=-1)
-            h = self.act_fn(gate) * up
+            h = self._apply_gate(_expert_linear(self, x, "gate_up_proj", e))
         else:
-            h = self.act_fn(torch.nn.functional.linear(x, self.up_proj[e]))
-        outputs.append(torch.nn.functional.linear(h, self.down_proj[e]))
+            h = self.act_fn(_expert_linear(self, x, "up_proj", e))
+        outputs.append(_expert_linear(self, h, "down_proj", e))
         start += n
     out = torch.cat(outputs) * top_k_weights.reshape(-1, 1).to(selected.dtype)
     return out.view(num_tokens, top_k, hidden).sum(dim=1).to(hidden_states.dtype)
+
+
+def _expert_linear(self: Any, x: torch.Tensor, name: str, e: int) -> torch.Tensor:
+    """``x`` through expert ``e``'s projection ``name`` in the layout its experts class declares to
+    transformers: weights ``(out, in)``, or ``(in, out)`` where ``is_transposed`` (gpt-oss), plus the
+    ``<name>_bias`` row where ``has_bias``."""
+    weight = getattr(self, name)[e]
+    out = x @ weight if getattr(self, "is_transposed", False) else torch.nn.functional.linear(x, weight)
+    if getattr(self, "has_bias", False):
+        out = out + getattr(self, f"{name}_bias")[e]
+    return out
