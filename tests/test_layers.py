@@ -23,6 +23,7 @@ RANKS = {
     "dispatchprof.integrations": 6,
     "dispatchprof.flops_profiler": 6,
     "dispatchprof.serving": 6,
+    "dispatchprof.train": 6,
     "dispatchprof.cli": 7,
     "dispatchprof.__main__": 8,
     "dispatchprof": 8,                       # the face
