@@ -51,21 +51,24 @@ def run(argv: Sequence[str]) -> int:
 
 
 def _host_speed(fmt: str) -> int:
-    """The calibration loop here (median of 9 runs of 20000 iterations, perf_counter), the
-    single-thread score it implies (anchor score x anchor ns / ns here) and each bundled host's
-    speed against this machine (ns here / its python_loop_ns)."""
+    """The calibration loop here (median of 9 runs of 20000 iterations, perf_counter) against
+    each bundled host's real loop time (`dispatchprof.sim.hostprofile.real_loop_ns`): the
+    single-thread score it implies (a host's score x its real loop time / the time here) and each
+    host's speed against this machine (time here / the host's real loop time)."""
     from dispatchprof.count.hostcal import measure_loop_ns
-    from dispatchprof.sim.hostprofile import hosts
+    from dispatchprof.sim.hostprofile import hosts, real_loop_ns
 
     here = measure_loop_ns(20000, 9)
     known = hosts()
-    any_host = next(iter(known.values()))
-    score = any_host.single_thread_score * any_host.python_loop_ns / here
-    rows = [[h.name, h.cpu, f"{h.python_loop_ns:.1f}", f"{here / h.python_loop_ns:.2f}x"] for h in known.values()]
+    real = {name: real_loop_ns(h) for name, h in known.items()}
+    if any(v is None for v in real.values()):
+        raise UsageError("no bundled host has a measured_loop_ns: the hosts' real loop times are unknown")
+    any_name, any_host = next(iter(known.items()))
+    score = any_host.single_thread_score * real[any_name] / here
+    rows = [[h.name, h.cpu, f"{real[h.name]:.1f}", f"{here / real[h.name]:.2f}x"] for h in known.values()]
     if fmt == "json":
         emit(as_json({"schema": SCHEMA + ".host", "version": 1, "loop_ns": here, "implied_single_thread_score": score,
-                      "hosts": {h.name: {"python_loop_ns": h.python_loop_ns, "speed_vs_here": here / h.python_loop_ns}
-                                for h in known.values()}}))
+                      "hosts": {name: {"loop_ns": real[name], "speed_vs_here": here / real[name]} for name in known}}))
         return 0
     emit(f"calibration loop here: {here:.1f} ns per iteration (perf_counter; implied single-thread score "
          f"{score:,.0f}, Geekbench 5 single-core scale)\n"

@@ -7,6 +7,10 @@ A host profile (``devices/hosts/*.yaml``, installed as dispatchprof.device_profi
   ``python_loop_ns = anchor.python_loop_ns * anchor.single_thread_score / single_thread_score``;
 - or ``python_loop_ns`` itself, for a host whose figure was fitted on decode steps measured on it
   (then ``single_thread_score`` may be left out: it is implied by the same formula);
+- ``measured_loop_ns`` (optional): the calibration loop's real time on that CPU. ``python_loop_ns``
+  is in the units counted model Python needs (the counted gaps include some of the counter's own
+  work), so it is not the loop's real time; a host with both figures gives their ratio
+  (`real_loop_ns`), which converts the other hosts' figures to real loop times;
 - ``dispatch_us``: ATen's work below the dispatcher for an op that launches a kernel (output
   allocation, TensorIterator setup, stream bookkeeping);
 - ``view_us``: the same for a call that launches nothing (views and metadata ops);
@@ -50,7 +54,7 @@ class HostProfile:
     name: str
     cpu: str
     single_thread_score: float
-    python_loop_ns: float            # ns per calibration-loop iteration on this CPU
+    python_loop_ns: float            # ns per calibration-loop iteration of counted model Python on this CPU
     dispatch_us: float
     view_us: float
     launch_us: float
@@ -58,6 +62,7 @@ class HostProfile:
     gpus: tuple[str, ...] = ()
     source: str = ""
     sources: dict[str, str] = field(default_factory=dict)
+    measured_loop_ns: float | None = None   # the calibration loop's real time, measured on this CPU
 
     def model_s(self, host_loops: float) -> float:
         """Seconds this host runs ``host_loops`` calibration-loop iterations of model Python."""
@@ -73,6 +78,7 @@ class HostProfile:
 
 
 _FIELDS = {"cpu": str, "single_thread_score": (int, float), "python_loop_ns": (int, float),
+           "measured_loop_ns": (int, float),
            "dispatch_us": (int, float), "view_us": (int, float),
            "launch_us": (int, float), "graph_launch_us": (int, float), "gpus": list, "source": str,
            "sources": dict}
@@ -138,7 +144,9 @@ def read_hosts(path: str | os.PathLike) -> dict[str, HostProfile]:
         out[name] = HostProfile(name, merged["cpu"], float(score), loop_ns,
                                 float(merged["dispatch_us"]), float(merged["view_us"]), float(merged["launch_us"]),
                                 float(merged["graph_launch_us"]), tuple(merged.get("gpus", ())),
-                                merged.get("source", ""), dict(merged["sources"]))
+                                merged.get("source", ""), dict(merged["sources"]),
+                                _positive(merged["measured_loop_ns"], where, name, "measured_loop_ns")
+                                if "measured_loop_ns" in merged else None)
     return out
 
 
@@ -181,3 +189,13 @@ def default_host(device_name: str) -> HostProfile | None:
         if device_name in h.gpus:
             return h
     return None
+
+
+def real_loop_ns(host: HostProfile) -> float | None:
+    """The calibration loop's real time (ns) on ``host``: its own measured figure, else its
+    python_loop_ns converted by the ratio of a bundled host that has both (None without one)."""
+    if host.measured_loop_ns is not None:
+        return host.measured_loop_ns
+    ref = next((h for h in hosts().values() if h.measured_loop_ns is not None), None)
+    return None if ref is None else host.python_loop_ns * ref.measured_loop_ns / ref.python_loop_ns
+
