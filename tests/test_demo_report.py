@@ -40,6 +40,20 @@ def test_every_pim_profile_marks_its_unsourced_figures(name):
                                        "host_overhead_us")
 
 
+def test_the_unknown_note_says_capacity_unchecked_only_when_capacity_is_unknown():
+    import dataclasses
+
+    from dispatchprof.sim.unknowns import unknown_note
+
+    pim = load_device("PIM-AI-1chip")
+    assert unknown_note(pim).endswith("simulated as 0 (capacity not checked), so time and energy leave them out")
+    known = dataclasses.replace(pim, sources={**pim.sources, "memory_capacity_gb": "datasheet: 16 GB"})
+    note = unknown_note(known)
+    assert "memory capacity" not in note and "capacity not checked" not in note
+    assert note.endswith("static power, launch overhead, host cost per op; simulated as 0, so time and energy "
+                         "leave them out")
+
+
 @pytest.mark.parametrize("name", ["H100-SXM", "L4", "MI300X"])
 def test_gpu_profiles_have_no_unknown_figures(name):
     assert unknown_figures(load_device(name)) == ()

@@ -30,5 +30,6 @@ def unknown_note(device: Device) -> str:
     if not fields:
         return ""
     names = ", ".join(COMPARISON_FIELDS[f] for f in fields)
-    return (f"{device.name}: UNKNOWN (not published by its sources): {names}; simulated as 0 "
-            f"(capacity not checked), so time and energy leave them out")
+    capacity = " (capacity not checked)" if "memory_capacity_gb" in fields else ""
+    return (f"{device.name}: UNKNOWN (not published by its sources): {names}; simulated as 0{capacity}, "
+            f"so time and energy leave them out")
