@@ -22,7 +22,7 @@ Both factors are fitted to published training runs (dispatchprof.train.factors).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -57,28 +57,6 @@ class PhaseTimes:
     dynamic_j: float = 0.0            # energy of arithmetic, traffic and collectives (no static power)
 
 
-@dataclass(frozen=True)
-class CountedStep:
-    """A counted micro-batch step of a model and its times on one device."""
-
-    model: str
-    micro_batch: int
-    seq_len: int
-    layers: int
-    heads: int
-    hidden: int
-    layer_params: int                 # parameters of all the layers together
-    other_params: int                 # embeddings, final norm, LM head
-    embedding_params: int             # input token embeddings (a lookup: no FLOPs in MFU's 6N)
-    phases: dict[str, PhaseTimes]
-    activation_bytes: int             # forward's peak live bytes: what one micro-batch holds for backward
-    profile: Profile = field(repr=False)
-
-    @property
-    def params(self) -> int:
-        return self.layer_params + self.other_params
-
-
 def layer_of(scope: str) -> str | None:
     """The transformer layer scope that holds ``scope``, None outside every layer."""
     m = LAYER_SCOPE.match(scope)
@@ -100,10 +78,22 @@ class CountedModel:
     layers: int
     heads: int
     hidden: int
-    layer_params: int
-    other_params: int
-    embedding_params: int
+    layer_params: int                 # parameters of all the layers together
+    other_params: int                 # embeddings, final norm, LM head
+    embedding_params: int             # input token embeddings (a lookup: no FLOPs in MFU's 6N)
     profile: Profile = field(repr=False)
+
+    @property
+    def params(self) -> int:
+        return self.layer_params + self.other_params
+
+
+@dataclass(frozen=True)
+class CountedStep(CountedModel):
+    """A counted micro-batch step of a model and its times on one device."""
+
+    phases: dict[str, PhaseTimes] = field(default_factory=dict)
+    activation_bytes: int = 0         # forward's peak live bytes: what one micro-batch holds for backward
 
 
 def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int) -> CountedModel:
@@ -151,8 +141,8 @@ def step_of(s: SimulatedModel, *, fp8: bool = False, factors: Factors = FACTORS)
     ratio = fp8_ratio(s.device) / factors.fp8_efficiency if fp8 else 1.0
     phases = _phase_times(m.profile, s.ops, ratio, s.host_s, factors.attention_efficiency)
     peak = dict(m.profile.phase_peaks).get("forward", 0)
-    return CountedStep(m.model, m.micro_batch, m.seq_len, m.layers, m.heads, m.hidden, m.layer_params,
-                       m.other_params, m.embedding_params, phases, peak, m.profile)
+    return CountedStep(**{f.name: getattr(m, f.name) for f in fields(CountedModel)}, phases=phases,
+                       activation_bytes=peak)
 
 
 def time_model(m: CountedModel, device: Device, *, tp: int = 1, fp8: bool = False,
