@@ -153,3 +153,38 @@ def test_importing_the_cli_imports_neither_torch_nor_the_subcommands():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": ROOT}).stdout
     assert out == "[]\n"
+
+
+def test_a_signal_inside_a_gc_callback_is_sent_again_not_raised_there(monkeypatch):
+    """Python prints and drops an exception raised in a gc callback (the counter's host clock is
+    one): a signal arriving there is sent again a moment later instead of raised."""
+    import gc
+    import sys as _sys
+    import time as _time
+
+    from dispatchprof.cli import failures
+
+    frames = []
+
+    def callback(phase, info):
+        frames.append(_sys._getframe())
+
+    sent = []
+    monkeypatch.setattr(failures.os, "kill", lambda pid, sig: sent.append(sig))
+    signals = failures.Signals()
+    try:
+        callback("start", {})
+        gc.callbacks.append(callback)
+        try:
+            signals._raise(signal.SIGINT, frames[0])           # inside the callback: no raise
+        finally:
+            gc.callbacks.remove(callback)
+        _time.sleep(20 * failures.RETRY_S)
+        assert sent == [signal.SIGINT] and signals.received == []
+        with pytest.raises(KeyboardInterrupt):                  # anywhere else: raised where it arrives
+            signals._raise(signal.SIGINT, _sys._getframe())
+        assert signals.received == [signal.SIGINT]
+    finally:
+        signals.disarm()
+        signals.restore()
+

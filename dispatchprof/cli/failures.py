@@ -26,6 +26,7 @@ handlers before it imports torch.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -49,6 +50,15 @@ ENDINGS = {signal.SIGINT: (INTERRUPTED, "dispatchprof: interrupted"),
            signal.SIGTERM: (TERMINATED, "dispatchprof: terminated")}
 #: Seconds after a signal that nothing ended the command on: the signal is raised again.
 AGAIN_S = 1.0
+#: Seconds after a signal that arrived inside a garbage-collection callback: it is sent again.
+RETRY_S = 0.01
+
+
+def _in_gc_callback(frame: Any) -> bool:
+    """Whether ``frame`` (where a signal arrived) runs a ``gc.callbacks`` function, such as the
+    counter's host clock: an exception raised there is printed as "Exception ignored" and lost."""
+    codes = {getattr(getattr(cb, "__func__", cb), "__code__", None) for cb in gc.callbacks}
+    return frame is not None and frame.f_code in codes
 
 
 class Signals:
@@ -73,6 +83,11 @@ class Signals:
                 self._previous[sig] = signal.signal(sig, self._raise)
 
     def _raise(self, signum: int, frame: Any) -> None:
+        if _in_gc_callback(frame):      # Python prints and drops what a gc callback raises: deliver it again
+            timer = threading.Timer(RETRY_S, os.kill, (os.getpid(), signum))
+            timer.daemon = True
+            timer.start()
+            return
         self.received.append(signum)
         if self._holding and self.owns_process:       # nothing is written yet: end at once
             status, line = ENDINGS[signum]
