@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import sys
 import threading
 from typing import Any, Iterator, Literal, get_args
@@ -23,7 +24,8 @@ from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmode import TimedCountingMode
 from dispatchprof.count.interrupts import interrupts_deferred
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
-from dispatchprof.count.recorder import Recorder, tensor_kind
+from dispatchprof.count.recorder import Recorder
+from dispatchprof.count.tensors import tensor_kind
 from dispatchprof.report.dataframe import counter_frame
 from dispatchprof.report.html import counter_html
 from dispatchprof.results import query
@@ -336,7 +338,5 @@ class OpCounter:
 def _model_kind(model: nn.Module | None) -> str:
     """The kind of tensor ``model``'s first parameter or buffer is ("real" without one): the op
     floor the host clock will need, calibrated before the count starts."""
-    if model is not None:
-        for t in (*model.parameters(), *model.buffers()):
-            return tensor_kind(t)
-    return "real"
+    first = None if model is None else next(itertools.chain(model.parameters(), model.buffers()), None)
+    return "real" if first is None else tensor_kind(first)

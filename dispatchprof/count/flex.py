@@ -16,12 +16,11 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
-from torch._subclasses import FakeTensor
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dispatchprof.count.recorder import OpInfo
-from dispatchprof.count.tensors import to_meta
+from dispatchprof.count.tensors import tensor_kind, to_meta
 from op_formulas.cost import Cost
 from op_formulas.flex import (
     KV_IDX, KV_NUM, MASK_MOD, KeptScores, dense_scores, flex_backward_cost, flex_forward_cost, kept_scores,
@@ -87,7 +86,7 @@ def per_score(fn: Callable | None, q: torch.Tensor, n_int: int, extra: tuple, gr
 
 
 def _has_values(t: Any) -> bool:
-    return isinstance(t, torch.Tensor) and not isinstance(t, FakeTensor) and t.device.type != "meta"
+    return isinstance(t, torch.Tensor) and tensor_kind(t) == "real"
 
 
 def scores_of(block_mask: tuple, q: torch.Tensor, k: torch.Tensor) -> KeptScores:

@@ -11,12 +11,11 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch._subclasses import FakeTensor
 
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
-from dispatchprof.count.tensors import dtype_name, iter_tensors, output_tensors, stored_bytes, to_meta
+from dispatchprof.count.tensors import dtype_name, first_kind, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
 from dispatchprof.count.stand_ins import runner
 from dispatchprof.results.profile import Profile
@@ -204,7 +203,7 @@ class Recorder:
                                      cost, causal, tuple(sources), param_bytes, param_elements,
                                      out_elements, _shapes(meta_args), *self.host_taken(info.name, scope, phase)))
         if self.tensor_kind is None:
-            self._set_kind(_kind_of(args, out))
+            self._set_kind(first_kind((args, out)))
         self._track(out_tensors, index, keys)
         for i in info.mutated_positions:           # mutated arguments now live where this op ran
             if i < len(args):
@@ -255,7 +254,7 @@ class Recorder:
         self.records.append(OpRecord(name, scope, phase, _first_dtype((args, out)), cost,
                                      out_elements=out_elements, host_loops=host_loops, host_calls=host_calls))
         if self.tensor_kind is None:
-            self._set_kind(_kind_of(args, out))
+            self._set_kind(first_kind((args, out)))
         self._track(list(outs), len(self.records) - 1,
                     _Existing(_input_keys(args, {}), self.tracker.resident))
 
@@ -486,17 +485,6 @@ def _shapes(meta_args: tuple) -> tuple[tuple[int, ...], ...]:
     return tuple(out)
 
 
-def tensor_kind(t: torch.Tensor) -> str:
-    """"fake" (a FakeTensor), "meta" or "real": the kinds of tensor a count can run on."""
-    if isinstance(t, FakeTensor):
-        return "fake"
-    return "meta" if t.device.type == "meta" else "real"
-
-
-def _kind_of(args: tuple, out: Any) -> str | None:
-    for t in iter_tensors((args, out)):
-        return tensor_kind(t)
-    return None
 
 
 def _first_dtype(args: tuple) -> str:

@@ -20,7 +20,8 @@ import warnings
 from typing import Any, Callable
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
+
+from dispatchprof.count.tensors import tensor_kind
 
 aten = torch.ops.aten
 
@@ -36,7 +37,7 @@ class RoutingAssumptionWarning(UserWarning):
 
 
 def _valueless(t: Any) -> bool:
-    return isinstance(t, torch.Tensor) and (isinstance(t, FakeTensor) or t.device.type == "meta")
+    return isinstance(t, torch.Tensor) and tensor_kind(t) != "real"
 
 
 def grouped_mm_in_bf16(call: Callable[..., Any]) -> Callable[..., Any]:

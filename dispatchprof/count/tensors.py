@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._subclasses import FakeTensor
 
 from op_formulas.cost import SparseMeta, TensorMeta
 
@@ -76,6 +77,20 @@ def _tensor_meta(t: Tensor) -> Any:
 def nested_meta(t: Tensor) -> tuple[TensorMeta, ...]:
     """A (strided) nested tensor as formulas see it: the tuple of its components' metas."""
     return tuple(TensorMeta(tuple(map(int, size)), t.dtype) for size in t._nested_tensor_size().tolist())
+
+
+def tensor_kind(t: torch.Tensor) -> str:
+    """"fake" (a FakeTensor), "meta" or "real": the kinds of tensor a count can run on."""
+    if isinstance(t, FakeTensor):
+        return "fake"
+    return "meta" if t.device.type == "meta" else "real"
+
+
+def first_kind(value: Any) -> str | None:
+    """The kind (`tensor_kind`) of the first tensor in ``value``, None without one."""
+    for t in iter_tensors(value):
+        return tensor_kind(t)
+    return None
 
 
 def iter_tensors(value: Any) -> list[Tensor]:
