@@ -17,6 +17,8 @@ SECTION is one of:
   forward returns, the GPU not waited for);
 - ``profile``: torch.profiler over decode steps: kernels per step and their summed device time
   (the GPU's busy time per step);
+- ``shapes``: prefill wall time at four (batch, prompt) shapes, and per decode step the summed
+  kernel time and the wall time at batch 1-64 and context 512 and 2048;
 - ``train``: a training step (forward, backward, fused AdamW; fp32 weights, bf16 autocast);
 - ``compiled``: generate with a static cache and ``torch.compile(mode="reduce-overhead")`` (CUDA
   graphs), the recipe of transformers' docs, TTFT and TPOT as in ``eager``.
@@ -355,6 +357,65 @@ def section_profile(args, rows: Rows) -> None:
     each_model(args.models or ("llama-3.2-1b", "llama-3.1-8b"), args, rows, "eager", measure)
 
 
+def decode_busy(model, batch: int, context: int, dev, steps: int = 4) -> tuple[float, float, float]:
+    """(kernels per step, summed kernel seconds per step, median synchronised wall seconds per step)
+    of decode forwards after a ``context``-token prefill, kernels from torch.profiler."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    ids = prompt_ids(model, batch, context, dev)
+    with torch.no_grad():
+        out = model(ids, use_cache=True)
+        cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        walls = []
+        for _ in range(3):
+            sync(dev)
+            t = time.perf_counter()
+            cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
+            sync(dev)
+            walls.append(time.perf_counter() - t)
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
+        with profile(activities=acts) as prof:
+            for _ in range(steps):
+                cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
+            sync(dev)
+    kernels = [e for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"]
+    busy = sum(e.time_range.elapsed_us() for e in kernels) * 1e-6
+    return len(kernels) / steps, busy / steps, statistics.median(walls)
+
+
+def section_shapes(args, rows: Rows) -> None:
+    """Prefill and decode across batch and context: the synchronised wall time of one prefill
+    forward, and per decode step the kernels' summed device time (the step without host time, what
+    an engine's CUDA-graphed decode pays in kernels) and the eager wall time."""
+    import torch
+
+    dev = device_of(args)
+    prefills = ((1, 512), (1, 2048), (1, 8192), (8, 1024))
+    decodes = [(b, c) for c in (512, 2048) for b in (1, 8, 32, 64)]
+    if args.tiny:
+        prefills, decodes = ((1, 64), (2, 32)), ((1, 32), (4, 64))
+
+    def measure(name: str) -> None:
+        model = build(name, args)
+        for batch, prompt in prefills:
+            ids = prompt_ids(model, batch, prompt, dev)
+            with torch.no_grad():
+                t = timed(lambda: model(ids, use_cache=True), dev, 3)
+            rows.add(name, "eager", batch, prompt, 0, "prefill_wall_s", t, "s",
+                     "one model(ids) forward with a new cache, synchronised, median of 3")
+            free(dev)
+        for batch, context in decodes:
+            kernels, busy, wall = decode_busy(model, batch, context, dev)
+            rows.add(name, "eager", batch, context, 1, "decode_busy_s", busy, "s",
+                     f"summed kernel time per decode step (torch.profiler, 4 steps), {kernels:.0f} kernels")
+            rows.add(name, "eager", batch, context, 1, "decode_wall_s", wall, "s",
+                     "one decode forward, synchronised, median of 3")
+            free(dev)
+
+    each_model(args.models or ("llama-3.2-1b", "llama-3.1-8b"), args, rows, "eager", measure)
+
+
 def section_train(args, rows: Rows) -> None:
     import torch
 
@@ -438,7 +499,7 @@ def section_genprof(args, rows: Rows) -> None:
 
 
 SECTIONS = {"host": section_host, "micro": section_micro, "eager": section_eager, "profile": section_profile,
-            "train": section_train, "compiled": section_compiled,
+            "shapes": section_shapes, "train": section_train, "compiled": section_compiled,
             "genprof": section_genprof}
 
 
