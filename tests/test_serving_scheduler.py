@@ -180,3 +180,27 @@ def test_kv_timeline_records_use_and_preemptions():
     assert max(row[1] for row in timeline) == 4                      # all 4 blocks in use at the peak
     assert timeline[-1][4] == 1                                      # one preemption by the end
     assert [row[4] for row in timeline] == sorted(row[4] for row in timeline)
+
+
+def test_decode_run_costs_catch_kinks_and_steps():
+    """RunCosts interpolates only where the cost is linear: a cost with a kink (memory- to
+    compute-bound at 3,000 cached tokens) and a staircase (a tile of 128 keys) gives, step by
+    step, what computing every step gives."""
+    from dispatchprof.serving.engine import DecodeBatch, RunCosts
+
+    calls = []
+
+    def cost(prefill, decoding, images):
+        calls.append(decoding.computed_max)
+        k = decoding.computed_max
+        return max(0.004, 1e-6 * decoding.computed_sum) + 1e-5 * math.ceil(k / 128), 2.0 * k
+
+    batch = DecodeBatch(4, 4 * 700.0, 700.0)
+    run = RunCosts(cost, batch, 1.0)
+    got = [run(m) for m in range(900)]
+    want = [cost((), batch.advanced(m), 0) for m in range(900)]
+    calls_run = len(calls) - 900
+    for g, w in zip(got, want):
+        assert g == pytest.approx(w, rel=1e-12)
+    # linear stretches (no tile boundary, no kink) cost 2 computed steps per 32, not 32
+    assert calls_run < 900 / 2

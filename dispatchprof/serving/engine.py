@@ -33,7 +33,8 @@ finishes, within the free KV blocks and, when the queue is empty, before the nex
 the sequences advance at once. This gives the same times as step by step (the router sees no
 change of load in between; in the closed loop a run also ends before another replica's step
 does, where a finish could send a request), at a cost per step that does not depend on the
-batch size.
+batch size; its step costs are computed at every 32nd step and interpolated between where the
+cost is linear there (`RunCosts`).
 
 **Inter-token gaps.** Each token after a request's first records its gap from the one before
 (`Replica.gaps`: (seconds, how many); a decode run's steps after its first share one entry).
@@ -292,11 +293,11 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
             mid = (lo + hi + 1) // 2
             lo, hi = (mid, hi) if blocks_after(mid) <= rep.free_blocks else (lo, mid - 1)
         limit = lo
-    batch = decode_batch(running)
+    costs = RunCosts(step_cost, decode_batch(running), gain)
     end, seconds, joules, m = t, 0.0, 0.0, 0
     measured = sum(1 for s in running if not s.warmup)
     while m < limit:
-        dt, dj = step_cost((), batch.advanced(m * gain), 0)
+        dt, dj = costs(m)
         if m and end + dt >= t_next_arrival:
             break
         end, seconds, joules, m = end + dt, seconds + dt, joules + dj, m + 1
@@ -316,6 +317,46 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
     rep.free_blocks -= new_blocks
     _account(rep, t, seconds, joules, m)
     return end
+
+
+class RunCosts:
+    """The (seconds, joules) of step m of a decode run (the sequences ``m * gain`` tokens on).
+
+    A step's cost is a sum of per-op times that are linear in the cache lengths between a few
+    kinks (an op turning from memory- to compute-bound, a tile boundary). The cost is computed
+    at every `STRIDE`-th step and at the middle of each stretch between two: where the middle
+    lies on the line through the ends to within `REL_TOL` (relative), the stretch is linear and
+    its steps are interpolated; otherwise (a kink or a step inside it) every step of the stretch
+    is computed. A single kink or step is always caught by the middle (it moves the middle off
+    the line), so the times are those of computing every step, to rounding."""
+
+    STRIDE = 32
+    REL_TOL = 1e-9
+
+    def __init__(self, step_cost: StepCostFn, batch: DecodeBatch, gain: float) -> None:
+        self.step_cost, self.batch, self.gain = step_cost, batch, gain
+        self._at: dict[int, tuple[float, float]] = {}
+        self._linear: dict[int, bool] = {}
+
+    def exact(self, m: int) -> tuple[float, float]:
+        cost = self._at.get(m)
+        if cost is None:
+            cost = self._at[m] = self.step_cost((), self.batch.advanced(m * self.gain), 0)
+        return cost
+
+    def __call__(self, m: int) -> tuple[float, float]:
+        a = m - m % self.STRIDE
+        if m == a:
+            return self.exact(m)
+        linear = self._linear.get(a)
+        if linear is None:
+            lo, hi, mid = self.exact(a), self.exact(a + self.STRIDE), self.exact(a + self.STRIDE // 2)
+            linear = self._linear[a] = all(abs(c - (u + v) / 2) <= self.REL_TOL * max(abs(c), 1e-300)
+                                           for u, v, c in zip(lo, hi, mid))
+        if not linear:
+            return self.exact(m)
+        lo, hi, f = self._at[a], self._at[a + self.STRIDE], (m - a) / self.STRIDE
+        return lo[0] + f * (hi[0] - lo[0]), lo[1] + f * (hi[1] - lo[1])
 
 
 def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> list[SeqState]:
