@@ -55,8 +55,17 @@ WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 #: 0.14 on, with async scheduling, under 0.14), and under the newest one where the version is not given
 #: or not a release number (nightly builds)
 ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
-#: Requests per client in a simulated benchmark (the source does not give its request count).
-ROUNDS = 3
+#: Requests per client of a silicon-sample benchmark: AIConfigurator's benchmark template
+#: (aiconfigurator/generator/config/backend_templates/benchmark/bench_run.sh.j2 in the wheel) runs
+#: ``aiperf profile --concurrency C --num-requests $((C*${BENCH_MULTI_ROUND}))`` with
+#: BENCH_MULTI_ROUND 20 and ``--warmup-request-count $((C*2))``; aiperf "waits indefinitely for
+#: all warmup responses before starting profiling" (its docs, warmup.md), so the measured requests
+#: start as a burst of C on a drained engine.
+ROUNDS = 20
+#: Rounds simulated of a ``ROUNDS``-round closed-loop benchmark: identical requests settle into a
+#: periodic schedule within about 8 rounds (per-round mean TTFT of three fit rows at 20 rounds:
+#: constant from round 8 or 9 on), so later rounds are counted at the last simulated round's means.
+SIMULATED_ROUNDS = 8
 #: At most this many requests of an offline throughput row are simulated.
 OFFLINE_CAP = 3000
 #: Share of each sim-to-real stage's duration that is simulated.
@@ -87,6 +96,7 @@ class ServingRow:
     engine_figures: dict = field(default_factory=dict, compare=False)   # figures the benchmark set
     stages: tuple = ()                               # open loop: (requests/s, seconds simulated) per stage
     prefix_hit: float = 0.0                          # share of each prompt found in the prefix cache
+    rounds: int = 0                                  # closed loop: the benchmark's requests per client
 
     @property
     def setup_key(self) -> tuple:
@@ -152,9 +162,9 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
                 DEVICES[r["system"]], int(r["tp_size"]), r["backend"], preset_version(r["backend"], r["backend_version"]),
                 weights, kv_dtype_of(r["backend"], weights),
-                int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), ROUNDS * clients,
+                int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), SIMULATED_ROUNDS * clients,
                 {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
-                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"]))))
+                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"])), rounds=ROUNDS))
     return rows, skipped
 
 

@@ -7,7 +7,9 @@ benchmark ran it, with nothing fitted: ``dispatchprof serve MODEL --device D --t
 --concurrency C`` with the row's lengths and weight dtype, the bundled preset of its engine's
 version (its max batch set to the row's ``batch_size``, its step budget as AIConfigurator's
 generator sets it for the benchmark: `serving_rows.benchmark_figures`), ``serving_rows.ROUNDS``
-requests per client; the predicted mean TTFT and mean TPOT are compared with the measured ones.
+requests per client from a burst (AIConfigurator's benchmark template; the first
+``serving_rows.SIMULATED_ROUNDS`` simulated, `closed_loop_means`); the predicted mean TTFT and
+mean TPOT are compared with the measured ones.
 AIConfigurator's own estimate of each row (``cli_estimate``, in .venv-validation:
 scripts/aic_estimate.py) runs in the same run. Beside them: TensorRT-LLM's published offline
 throughput rows and the sim-to-real vLLM runs under open-loop load (`serving_rows.sim2real_rows`:
@@ -111,9 +113,25 @@ def predict_row(r: ServingRow, setup, **figures) -> dict:
     except ValueError as e:
         return {"error": str(e)}
     s = result.summary
+    if r.rounds:
+        return closed_loop_means(result.requests, r.concurrency, r.rounds)
     return {"ttft_mean": s.ttft_s.mean, "ttft_p90": s.ttft_s.p90, "ttft_p99": s.ttft_s.p99, "tpot_mean": s.tpot_s.mean,
             "e2e_mean": s.e2e_s.mean, "e2e_p90": s.e2e_s.p90, "e2e_p99": s.e2e_s.p99,
             "output_tokens_per_s": s.output_tokens_per_s}
+
+
+def closed_loop_means(requests, clients: int, rounds: int) -> dict:
+    """Mean TTFT and TPOT of a benchmark of ``rounds`` requests per client from a simulation of
+    fewer rounds: the requests in send order, ``clients`` per round; every round not simulated
+    counts at the last simulated round's means (`serving_rows.SIMULATED_ROUNDS`)."""
+    ordered = sorted(requests, key=lambda q: q.arrival_s)
+    simulated = len(ordered) // clients
+    out = {}
+    for metric, field in (("ttft_mean", "ttft_s"), ("tpot_mean", "tpot_s")):
+        means = [statistics.mean(getattr(q, field) for q in ordered[k * clients:(k + 1) * clients])
+                 for k in range(simulated)]
+        out[metric] = (sum(means) + (rounds - simulated) * means[-1]) / rounds
+    return out
 
 
 def requests_of(r: ServingRow) -> list[Request]:
