@@ -33,11 +33,24 @@ def test_select_reads_its_kept_half_back_one_dpu_after_another():
     assert vp.predict(sel)["dpu_cpu_ms"] == pytest.approx(8 * 125_829_120 / 2 / 0.12e9 * 1e3)   # 4,194 ms
 
 
+def test_rows_are_split_by_the_fixed_rule():
+    # strong-scaling logs (full_results) are fit rows; default-size logs (results, single_results) held out
+    for row in rows():
+        folder = row["source"].split()[1].split("/")[2]
+        assert row["split"] == ("fit" if folder == "full_results" else "held-out"), row["id"]
+    assert sum(r["split"] == "held-out" for r in rows()) == 9
+
+
 def test_docs_pim_shows_the_table_as_shipped():
-    result = vp.summary(vp.compare(rows()))
+    compared = vp.compare(rows())
     doc = open(vp.os.path.join(vp.ROOT, "docs", "pim.md")).read()
-    assert f"| total, \\|error\\|, all {len(rows())} rows | {result['all']:.1%} (worst {result['worst']:.1%}" in doc
-    for family in ("select/unique", "matrix-vector", "streaming", "scan", "reduction", "transpose"):
-        assert f"{family} {result[family]:.1%}" in doc
-    for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
-        assert f"| {label} part (signed) | {result[part]:+.1%} |" in doc
+    for split in vp.SPLITS:
+        result = vp.summary(compared, split)
+        count = sum(r["split"] == split for r in rows())
+        line = f"| {split}: total, \\|error\\|, {count} rows | {result['all']:.1%} (worst {result['worst']:.1%}"
+        assert line in doc, line
+        families = sorted({r["family"] for r in rows() if r["split"] == split})
+        cell = ", ".join(f"{family} {result[family]:.1%}" for family in families)
+        assert f"| {split}: total by family | {cell} |" in doc, cell
+        for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
+            assert f"| {split}: {label} part (signed) | {result[part]:+.1%} |" in doc, (split, label)
