@@ -13,7 +13,10 @@ Known gaps between the module and the DPU program (each a source of error the ta
   modules write every position (torch.where) and the read-back counts the half that PrIM's inputs
   keep (SEL: A[i] = i + 1, odd values kept; UNI: A[i] = i or i + 1 by parity, one of each pair kept).
 - SCAN-SSA and SCAN-RSS run per DPU slice (a [dpus, n / dpus] view): the scan of the slices' sums
-  runs on the host in PrIM; here it is a small op on the units.
+  runs on the host in PrIM; here it is a small op on the units. SCAN-SSA's two DPU kernels stay two
+  passes over the bank (a copy_ of the slices' last values sits between them); SCAN-RSS's reduce
+  and scan kernels are fused into one pass by the compiled runtime (its DPU time is its emulated
+  compute, which dominates either way).
 - TRNS transposes in place on the DPUs with a mutex per tile; the module is one contiguous copy of
   the transposed view (bytes only): the DPU's tile bookkeeping is not counted.
 """
@@ -48,9 +51,11 @@ class ScanScanAdd(torch.nn.Module):
         self.dpus = dpus
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.cumsum(x.view(self.dpus, -1), 1)                   # (dpus, n / dpus)
-        last = y[:, -1]
-        return (y + (torch.cumsum(last, 0) - last)[:, None]).view(-1)
+        y = torch.cumsum(x.view(self.dpus, -1), 1)                   # (dpus, n / dpus): DPU kernel 1
+        # the host copies each slice's last value out between the two kernels (PrIM's Inter-DPU step);
+        # a copy_ is never fused, so y is written to the bank and read back, as the DPUs do
+        last = y.new_empty(self.dpus).copy_(y[:, -1])                # (dpus,)
+        return (y + (torch.cumsum(last, 0) - last)[:, None]).view(-1)   # DPU kernel 2: add the offsets
 
 
 class ReduceScanScan(torch.nn.Module):

@@ -11,7 +11,8 @@ from dispatchprof import OpCounter
 from dispatchprof.errors import DeviceProfileError
 from dispatchprof.sim.catalog import load_device
 from dispatchprof.sim.loader import parse_profile
-from dispatchprof.sim.pim_timing import broadcast_s, gather_s, pim_op_times, scatter_s
+from dispatchprof.sim.pim_timing import broadcast_s, gather_s, pim_op_times, scatter_s, serial_gather_s
+from dispatchprof.sim.pim import PimSpecError
 
 # 4 DPUs in 2 ranks at 100 MHz; per DPU: int32 add 10 MOPS, fp32 add 2 MOPS, fp32 mul 1 MOPS,
 # bank 1 GB/s; per rank: 2 GB/s to the DPUs, 1 GB/s back, broadcast 4 GB/s.
@@ -104,7 +105,7 @@ def test_a_float_multiply_costs_the_emulated_rate():
     xi = torch.ones(2556 * 1000, dtype=torch.int32)
     with OpCounter(devices=d) as c:
         xi * xi
-    assert only(c.simulated("UPMEM-2556"), "aten.mul").t_compute == pytest.approx(1000 / 10.27e6)   # 97.4 us
+    assert only(c.simulated("UPMEM-2556"), "aten.mul").t_compute == pytest.approx(1000 / 25.8e6)    # 38.8 us (fitted)
 
 
 def test_the_640_dpu_system_runs_its_rates_at_267_mhz():
@@ -135,6 +136,7 @@ def test_profiles_without_pim_keep_the_roofline():
     ({"unit_mops": {"add": {"int3": 1}}}, "unknown dtype 'int3'"),
     ({"disabled_units": 4}, "field 'pim.disabled_units' must be a whole number from 0 to units - 1, got 4"),
     ({"clock_mhz": 0}, "field 'pim.clock_mhz' must be a number in (0, 1e6], got 0"),
+    ({"serial_transfer_us": -1}, "field 'pim.serial_transfer_us' must be a number in (0, 1e6], got -1"),
 ])
 def test_bad_pim_profiles_name_the_field(pim, message):
     with pytest.raises(DeviceProfileError, match="small.yaml: device 'Small'") as e:
@@ -173,7 +175,8 @@ def test_the_cli_says_it_in_one_line(capsys, tmp_path, monkeypatch):
 def test_a_program_allocating_60_dpus_uses_one_rank():
     from dispatchprof.sim.pim_timing import on_units
     d = on_units(load_device("UPMEM-2556"), 60)
-    assert (d.name, d.pim.usable_units, d.pim.ranks, d.host_to_device_gb_per_s) == ("UPMEM-2556@60", 60, 1, 6.68)
+    assert (d.name, d.pim.usable_units, d.pim.ranks, d.host_to_device_gb_per_s) == ("UPMEM-2556@60", 60, 1, 2.14)
+    assert on_units(load_device("UPMEM-2556"), 480).host_to_device_gb_per_s == 4.12     # 8 x 2.14 capped at 4.12
     assert on_units(load_device("UPMEM-2556"), 65).pim.ranks == 2
     with pytest.raises(ValueError, match="device 'UPMEM-2556' has 2556 usable units; asked for 2557"):
         on_units(load_device("UPMEM-2556"), 2557)
@@ -181,6 +184,23 @@ def test_a_program_allocating_60_dpus_uses_one_rank():
 
 def test_a_few_dpus_transfer_at_their_own_serial_figures():
     spec = load_device("UPMEM-2556").pim
-    assert scatter_s(spec, 0.33e9, 1) == pytest.approx(1.0)             # one DPU: 0.33 GB/s, not a rank's 6.68
-    assert gather_s(spec, 0.12e9 * 10, 10) == pytest.approx(1.0)        # 10 DPUs: 10 x 0.12 = 1.2 GB/s < 4.74
-    assert scatter_s(spec, 6.68e9 * 2, 128) == pytest.approx(1.0)       # two full ranks: 2 x 6.68 GB/s
+    assert scatter_s(spec, 0.33e9, 1) == pytest.approx(1.0)             # one DPU: 0.33 GB/s, not a rank's 2.14
+    assert gather_s(spec, 0.149e9 * 10, 10) == pytest.approx(1.0)       # 10 DPUs: 10 x 0.149 = 1.49 GB/s < 1.75
+    assert gather_s(spec, 1.75e9, 64) == pytest.approx(1.0)             # one full rank: 1.75 GB/s
+
+
+def test_ranks_add_up_to_the_hosts_ceiling():
+    spec = load_device("UPMEM-2556").pim
+    assert scatter_s(spec, 4.12e9, 128) == pytest.approx(1.0)           # two ranks: min(2 x 2.14, 4.12) = 4.12
+    assert scatter_s(spec, 2.14e9, 64) == pytest.approx(1.0)            # one rank: 2.14 GB/s
+    assert gather_s(spec, 2.99e9, 2556) == pytest.approx(1.0)           # 40 ranks: min(40 x 1.75, 2.99) = 2.99
+    d = small(host_to_units_max_gb_per_s=3)                             # the small system: 2 ranks x 2 GB/s
+    assert scatter_s(d.pim, 30_000, 4) == pytest.approx(10e-6)          # capped: 30 kB / 3 GB/s
+    assert scatter_s(small().pim, 32_000, 4) == pytest.approx(8e-6)     # no ceiling: 32 kB / 4 GB/s
+
+
+def test_a_serial_read_back_pays_a_fixed_cost_per_dpu():
+    spec = small(unit_to_host_gb_per_s=0.5, serial_transfer_us=100).pim
+    assert serial_gather_s(spec, 1e6, 4) == pytest.approx(1e6 / 0.5e9 + 4 * 100e-6)   # 2 ms + 0.4 ms
+    with pytest.raises(PimSpecError, match="gives no serial unit -> host bandwidth"):
+        serial_gather_s(small().pim, 1e6, 4)

@@ -20,24 +20,45 @@ def test_vector_add_on_60_dpus_by_hand():
     va = next(r for r in rows() if r["workload"] == "VA")
     got = vp.predict(va)
     n = 104_857_600                                   # int32 elements, 60 DPUs, one rank, 16 tasklets
-    assert got["cpu_dpu_ms"] == pytest.approx(8 * n / 6.68e9 * 1e3)           # a and b in: 125.6 ms
+    assert got["cpu_dpu_ms"] == pytest.approx(8 * n / 2.14e9 * 1e3)           # a and b in: 392.0 ms
     per_dpu = n / 60
-    # busy = max(compute 1,747,627 adds / 58.56 MOPS = 29.8 ms, bank 12 B each / 0.628 GB/s = 33.4 ms)
-    assert got["dpu_ms"] == pytest.approx(max(per_dpu / 58.56e6, 12 * per_dpu / 0.628e9) * 1e3)
+    # busy = max(compute 1,747,627 adds / 58.56 MOPS = 29.8 ms, bank 12 B each / 0.434 GB/s = 48.3 ms)
+    assert got["dpu_ms"] == pytest.approx(max(per_dpu / 58.56e6, 12 * per_dpu / 0.434e9) * 1e3)
     assert got["inter_dpu_ms"] == 0
-    assert got["dpu_cpu_ms"] == pytest.approx(4 * n / 4.74e9 * 1e3)           # c back: 88.5 ms
+    assert got["dpu_cpu_ms"] == pytest.approx(4 * n / 1.75e9 * 1e3)           # c back: 239.7 ms
 
 
 def test_select_reads_its_kept_half_back_one_dpu_after_another():
     sel = next(r for r in rows() if r["workload"] == "SEL")
-    assert vp.predict(sel)["dpu_cpu_ms"] == pytest.approx(8 * 125_829_120 / 2 / 0.12e9 * 1e3)   # 4,194 ms
+    # 503 MB at 0.149 GB/s = 3,377 ms, + 60 DPUs x 6.18 ms = 371 ms
+    assert vp.predict(sel)["dpu_cpu_ms"] == pytest.approx((8 * 125_829_120 / 2 / 0.149e9 + 60 * 6180e-6) * 1e3)
+
+
+def test_scan_ssa_writes_its_scan_and_reads_it_back():
+    # two DPU kernels, each a pass of 8 B read + 8 B written per element: 4,194,304 int64 per DPU
+    ssa = next(r for r in rows() if r["workload"] == "SCAN-SSA" and r["split"] == "held-out")
+    per_dpu = 251_658_240 / 60
+    assert vp.predict(ssa)["dpu_ms"] == pytest.approx(2 * 16 * per_dpu / 0.434e9 * 1e3, rel=1e-3)   # 309.3 ms
+
+
+def test_rows_are_split_by_the_fixed_rule():
+    # strong-scaling logs (full_results) are fit rows; default-size logs (results, single_results) held out
+    for row in rows():
+        folder = row["source"].split()[1].split("/")[2]
+        assert row["split"] == ("fit" if folder == "full_results" else "held-out"), row["id"]
+    assert sum(r["split"] == "held-out" for r in rows()) == 9
 
 
 def test_docs_pim_shows_the_table_as_shipped():
-    result = vp.summary(vp.compare(rows()))
+    compared = vp.compare(rows())
     doc = open(vp.os.path.join(vp.ROOT, "docs", "pim.md")).read()
-    assert f"| total, \\|error\\|, all {len(rows())} rows | {result['all']:.1%} (worst {result['worst']:.1%}" in doc
-    for family in ("select/unique", "matrix-vector", "streaming", "scan", "reduction", "transpose"):
-        assert f"{family} {result[family]:.1%}" in doc
-    for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
-        assert f"| {label} part (signed) | {result[part]:+.1%} |" in doc
+    for split in vp.SPLITS:
+        result = vp.summary(compared, split)
+        count = sum(r["split"] == split for r in rows())
+        line = f"| {split}: total, \\|error\\|, {count} rows | {result['all']:.1%} (worst {result['worst']:.1%}"
+        assert line in doc, line
+        families = sorted({r["family"] for r in rows() if r["split"] == split})
+        cell = ", ".join(f"{family} {result[family]:.1%}" for family in families)
+        assert f"| {split}: total by family | {cell} |" in doc, cell
+        for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
+            assert f"| {split}: {label} part (signed) | {result[part]:+.1%} |" in doc, (split, label)

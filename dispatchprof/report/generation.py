@@ -4,7 +4,8 @@
 whatever ``weight_dtype`` the time was simulated with; tokens fed in and generated) and, per
 simulated device, two tables that fit 100 columns: speed (time to first token, time per output
 token, tokens/s, the memory-bound share) and energy (per generated token, split into static and
-dynamic; UNKNOWN where the profile has no sourced static power), the runtime and tensor-parallel
+dynamic; UNKNOWN where the profile has no sourced static power, or for the total and dynamic
+parts, no sourced energy per operation or per bit: dispatchprof.report.unknowns), the runtime and tensor-parallel
 degree, and the memory footprint against the device's capacity; then the notes (capacity, unknown
 figures, what each runtime fused or removed) and what the labels mean. Its lossless JSON form
 lives with the result (dispatchprof.results.generation).
@@ -20,6 +21,7 @@ from dispatchprof import units
 from dispatchprof.errors import DeviceProfileError
 from dispatchprof.report.pim_notes import pim_time_note
 from dispatchprof.report.render import printable, render, wrap
+from dispatchprof.report.unknowns import energy_cell
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile
 from dispatchprof.sim.catalog import load_device
@@ -97,9 +99,10 @@ def _energy_table(g: GenerationProfile, fmt: str, devices: Mapping[str, Sequence
         static = d.prefill.static_j + d.decode.static_j
         dynamic = d.prefill.energy_j + d.decode.energy_j - static
         static_known = "static_power_w" not in _unknown_fields(d.name, devices)
-        rows.append([d.name, units.joules(d.energy_per_token_j),
+        scenario = _scenario_devices(d.name, devices)
+        rows.append([d.name, energy_cell(d.energy_per_token_j, scenario),
                      units.joules(static * d.tp / tokens) if static_known else "UNKNOWN",
-                     units.joules(dynamic * d.tp / tokens), f"{d.runtime}, tp {d.tp}", _fits(d.capacity)])
+                     energy_cell(dynamic * d.tp / tokens, scenario), f"{d.runtime}, tp {d.tp}", _fits(d.capacity)])
     return render(rows, ["device", "energy/token", "static/token", "dynamic/token", "runtime",
                          "memory footprint"], fmt)
 

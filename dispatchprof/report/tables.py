@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from dispatchprof import units
 from dispatchprof.report.render import render
+from dispatchprof.report.unknowns import energy_cell
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals, sum_records
 from dispatchprof.results.tree import Node, build_tree, walk
@@ -55,7 +56,9 @@ def _device_row(sim: Simulation, tokens: Mapping[str, int] | None) -> list[str]:
         parts = [f"{p} {n / phases[p].time_s:,.1f}" for p, n in tokens.items() if p in phases and phases[p].time_s]
         rate = ", ".join(parts) or "-"
     fits = {True: "yes", False: "NO", None: "unknown"}[sim.fits()]
-    return [sim.name, units.seconds(tot.time_s), units.joules(tot.energy_j), units.watts(tot.power_w),
+    devices = sim.placement.devices
+    return [sim.name, units.seconds(tot.time_s), energy_cell(tot.energy_j, devices),
+            energy_cell(tot.power_w, devices, units.watts),
             units.percent(tot.compute_bound_s, tot.time_s), units.percent(tot.memory_bound_s, tot.time_s),
             rate, fits]
 

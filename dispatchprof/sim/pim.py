@@ -26,6 +26,10 @@ Fields of ``pim`` (required unless a default is given):
                            counted as bytes written into the rank's units
     host_to_unit_gb_per_s  serial transfer to one unit (default: none; only the validation uses it)
     unit_to_host_gb_per_s  serial transfer from one unit
+    host_to_units_max_gb_per_s  the most the host sends to the units in parallel, all ranks together
+                           (default: none, the ranks' figures add up without a cap)
+    units_to_host_max_gb_per_s  the most the host reads from the units in parallel (default: none)
+    serial_transfer_us     fixed cost of each serial transfer to or from one unit (default 0)
     host_concurrent        true: host transfers overlap the units' work; false (UPMEM): they block
     sources                {field: where it comes from}
 
@@ -50,7 +54,8 @@ PIM_DTYPES = ("int8", "int32", "int64", "fp16", "bf16", "fp32", "fp64")
 _INT = ("units", "ranks", "tasklets", "max_tasklets", "pipeline_tasklets")
 _COUNT = ("disabled_units",)
 _RATE = ("clock_mhz", "measured_mhz", "mram_gb_per_s", "host_to_rank_gb_per_s", "rank_to_host_gb_per_s",
-         "broadcast_to_rank_gb_per_s", "host_to_unit_gb_per_s", "unit_to_host_gb_per_s")
+         "broadcast_to_rank_gb_per_s", "host_to_unit_gb_per_s", "unit_to_host_gb_per_s",
+         "host_to_units_max_gb_per_s", "units_to_host_max_gb_per_s", "serial_transfer_us")
 _REQUIRED = ("units", "ranks", "clock_mhz", "unit_mops", "max_tasklets", "pipeline_tasklets", "mram_gb_per_s",
              "host_to_rank_gb_per_s", "rank_to_host_gb_per_s")
 FIELDS = _INT + _COUNT + _RATE + ("unit_mops", "host_concurrent", "sources")
@@ -78,6 +83,9 @@ class PimSpec:
     broadcast_to_rank_gb_per_s: float = 0.0
     host_to_unit_gb_per_s: float | None = None
     unit_to_host_gb_per_s: float | None = None
+    host_to_units_max_gb_per_s: float | None = None
+    units_to_host_max_gb_per_s: float | None = None
+    serial_transfer_us: float = 0.0
     host_concurrent: bool = False
     disabled_units: int = 0
     sources: Mapping[str, str] = field(default_factory=dict)

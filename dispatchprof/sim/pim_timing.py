@@ -21,10 +21,13 @@ min(1, tasklets / pipeline_tasklets)):
                  gathers u partial results per output element: gather(u * output bytes, u);
                  the host's own arithmetic on them is not charged (no published host rate here)
     broadcast(b, u) = b * u / (broadcast_to_rank * r)
-    scatter(b, u)   = b / (r * min(host_to_rank, u / r * host_to_unit))   (a rank's figure is that of its
-    gather(b, u)    = b / (r * min(rank_to_host, u / r * unit_to_host))    units all at once; fewer
-                      units reach at most their serial per-unit figures; without them, the rank's)
-    serial transfers (one unit after another): b / the per-unit figure
+    scatter(b, u)   = b / min(host_to_units_max, r * min(host_to_rank, u / r * host_to_unit))
+    gather(b, u)    = b / min(units_to_host_max, r * min(rank_to_host, u / r * unit_to_host))
+                      (a rank's figure is that of its units all at once; fewer units reach at most
+                      their serial per-unit figures; the ranks add up to at most the host's ceiling;
+                      a figure the profile leaves out does not limit)
+    serial transfers (one unit after another, u of them): b / the per-unit figure
+                      + u * serial_transfer_us
     host_concurrent: the exchange hides under the units' busy time: max(0, exchange - busy)
 
 t_compute and t_memory take the place of the roofline's in `dispatchprof.sim.timing.OpTiming`
@@ -66,23 +69,26 @@ def ranks_used(spec: PimSpec, units: int) -> int:
     return max(1, math.ceil(units / spec.units_per_rank))
 
 
-def _parallel_gb_per_s(spec: PimSpec, units: int, per_rank: float, per_unit: float | None) -> float:
+def _parallel_gb_per_s(spec: PimSpec, units: int, per_rank: float, per_unit: float | None,
+                       ceiling: float | None) -> float:
     """Bandwidth of a parallel transfer to or from ``units`` units: each rank used gives
-    min(per_rank, its units x per_unit), a rank's figure being that of its units all at once."""
+    min(per_rank, its units x per_unit), a rank's figure being that of its units all at once; the
+    ranks' sum is capped at the host's ``ceiling`` (None: no cap)."""
     ranks = ranks_used(spec, units)
-    if per_unit is None:
-        return per_rank * ranks
-    return min(per_rank, units / ranks * per_unit) * ranks
+    rank = per_rank if per_unit is None else min(per_rank, units / ranks * per_unit)
+    return min(rank * ranks, ceiling if ceiling is not None else math.inf)
 
 
 def scatter_s(spec: PimSpec, nbytes: float, units: int) -> float:
     """Seconds to send ``nbytes`` in total, split over ``units`` units, in parallel per rank."""
-    return nbytes / (_parallel_gb_per_s(spec, units, spec.host_to_rank_gb_per_s, spec.host_to_unit_gb_per_s) * 1e9)
+    return nbytes / (_parallel_gb_per_s(spec, units, spec.host_to_rank_gb_per_s, spec.host_to_unit_gb_per_s,
+                                        spec.host_to_units_max_gb_per_s) * 1e9)
 
 
 def gather_s(spec: PimSpec, nbytes: float, units: int) -> float:
     """Seconds to read ``nbytes`` in total back from ``units`` units, in parallel per rank."""
-    return nbytes / (_parallel_gb_per_s(spec, units, spec.rank_to_host_gb_per_s, spec.unit_to_host_gb_per_s) * 1e9)
+    return nbytes / (_parallel_gb_per_s(spec, units, spec.rank_to_host_gb_per_s, spec.unit_to_host_gb_per_s,
+                                        spec.units_to_host_max_gb_per_s) * 1e9)
 
 
 def broadcast_s(spec: PimSpec, nbytes: float, units: int) -> float:
@@ -91,12 +97,13 @@ def broadcast_s(spec: PimSpec, nbytes: float, units: int) -> float:
     return nbytes * units / (spec.broadcast_to_rank_gb_per_s * 1e9 * ranks_used(spec, units))
 
 
-def serial_gather_s(spec: PimSpec, nbytes: float, where: str = "") -> float:
-    """Seconds to read ``nbytes`` back one unit after another (outputs of different sizes per unit)."""
+def serial_gather_s(spec: PimSpec, nbytes: float, units: int, where: str = "") -> float:
+    """Seconds to read ``nbytes`` in total back from ``units`` units one after another (outputs of
+    different sizes per unit): nbytes / unit_to_host + units * serial_transfer_us."""
     if spec.unit_to_host_gb_per_s is None:
         raise PimSpecError(f"{where or 'this PIM profile'} gives no serial unit -> host bandwidth "
                            f"('pim.unit_to_host_gb_per_s')")
-    return nbytes / (spec.unit_to_host_gb_per_s * 1e9)
+    return nbytes / (spec.unit_to_host_gb_per_s * 1e9) + units * spec.serial_transfer_us * 1e-6
 
 
 def _operands(r: OpRecord) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -167,7 +174,7 @@ def _exchange(r: OpRecord, spec: PimSpec, units: int) -> tuple[float, float]:
 def on_units(d: Device, units: int) -> Device:
     """``d`` (a PIM device) with only ``units`` of its units allocated, as a program that allocates
     that many DPUs runs: ceil(units / units per rank) ranks, the rest of the last rank unused, the
-    device's host links those ranks' sum; named 'NAME@units'."""
+    device's host links those ranks' sum, capped at the host's ceilings; named 'NAME@units'."""
     spec = d.pim
     if spec is None:
         raise ValueError(f"device {d.name!r} has no 'pim' mapping: it has no units to allocate")
@@ -176,6 +183,8 @@ def on_units(d: Device, units: int) -> Device:
     ranks = ranks_used(spec, units)
     pim = dataclasses.replace(spec, units=ranks * spec.units_per_rank, ranks=ranks,
                               disabled_units=ranks * spec.units_per_rank - units)
+    cap_in, cap_out = (c if c is not None else math.inf
+                       for c in (spec.host_to_units_max_gb_per_s, spec.units_to_host_max_gb_per_s))
     return dataclasses.replace(d, name=f"{d.name}@{units}", pim=pim,
-                               host_to_device_gb_per_s=ranks * spec.host_to_rank_gb_per_s,
-                               device_to_host_gb_per_s=ranks * spec.rank_to_host_gb_per_s)
+                               host_to_device_gb_per_s=min(ranks * spec.host_to_rank_gb_per_s, cap_in),
+                               device_to_host_gb_per_s=min(ranks * spec.rank_to_host_gb_per_s, cap_out))

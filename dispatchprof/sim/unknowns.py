@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from dispatchprof.sim.device import Device
 
+#: The figures of a device's dynamic energy (per operation, per bit moved), with how a report names
+#: them: where one is unknown, no report shows a dynamic or total energy for the device.
+ENERGY_FIELDS = {"pj_per_flop": "energy per operation", "memory_pj_per_bit": "memory energy per bit",
+                 "host_to_device_pj_per_bit": "host -> device energy per bit",
+                 "device_to_host_pj_per_bit": "device -> host energy per bit"}
 #: The figures a comparison between devices needs, with how a report names them.
 COMPARISON_FIELDS = {"memory_capacity_gb": "memory capacity", "static_power_w": "static power",
-                     "launch_overhead_us": "launch overhead", "host_overhead_us": "host cost per op"}
+                     "launch_overhead_us": "launch overhead", "host_overhead_us": "host cost per op",
+                     **ENERGY_FIELDS}
 #: A source text starting with this (any case) marks the figure as not published.
 UNKNOWN_MARK = "unknown"
 
@@ -22,6 +28,11 @@ UNKNOWN_MARK = "unknown"
 def unknown_figures(device: Device) -> tuple[str, ...]:
     """The fields of `COMPARISON_FIELDS` whose source in ``device`` starts with ``unknown``."""
     return tuple(f for f in COMPARISON_FIELDS if device.source_of(f).strip().lower().startswith(UNKNOWN_MARK))
+
+
+def energy_unknown(device: Device) -> bool:
+    """True when one of ``device``'s `ENERGY_FIELDS` is unknown: its dynamic energy is not known."""
+    return any(f in ENERGY_FIELDS for f in unknown_figures(device))
 
 
 def unknown_note(device: Device) -> str:
