@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from dispatchprof.llm.generation import StepSpan, kv_element_bits, model_bits
@@ -198,18 +199,18 @@ class StepCostModel:
         self.scenario, self.groups, self.order = scenario, tuple(groups), tuple(order)
         self.devices, self.static_power_w, self.weight_dtype = devices, static_power_w, weight_dtype
         self.ops = len(self.order)
-        # every group's nonzero coefficients, flat: (group, quantity, feature, coefficient)
-        self._terms = [(g, q, i, a) for g, grp in enumerate(self.groups) for q, v in enumerate(grp.coeffs)
-                       for i, a in enumerate(v) if a != 0]
+        # every group's quantities as rows of one matrix over FEATURES; group g owns rows _bounds[g]
+        rows = [v for grp in self.groups for v in grp.coeffs]
+        self._matrix = np.array(rows, dtype=np.float64).reshape(len(rows), -1)
+        ends = np.cumsum([len(grp.coeffs) for grp in self.groups]).tolist()
+        self._bounds = list(zip([0] + ends[:-1], ends))
         self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
         self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
 
     def op_timings(self, c: Composition) -> list[OpTiming]:
         """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
-        x = c.x
-        values = [[0.0] * len(g.coeffs) for g in self.groups]
-        for g, q, i, a in self._terms:
-            values[g][q] += a * x[i]
+        flat = (self._matrix @ np.asarray(c.x, dtype=np.float64)).tolist() if len(self._matrix) else []
+        values = [flat[a:b] for a, b in self._bounds]
         out = []
         share = c.flash_share
         for k, (g, v) in enumerate(zip(self.groups, values)):
