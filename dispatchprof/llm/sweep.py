@@ -29,6 +29,7 @@ from dispatchprof.llm.forward import generates, model_kind, profile_forward
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import MODEL_DTYPES, build_model
 from dispatchprof.llm.shape_generic import DecoderStream, ForwardStream
+from dispatchprof.llm.sweep_vector import decoder_rows
 from dispatchprof.report.sweep import mark_pareto
 from dispatchprof.results.sweep import SweepRow
 from dispatchprof.sim.placement import scenarios_of
@@ -84,9 +85,10 @@ def run_model(model_name: str, todo: Sequence[Shape], devices: Sequence[str], dt
         model = build_model(model_name, dtype=MODEL_DTYPES[dtype])
         decoder = generates(model)
         stream = DecoderStream(model) if decoder else ForwardStream(model, model_kind(model) == "encoder-decoder")
-        rows = [run_shape(s, scenarios, dtype, weight_dtype, bound, runtime, model=model, stream=stream) for s in todo]
-    reasons = [f"{model_name}: every shape counted directly ({stream.reason})"] if stream.reason else []
-    return rows, reasons
+        fast, _ = decoder_rows(stream, todo, scenarios, dtype, weight_dtype, bound, runtime) if decoder else ({}, "")
+        rows = [fast[k] if k in fast else run_shape(s, scenarios, dtype, weight_dtype, bound, runtime, model=model,
+                                                    stream=stream) for k, s in enumerate(todo)]
+    return rows, [f"{model_name}: every shape counted directly ({stream.reason})"] if stream.reason else []
 
 
 def run_shape(shape: Shape, devices: Any, dtype: str = "bf16", weight_dtype: str | None = None,
