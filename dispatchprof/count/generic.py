@@ -253,12 +253,12 @@ def tail_rows(template: Profile, n_extra: int) -> dict[str, int]:
 
 
 class ShapeValues:
-    """A `GenericProfile`'s values at S shapes at once, by row (``rows(index)``: float64 of shape
-    (len(index), S), each rounded to the nearest integer: exact below 2**53), for simulating
+    """A `GenericProfile`'s values at S shapes at once, by row (``rows(index)``: one float64 array
+    of S values per row, the nearest integer: exact below 2**53), for simulating
     many shapes together (dispatchprof.sim.vector). ``sizes``: (S, variables) integers inside the
     region."""
 
-    def __init__(self, fit: GenericProfile, sizes: np.ndarray) -> None:
+    def __init__(self, fit: GenericProfile, sizes: np.ndarray, ids: np.ndarray | None = None) -> None:
         sizes = np.asarray(sizes, dtype=np.int64).reshape(-1, len(fit.variables))
         lo, hi = sizes.min(axis=0).tolist(), sizes.max(axis=0).tolist()
         if not (fit.covers(tuple(lo)) and fit.covers(tuple(hi))):
@@ -268,26 +268,50 @@ class ShapeValues:
         exps = list(itertools.product(*(range(d + 1) for d in fit.degrees)))
         self._monomials = np.array([np.prod(sizes.astype(np.float64) ** np.array(e, dtype=np.float64), axis=1)
                                     for e in exps])                    # (monomials, S)
-        self._keys: dict[int, object] = {}
+        self._ids = row_ids(fit) if ids is None else ids
+        self._rows: dict[int, np.ndarray] = {}
+        varying = [a != b for a, b in zip(lo, hi)]
+        # monomials of the sizes that change across the shapes; a row with none is one number
+        self._varying = np.array([any(e and v for e, v in zip(exps_, varying)) for exps_ in exps])
+        self._fixed = [math.prod(x ** e for x, e in zip(lo, exps_)) for exps_ in exps]
 
     def rows(self, index) -> np.ndarray:
-        """Values ``index`` at every shape (see the class docstring)."""
-        numer = self.fit.numerators[list(index)].astype(np.float64)
-        return np.rint(numer @ self._monomials / self.fit.denominator)
+        """Values ``index`` at every shape (see the class docstring); each row computed once."""
+        index = list(index)
+        todo = [r for r in dict.fromkeys(index) if r not in self._rows]
+        numer = self.fit.numerators
+        flat = [r for r in todo if not numer[r][self._varying].any()]
+        for r in flat:                      # the same value at every shape: a read-only broadcast
+            value = sum(int(c) * m for c, m in zip(numer[r], self._fixed)) / self.fit.denominator
+            self._rows[r] = np.broadcast_to(np.float64(round(value)), (self.count,))
+        todo = [r for r in todo if r not in self._rows]
+        if todo:
+            # (S x monomials) @ (monomials x rows), then rows first: BLAS runs this shape in one
+            # thread, where (rows x monomials) @ (monomials x S) took 6x longer on a loaded machine
+            values = np.ascontiguousarray((self._monomials.T @ self.fit.numerators[todo].astype(np.float64).T).T)
+            if self.fit.denominator != 1:
+                values = np.rint(values / self.fit.denominator)
+            self._rows.update(zip(todo, values))
+        return [self._rows[r] for r in index]
 
-    def key(self, row: int) -> object:
-        """The row's polynomial (equal for rows that are the same function of the shape)."""
-        k = self._keys.get(row)
-        if k is None:
-            k = self._keys[row] = tuple(int(c) for c in self.fit.numerators[row])
-        return k
+    def key(self, row: int) -> int:
+        """The row's polynomial, as an id (`row_ids`: equal for rows that are the same function)."""
+        return int(self._ids[row])
 
     def constant(self, row: int) -> int | None:
         """The row's value when no monomial but the constant one has a coefficient, else None."""
-        coeffs = self.key(row)
-        if any(coeffs[1:]):
+        coeffs = self.fit.numerators[row]
+        if any(int(c) for c in coeffs[1:]):
             return None
-        return coeffs[0] // self.fit.denominator
+        return int(coeffs[0]) // self.fit.denominator
+
+
+def row_ids(fit: GenericProfile) -> np.ndarray:
+    """One integer per value of ``fit``, equal for values with the same polynomial."""
+    if fit.numerators.dtype != object:
+        return np.unique(fit.numerators, axis=0, return_inverse=True)[1].reshape(-1)
+    seen: dict[tuple, int] = {}
+    return np.array([seen.setdefault(tuple(int(c) for c in row), len(seen)) for row in fit.numerators])
 
 
 @dataclass(frozen=True)
@@ -382,4 +406,4 @@ def _first_difference(a: tuple, b: tuple) -> str:
 
 
 __all__ = ["CountFn", "GenericFit", "GenericProfile", "ShapeValues", "Sizes", "fit_generic", "record_layout",
-           "tail_rows"]
+           "row_ids", "tail_rows"]

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from dispatchprof.count.generic import GenericProfile, ShapeValues, record_layout, tail_rows
+from dispatchprof.count.generic import GenericProfile, ShapeValues, record_layout, row_ids, tail_rows
 from dispatchprof.llm.shape_generic import DecoderStream
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.sweep import SweepRow
@@ -75,6 +75,8 @@ class _Model:
         self.step_layout = [RecordRows(*t) for t in record_layout(step.template)]
         self.prefill_layout = [RecordRows(*t) for t in record_layout(prefill.template)]
         self.start = len(prefill.template.records)            # the step's first record, after its setup prefill
+        self.step_ids, self.prefill_ids = row_ids(step), row_ids(prefill)
+        self.memo: dict[tuple[str, str], dict] = {}    # per fit and scenario: simulate_shapes' memo
         self.step_tail, self.prefill_tail = tail_rows(step.template, step.n_extra), \
             tail_rows(prefill.template, prefill.n_extra)
 
@@ -83,19 +85,20 @@ class _Model:
         """Rows of ``shapes`` (all of batch ``batch``), one list per shape."""
         prompts = sorted({s.prompt_len for s in shapes})
         pasts = sorted({p for s in shapes for p in range(s.prompt_len, s.prompt_len + s.new_tokens - 1)})
-        pre_src = ShapeValues(self.prefill, np.array([(batch, p) for p in prompts]))
-        step_src = ShapeValues(self.step, np.array([(batch, p) for p in pasts])) if pasts else None
+        pre_src = ShapeValues(self.prefill, np.array([(batch, p) for p in prompts]), self.prefill_ids)
+        step_src = ShapeValues(self.step, np.array([(batch, p) for p in pasts]), self.step_ids) if pasts else None
         where = {p: i for i, p in enumerate(pasts)}
         memory = [self._memory(batch, s) for s in shapes]
         out: list[list[SweepRow]] = [[] for _ in shapes]
         for name, placement in scenarios.items:
             static = sum(d.static_power_w for d in (placement.as_bound() if bound else placement).devices)
             (pre,) = simulate_shapes(self.prefill.template, self.prefill_layout, pre_src, placement,
-                                     [(0, len(self.prefill_layout))], weight_dtype=weight_dtype, bound=bound)
+                                     [(0, len(self.prefill_layout))], weight_dtype=weight_dtype, bound=bound,
+                                     memo=self.memo.setdefault(("prefill", name), {}))
             if step_src is not None:
                 (dec,) = simulate_shapes(self.step.template, self.step_layout, step_src, placement,
                                          [(self.start, len(self.step_layout))], weight_dtype=weight_dtype,
-                                         bound=bound)
+                                         bound=bound, memo=self.memo.setdefault(("step", name), {}))
             weights = check_capacity(self.prefill.template, placement, weight_dtype)
             for k, s in enumerate(shapes):
                 i = prompts.index(s.prompt_len)

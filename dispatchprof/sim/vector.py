@@ -57,8 +57,8 @@ class ValueSource(Protocol):
 
     count: int                              # S, the number of shapes
 
-    def rows(self, index: Sequence[int]) -> np.ndarray:
-        """Values ``index`` at every shape: float64 of shape (len(index), S)."""
+    def rows(self, index: Sequence[int]) -> Sequence[np.ndarray]:
+        """Values ``index`` at every shape: one float64 array of S values per row (read only)."""
 
     def key(self, row: int) -> object:
         """Equal for two rows that are the same function of the shape."""
@@ -104,36 +104,71 @@ def check_vectorisable(placement: Placement, runtime: str, tp: int, kv_dtype: st
 
 def simulate_shapes(template: Profile, layout: Sequence[RecordRows], source: ValueSource, placement: Placement,
                     steps: Sequence[tuple[int, int]], *, weight_dtype: str | None = None, bound: bool = False,
-                    runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None) -> list[StepArrays]:
+                    runtime: str = "eager", tp: int = 1, kv_dtype: str | None = None,
+                    memo: dict | None = None) -> list[StepArrays]:
     """Each step [a, b) of ``template``'s records (``steps``; the profile's other records are not
     timed, but their outputs' places count for transfers) at every shape of ``source``, as
-    `simulate` gives it with step_starts at every a (module docstring)."""
+    `simulate` gives it with step_starts at every a (module docstring). ``memo``: a dict the
+    caller keeps between calls with the same template, layout, placement and options (sources
+    of other shapes of the same fit): what does not depend on the shapes is worked out once."""
     if bound:
         placement = placement.as_bound()
     check_vectorisable(placement, runtime, tp, kv_dtype)
     if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
         raise ValueError(f"weight_dtype must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
     records = template.records
+    memo = {} if memo is None else memo
+    if "plan" not in memo:
+        memo["plan"] = _plan(template, layout, source, placement)
+    devices_of, keys, host, moves, in_rms = memo["plan"]
+    timed: dict[object, tuple[np.ndarray, np.ndarray, float]] = {}
+    first = {keys[i]: i for a, b in steps for i in range(b - 1, a - 1, -1)}
+    source.rows([x for i in first.values() for x in _rows_of(layout[i])])      # all at once (one product)
+    out = []
+    for a, b in steps:
+        end = np.zeros(source.count)
+        dynamic = np.zeros(source.count)
+        uses: dict[object, int] = {}
+        issued = floor = 0.0                      # floor: end's smallest value at any shape, or less
+        for i in range(a, b):
+            key = keys[i]
+            if key not in timed:
+                t, e = _time_record(records[i], layout[i], source, devices_of[i], devices_of, weight_dtype,
+                                    in_rms[i], moves.get(i, ()))
+                timed[key] = t, e, float(t.min(initial=0.0))
+            t, _, t_min = timed[key]
+            uses[key] = uses.get(key, 0) + 1
+            issued += host[i]
+            if issued > floor:                    # the host issues later than the device frees at some shape
+                np.maximum(end, issued, out=end)
+                floor = issued
+            end += t
+            floor += t_min
+        for key, n in uses.items():
+            dynamic += n * timed[key][1]
+        out.append(StepArrays(end, dynamic))
+    return out
+
+
+def _rows_of(rows: RecordRows) -> list[int]:
+    """Every row a record's timing reads."""
+    return [x for x in (*rows.cost, rows.param_bytes, rows.param_elements, rows.out_elements, *rows.inputs)
+            if x is not None] + [x for s in rows.shapes for x in s]
+
+
+def _plan(template: Profile, layout: Sequence[RecordRows], source: ValueSource, placement: Placement) -> tuple:
+    """What does not depend on the shapes: each record's device, timing group key, host seconds,
+    moved inputs and whether it sits in an RMSNorm module."""
+    records = template.records
     module_type = {s.name: s.module_type for s in template.scopes}
     devices_of = [placement.device_for(r.scope) for r in records]
     moves = _moves(records, devices_of)
-    timed: dict[object, tuple[np.ndarray, np.ndarray]] = {}
-    out = []
-    for a, b in steps:
-        issued, end, dynamic = 0.0, None, None
-        for i in range(a, b):
-            r, d = records[i], devices_of[i]
-            in_rms = module_type.get(r.scope, "").endswith("RMSNorm")
-            key = _group_key(r, layout[i], source, d, in_rms, moves.get(i, ()))
-            if key not in timed:
-                timed[key] = _time_record(r, layout[i], source, d, devices_of, weight_dtype, in_rms, moves.get(i, ()))
-            t, e = timed[key]
-            issued += _host_s(r, layout[i], source, d)
-            end = t + issued if end is None else np.maximum(issued, end) + t
-            dynamic = e if dynamic is None else dynamic + e
-        zero = np.zeros(source.count)
-        out.append(StepArrays(zero if end is None else end, zero if dynamic is None else dynamic))
-    return out
+    in_rms = [module_type.get(r.scope, "").endswith("RMSNorm") for r in records]
+    keys = [_group_key(r, layout[i], source, devices_of[i], in_rms[i], moves.get(i, ())) for i, r in enumerate(records)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                 # the scalar simulator warns about it
+        host = [_host_s(r, layout[i], source, devices_of[i]) for i, r in enumerate(records)]
+    return devices_of, keys, host, moves, in_rms
 
 
 def _moves(records: Sequence[OpRecord], devices_of: list[Device]) -> dict[int, tuple[tuple[int, Device | None], ...]]:
@@ -171,9 +206,7 @@ def _host_s(r: OpRecord, rows: RecordRows, source: ValueSource, d: Device) -> fl
     calls = source.constant(rows.host_calls)
     if calls is None:
         raise VectorUnsupported(f"{r.op} in {r.scope or 'the root'}: its measured host calls change with the shape")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                 # the scalar simulator warned about it already
-        return eager_host_us(_with_calls(r, calls), d) * 1e-6
+    return eager_host_us(_with_calls(r, calls), d) * 1e-6
 
 
 def _with_calls(r: OpRecord, calls: int) -> OpRecord:
