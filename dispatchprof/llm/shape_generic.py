@@ -22,12 +22,18 @@ follow the length-dependent tensors, and where they still miss the held-out chec
 listed as approximate (dispatchprof.count.generic). Every other number is a polynomial at every
 shape the tests tried (batch 1 included, lengths from 2).
 
+Mixture-of-experts decoders: under balanced routing (dispatchprof.llm.models.balanced_split) a pass
+of T tokens routes T k token-expert pairs, split over E experts as evenly as integers allow. That
+split is a polynomial in T only where E divides T k: elsewhere some experts get one pair more (a
+floor), and a decode step with T k < E leaves experts idle, whose GEMMs are skipped (another op
+stream). So a MoE decoder is fitted on batch sizes that are multiples of `batch_step` (E /
+gcd(E, k): 4 for Mixtral's 8 experts, top 2), where the decode step's T = batch and the prefill's
+T = batch x n both split evenly; other batch sizes are counted directly.
+
 Where the fit fails (the op stream changes inside the grid, or the held-out check differs on
-anything but a peak), the stream's ``reason`` says why and every shape is counted directly: a
-mixture-of-experts model under balanced routing is (its experts with no tokens skip their GEMMs,
-so batch 1 and batch 2 run different streams; per-expert token counts are floors, not
-polynomials, besides). `Memo` keeps the last simulated prefills and steps for callers that ask
-for the same one again (a sweep's output lengths share them).
+anything but a peak), the stream's ``reason`` says why and every shape is counted directly.
+`Memo` keeps the last simulated prefills and steps for callers that ask for the same one again
+(a sweep's output lengths share them).
 """
 
 from __future__ import annotations
@@ -229,4 +235,4 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "fit_regime"]
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "batch_step", "fit_regime"]

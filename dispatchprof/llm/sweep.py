@@ -2,14 +2,18 @@
 counts, in parallel.
 
 Each model is one task: it builds the model once and fits its shape-generic stream
-(dispatchprof.llm.shape_generic: a few counts per batch regime, checked at a held-out shape), then
-answers every (batch, prompt_len, new_tokens) of the sweep from the stream's exact polynomials and
-simulates it on every device; so a sweep runs one task per model and returns
-``models x batches x prompt_lens x new_tokens x devices`` rows. Shapes outside the stream's region
-(prompts under 32 tokens), and every shape of a model whose fit failed, are counted directly;
-the reasons come back as warnings. Tasks go to any ``concurrent.futures.Executor``: a local process
-pool by default, or, for a cluster, a Dask client's ``get_executor()``; the task function and its
-arguments are plain picklable values (device names or YAML paths). A combination that does not fit
+(dispatchprof.llm.shape_generic: a few counts, checked at a held-out shape), then answers every
+(batch, prompt_len, new_tokens) of the sweep from the stream's exact polynomials; so a sweep runs
+one task per model and returns ``models x batches x prompt_lens x new_tokens x devices`` rows.
+A decoder's shapes are simulated all at once by the vector simulator, every decode step summed
+(dispatchprof.llm.sweep_vector) where the options allow it (eager, no tp); otherwise, and for
+encoders and encoder-decoders, each shape's evaluated profile is simulated (`run_shape`). Shapes
+outside the stream's region (lengths under 32 tokens, a MoE model's batch sizes that are not
+multiples of its `batch_step`), and every shape of a model whose fit failed, are counted
+directly; a failed fit's reason comes back as a warning. Tasks go to any
+``concurrent.futures.Executor``: a local process pool by default, or, for a cluster, a Dask
+client's ``get_executor()``; the task function and its arguments are plain picklable values
+(device names or YAML paths). A combination that does not fit
 in a device's memory is kept, with ``fits=False``.
 """
 

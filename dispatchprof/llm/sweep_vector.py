@@ -59,12 +59,15 @@ def decoder_rows(stream: DecoderStream, todo: Sequence[Any], scenarios: Scenario
         for k, r in zip(ks, model.rows(batch, shapes, scenarios, dtype, weight_dtype, bound, runtime)):
             rows[k] = r
     left = len(todo) - len(rows)
-    return rows, (f"{left} shape(s) outside the fitted region (lengths from 32{_high(stream)}) simulated shape by "
-                  f"shape" if left else "")
+    return rows, (f"{left} shape(s) outside the fitted region ({_region(stream)}) simulated shape by shape"
+                  if left else "")
 
 
-def _high(stream: DecoderStream) -> str:
-    return f" to {stream.high}" if stream.high is not None else ""
+def _region(stream: DecoderStream) -> str:
+    """The region in words: lengths, and batch sizes where they are restricted."""
+    fit = stream.regime()[0].profile
+    text = f"lengths from {fit.low[1]}" + (f" to {stream.high}" if stream.high is not None else "")
+    return text + (f", batch sizes multiples of {stream.batch_step}" if stream.batch_step > 1 else "")
 
 
 class _Model:

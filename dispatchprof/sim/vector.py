@@ -27,7 +27,7 @@ Units: seconds, joules, bytes, as in time_op.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Protocol, Sequence
@@ -210,8 +210,6 @@ def _host_s(r: OpRecord, rows: RecordRows, source: ValueSource, d: Device) -> fl
 
 
 def _with_calls(r: OpRecord, calls: int) -> OpRecord:
-    import dataclasses
-
     return r if r.host_calls == calls else dataclasses.replace(r, host_calls=calls)
 
 
