@@ -9,6 +9,8 @@ on arrays:
 
     issued_i = issued_{i-1} + h_i      start_i = max(issued_i, end_{i-1})      end_i = start_i + d_i
 
+Between two records where the host may be the later one (a scalar bound on the device's end says
+where it cannot), the device times are added by group: n records of one group as n x its time.
 The formulas are time_op's, term by term (its docstring states them); tests/test_vector_sim.py
 checks that every step time and energy equals the scalar simulator's on evaluated profiles to
 1e-9 relative. Records whose numbers are the same polynomials (the layers of a transformer) are
@@ -129,6 +131,7 @@ def simulate_shapes(template: Profile, layout: Sequence[RecordRows], source: Val
         end = np.zeros(source.count)
         dynamic = np.zeros(source.count)
         uses: dict[object, int] = {}
+        pending: dict[object, int] = {}          # device times added since the last max, by group
         issued = floor = 0.0                      # floor: end's smallest value at any shape, or less
         for i in range(a, b):
             key = keys[i]
@@ -136,18 +139,26 @@ def simulate_shapes(template: Profile, layout: Sequence[RecordRows], source: Val
                 t, e = _time_record(records[i], layout[i], source, devices_of[i], devices_of, weight_dtype,
                                     in_rms[i], moves.get(i, ()))
                 timed[key] = t, e, float(t.min(initial=0.0))
-            t, _, t_min = timed[key]
             uses[key] = uses.get(key, 0) + 1
             issued += host[i]
             if issued > floor:                    # the host issues later than the device frees at some shape
+                _add(end, pending, timed)
                 np.maximum(end, issued, out=end)
                 floor = issued
-            end += t
-            floor += t_min
+            pending[key] = pending.get(key, 0) + 1
+            floor += timed[key][2]
+        _add(end, pending, timed)
         for key, n in uses.items():
             dynamic += n * timed[key][1]
         out.append(StepArrays(end, dynamic))
     return out
+
+
+def _add(end: np.ndarray, pending: dict[object, int], timed: dict) -> None:
+    """end += the device times of the records in ``pending`` (n records of a group: n x its time)."""
+    for key, n in pending.items():
+        end += timed[key][0] if n == 1 else n * timed[key][0]
+    pending.clear()
 
 
 def _rows_of(rows: RecordRows) -> list[int]:
