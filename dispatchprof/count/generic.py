@@ -258,7 +258,7 @@ class ShapeValues:
     many shapes together (dispatchprof.sim.vector). ``sizes``: (S, variables) integers inside the
     region."""
 
-    def __init__(self, fit: GenericProfile, sizes: np.ndarray, ids: np.ndarray | None = None) -> None:
+    def __init__(self, fit: GenericProfile, sizes: np.ndarray, ids: Sequence[int] | None = None) -> None:
         sizes = np.asarray(sizes, dtype=np.int64).reshape(-1, len(fit.variables))
         lo, hi = sizes.min(axis=0).tolist(), sizes.max(axis=0).tolist()
         if not (fit.covers(tuple(lo)) and fit.covers(tuple(hi))):
@@ -268,7 +268,7 @@ class ShapeValues:
         exps = list(itertools.product(*(range(d + 1) for d in fit.degrees)))
         self._monomials = np.array([np.prod(sizes.astype(np.float64) ** np.array(e, dtype=np.float64), axis=1)
                                     for e in exps])                    # (monomials, S)
-        self._ids = row_ids(fit) if ids is None else ids
+        self._ids = row_ids(fit) if ids is None else ids      # `row_ids`, a list (indexed per row)
         self._rows: dict[int, np.ndarray] = {}
         varying = [a != b for a, b in zip(lo, hi)]
         # monomials of the sizes that change across the shapes; a row with none is one number
@@ -296,7 +296,7 @@ class ShapeValues:
 
     def key(self, row: int) -> int:
         """The row's polynomial, as an id (`row_ids`: equal for rows that are the same function)."""
-        return int(self._ids[row])
+        return self._ids[row]
 
     def constant(self, row: int) -> int | None:
         """The row's value when no monomial but the constant one has a coefficient, else None."""
@@ -306,12 +306,12 @@ class ShapeValues:
         return int(coeffs[0]) // self.fit.denominator
 
 
-def row_ids(fit: GenericProfile) -> np.ndarray:
+def row_ids(fit: GenericProfile) -> list[int]:
     """One integer per value of ``fit``, equal for values with the same polynomial."""
     if fit.numerators.dtype != object:
-        return np.unique(fit.numerators, axis=0, return_inverse=True)[1].reshape(-1)
+        return np.unique(fit.numerators, axis=0, return_inverse=True)[1].reshape(-1).tolist()
     seen: dict[tuple, int] = {}
-    return np.array([seen.setdefault(tuple(int(c) for c in row), len(seen)) for row in fit.numerators])
+    return [seen.setdefault(tuple(int(c) for c in row), len(seen)) for row in fit.numerators]
 
 
 @dataclass(frozen=True)

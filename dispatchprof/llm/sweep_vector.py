@@ -87,7 +87,8 @@ class _Model:
              bound: bool, runtime: str) -> list[list[SweepRow]]:
         """Rows of ``shapes`` (all of batch ``batch``), one list per shape."""
         prompts = sorted({s.prompt_len for s in shapes})
-        pasts = sorted({p for s in shapes for p in range(s.prompt_len, s.prompt_len + s.new_tokens - 1)})
+        spans = [np.arange(s.prompt_len, s.prompt_len + s.new_tokens - 1) for s in shapes]
+        pasts = np.unique(np.concatenate(spans)).tolist()
         pre_src = ShapeValues(self.prefill, np.array([(batch, p) for p in prompts]), self.prefill_ids)
         step_src = ShapeValues(self.step, np.array([(batch, p) for p in pasts]), self.step_ids) if pasts else None
         where = {p: i for i, p in enumerate(pasts)}
