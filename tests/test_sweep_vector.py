@@ -75,3 +75,18 @@ def test_what_the_vector_path_leaves_to_the_per_shape_path(model_and_stream):
     assert sorted(rows) == [1] and "1 shape(s) outside the fitted region" in why
     rows, why = decoder_rows(stream, short, scenarios, "fp32", None, False, "compiled")
     assert rows == {} and "runtime 'compiled'" in why
+
+
+def test_a_record_the_vector_path_cannot_time_leaves_every_shape_to_the_per_shape_path(model_and_stream,
+                                                                                         monkeypatch):
+    from dispatchprof.llm import sweep_vector
+    from dispatchprof.sim.vector import VectorUnsupported
+
+    def refuse(*args, **kwargs):
+        raise VectorUnsupported("aten.mm in model.layers.0: its MACs are zero at some shapes only")
+
+    _, stream = model_and_stream
+    monkeypatch.setattr(sweep_vector, "simulate_shapes", refuse)
+    rows, why = decoder_rows(stream, SHAPES, scenarios_of(DEVICES), "fp32", None, False, "eager")
+    assert rows == {}
+    assert why == "simulated shape by shape: aten.mm in model.layers.0: its MACs are zero at some shapes only"

@@ -54,10 +54,13 @@ def decoder_rows(stream: DecoderStream, todo: Sequence[Any], scenarios: Scenario
         by_batch[todo[k].batch].append(k)
     rows: dict[int, list[SweepRow]] = {}
     model = _Model(step_fit.profile, prefill_fit.profile)
-    for batch, ks in by_batch.items():
-        shapes = [todo[k] for k in ks]
-        for k, r in zip(ks, model.rows(batch, shapes, scenarios, dtype, weight_dtype, bound, runtime)):
-            rows[k] = r
+    try:
+        for batch, ks in by_batch.items():
+            shapes = [todo[k] for k in ks]
+            for k, r in zip(ks, model.rows(batch, shapes, scenarios, dtype, weight_dtype, bound, runtime)):
+                rows[k] = r
+    except VectorUnsupported as e:                      # a record the vector simulator cannot time
+        return {}, f"simulated shape by shape: {e}"
     left = len(todo) - len(rows)
     return rows, (f"{left} shape(s) outside the fitted region ({_region(stream)}) simulated shape by shape"
                   if left else "")
