@@ -3,13 +3,18 @@ then every configuration answered from it (dispatchprof.llm.shape_generic).
 
     python scripts/bench_sweep.py                 # llama-3.1-8b and mixtral-8x7b, 250 shapes x 4 devices each
     python scripts/bench_sweep.py --limit 10      # time the first 10 shapes only; the full sweep is projected
+    python scripts/bench_sweep.py --direct-limit 2   # time 2 of the shapes counted directly, project the rest
 
 A configuration is one (batch, prompt, output, device) row: 5 batch sizes x 5 prompt lengths x 10
 output lengths x 4 devices = 1,000 per model. Each model runs in this process, one after the other
 (the sweep() API runs models side by side in processes; one at a time times each alone). Prints one
 row per model: model build, fit (its counts, and the reason where the model is counted directly),
-per-configuration time after the fit, and the sweep's total (measured, or projected from --limit
-shapes, as the "total" column says).
+per-configuration time after the fit, the sweep's total (build + fit + every configuration), the
+configurations the vector simulator answered (dispatchprof.llm.sweep_vector: all at once) and
+the seconds it took, and the configurations counted shape by shape (outside the fit's region:
+Mixtral's batch 1, whose balanced routing leaves experts idle) with the seconds each took. Those
+take tens of seconds each, so only the first --direct-limit of them are timed and the rest are
+projected at that rate: the "total" column says "projected" then, "measured" otherwise.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ PROMPTS = (128, 512, 2048, 8192, 32768)
 OUTPUTS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 
 
-def measure(model_name: str, limit: int | None) -> dict:
+def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     """Times of one model's sweep (see the module docstring)."""
     from dispatchprof.llm.models import build_model
     from dispatchprof.llm.shape_generic import DecoderStream
     from dispatchprof.llm.sweep import run_shape, shapes
+    from dispatchprof.llm.sweep_vector import decoder_rows
     from dispatchprof.sim.placement import scenarios_of
 
     warnings.simplefilter("ignore")
@@ -43,31 +49,44 @@ def measure(model_name: str, limit: int | None) -> dict:
     fit = stream.regime()[0]
     fitted = time.perf_counter()
     timed = todo[:limit] if limit else todo
-    rows = [run_shape(s, scenarios, model=model, stream=stream) for s in timed]
+    fast, _ = decoder_rows(stream, timed, scenarios, "bf16", None, False, "eager")
+    answered = time.perf_counter()
+    left = [s for k, s in enumerate(timed) if k not in fast]
+    counted = left[:direct_limit]
+    rows = list(fast.values()) + [run_shape(s, scenarios, model=model, stream=stream) for s in counted]
     done = time.perf_counter()
-    per_config = (done - fitted) / (len(timed) * len(DEVICES))
+    per_direct = (done - answered) / len(counted) if counted else 0.0
+    sweep_s = answered - fitted + per_direct * len(left)                # the timed shapes, projected where left out
+    timed_configs = (len(fast) + len(counted)) * len(DEVICES)
+    per_config = sweep_s / (len(timed) * len(DEVICES))
     return {"build_s": built - start, "fit_s": fitted - built, "fit_counts": fit.counts, "reason": fit.reason,
-            "configs": len(todo) * len(DEVICES), "timed": len(timed) * len(DEVICES), "per_config_s": per_config,
-            "total_s": fitted - start + per_config * len(todo) * len(DEVICES), "rows": sum(map(len, rows))}
+            "configs": len(todo) * len(DEVICES), "timed": timed_configs, "per_config_s": per_config,
+            "total_s": fitted - start + per_config * len(todo) * len(DEVICES), "rows": sum(map(len, rows)),
+            "vector": len(fast) * len(DEVICES), "vector_s": answered - fitted, "direct": len(left) * len(DEVICES),
+            "direct_s": per_direct / len(DEVICES)}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--limit", type=int, default=0, help="time the first LIMIT shapes of each model (0: all)")
+    p.add_argument("--direct-limit", type=int, default=1,
+                   help="without --limit, time this many shapes of a model whose fit failed (each is counted)")
     p.add_argument("--model", action="append", choices=MODELS, help="one of the models (repeat; default both)")
     args = p.parse_args(argv)
-    if args.limit < 0:
-        p.error(f"--limit must be >= 0, got {args.limit}")
+    if args.limit < 0 or args.direct_limit < 1:
+        p.error(f"--limit must be >= 0 and --direct-limit >= 1, got {args.limit} and {args.direct_limit}")
     from tabulate import tabulate
 
     headers = ["model", "build s", "fit s", "counted directly because", "ms per configuration",
-               "total s (build + fit + all)", "configurations"]
+               "total s (build + fit + all)", "configurations", "vector: configs, s", "direct: configs, s each"]
     for k, name in enumerate(args.model or MODELS):
-        r = measure(name, args.limit or None)
+        r = measure(name, args.limit or None, args.direct_limit)
         projected = r["timed"] < r["configs"]
+        # the vector simulator answers its configurations all at once; the counted ones are timed per shape
         row = [name, f"{r['build_s']:.1f}", f"{r['fit_s']:.1f} ({r['fit_counts']} counts)",
                (r["reason"][:60] + "...") if r["reason"] else "-", f"{r['per_config_s'] * 1e3:.1f} (over {r['timed']})",
-               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"), r["configs"]]
+               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"), r["configs"],
+               f"{r['vector']}, {r['vector_s']:.2f}", f"{r['direct']}, {r['direct_s']:.1f}" if r["direct"] else "0"]
         lines = tabulate([row], headers=headers, tablefmt="github").splitlines()
         print("\n".join(lines if k == 0 else lines[2:]), flush=True)       # one row as each model ends
     return 0

@@ -131,15 +131,27 @@ def test_encoder_decoder_equals_direct_counts():
         _assert_same(stream.profile(*sizes), _quiet(lambda: stream.count(*sizes)))
 
 
-def test_moe_routing_changes_the_op_stream_so_it_is_counted_directly():
-    # balanced routing gives an expert no tokens at batch 1 (2 token-expert pairs over 4 experts): its
-    # GEMMs are skipped, so batch 1 and batch 2 run different op streams
+def test_moe_fit_holds_where_balanced_routing_splits_evenly():
+    # balanced routing over E=4 experts, top k=2: batch b's decode step routes 2b token-expert pairs,
+    # 2b/4 per expert, an integer (and every expert busy) exactly when b is a multiple of 4/gcd(4, 2) = 2;
+    # the prefill's b*n tokens then split evenly too. Odd batches (batch 1: two experts idle, their GEMMs
+    # skipped; batch 3: 6 pairs, 2,2,1,1) are counted directly.
     model = tiny_model("mixtral", num_local_experts=4, num_experts_per_tok=2)
     stream = DecoderStream(model, host_time=False)
-    assert "differs" in _quiet(lambda: stream.reason)
-    assert not stream.covers(2, 64)
-    direct = _quiet(lambda: stream.count(2, 64))[1]
-    _assert_same(stream.step(2, 64).profile, direct.profile, step_starts=(0, direct.step_start))
+    assert _quiet(lambda: stream.reason) == "" and stream.batch_step == 2
+    assert stream.regime()[0].profile.low == (2, 32)         # grid batches 2, 4; held out at 6
+    assert not stream.covers(1, 64) and not stream.covers(3, 64) and stream.covers(2, 64)
+    rng = random.Random(11)
+    for batch, n in [(2, 32), (6, 200)] + [(2 * rng.randint(1, 16), rng.randint(32, 2000)) for _ in range(3)]:
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        step = stream.step(batch, n)
+        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
+        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+        experts = [r for r in step.profile.records[step.step_start:] if r.op == "aten.mm" and "experts" in r.scope]
+        # per expert: gate-up [batch * 2 / 4, 64] x [64, 2 * 96] and down [batch / 2, 96] x [96, 64]
+        assert sorted({r.shapes[0][0] for r in experts}) == [batch // 2]
+    direct = _quiet(lambda: stream.count(3, 64))[1]
+    _assert_same(stream.step(3, 64).profile, direct.profile, step_starts=(0, direct.step_start))
 
 
 class _Branchy(nn.Module):

@@ -213,6 +213,107 @@ class GenericProfile:
         return GenericProfile.from_dict(read_json(path, "generic profile"), os.fspath(path))
 
 
+def record_layout(template: Profile) -> list[tuple]:
+    """Where each record's numbers lie among `GenericProfile.values` (the order of `_flatten`):
+    per record (cost rows, one per COUNT_FIELDS, None where the field is None; param_bytes row;
+    param_elements row; out_elements row; host_calls row; per tensor shape its dimensions' rows;
+    each input's bytes row)."""
+    out, k = [], 0
+    for r in template.records:
+        cost = []
+        for f in COUNT_FIELDS:
+            if getattr(r.cost, f) is None:
+                cost.append(None)
+            else:
+                cost.append(k)
+                k += 1
+        pb, pe, oe, hc = k, k + 1, k + 2, k + 3
+        k += 4
+        shapes = []
+        for s in r.shapes:
+            shapes.append(tuple(range(k, k + len(s))))
+            k += len(s)
+        inputs = tuple(range(k, k + len(r.inputs)))
+        k += len(r.inputs)
+        out.append((tuple(cost), pb, pe, oe, hc, tuple(shapes), inputs))
+    return out
+
+
+def tail_rows(template: Profile, n_extra: int) -> dict[str, int]:
+    """Rows of the values after the records and scopes: "phase peak NAME" per phase, "peak bytes",
+    and "extra K" for each extra integer (the order of `_flatten`)."""
+    n = sum(sum(getattr(r.cost, f) is not None for f in COUNT_FIELDS) + 4 + sum(map(len, r.shapes)) + len(r.inputs)
+            for r in template.records)
+    n += len(template.scopes) * len(_SCOPE_INTS) + len(template.unknown) + len(template.zero_cost_calls)
+    rows = {f"phase peak {ph}": n + k for k, (ph, _) in enumerate(template.phase_peaks)}
+    n += len(template.phase_peaks)
+    rows["peak bytes"] = n
+    rows.update({f"extra {k}": n + 1 + k for k in range(n_extra)})
+    return rows
+
+
+class ShapeValues:
+    """A `GenericProfile`'s values at S shapes at once, by row (``rows(index)``: one float64 array
+    of S values per row, the nearest integer: exact below 2**53), for simulating
+    many shapes together (dispatchprof.sim.vector). ``sizes``: (S, variables) integers inside the
+    region."""
+
+    def __init__(self, fit: GenericProfile, sizes: np.ndarray, ids: Sequence[int] | None = None) -> None:
+        sizes = np.asarray(sizes, dtype=np.int64).reshape(-1, len(fit.variables))
+        lo, hi = sizes.min(axis=0).tolist(), sizes.max(axis=0).tolist()
+        if not (fit.covers(tuple(lo)) and fit.covers(tuple(hi))):
+            raise ValueError(f"sizes from {lo} to {hi} lie outside the fitted region "
+                             f"{list(zip(fit.low, fit.high))}")
+        self.fit, self.sizes, self.count = fit, sizes, len(sizes)
+        exps = list(itertools.product(*(range(d + 1) for d in fit.degrees)))
+        self._monomials = np.array([np.prod(sizes.astype(np.float64) ** np.array(e, dtype=np.float64), axis=1)
+                                    for e in exps])                    # (monomials, S)
+        self._ids = row_ids(fit) if ids is None else ids      # `row_ids`, a list (indexed per row)
+        self._rows: dict[int, np.ndarray] = {}
+        varying = [a != b for a, b in zip(lo, hi)]
+        # monomials of the sizes that change across the shapes; a row with none is one number
+        self._varying = np.array([any(e and v for e, v in zip(exps_, varying)) for exps_ in exps])
+        self._fixed = [math.prod(x ** e for x, e in zip(lo, exps_)) for exps_ in exps]
+
+    def rows(self, index) -> np.ndarray:
+        """Values ``index`` at every shape (see the class docstring); each row computed once."""
+        index = list(index)
+        todo = [r for r in dict.fromkeys(index) if r not in self._rows]
+        numer = self.fit.numerators
+        flat = [r for r in todo if not numer[r][self._varying].any()]
+        for r in flat:                      # the same value at every shape: a read-only broadcast
+            value = sum(int(c) * m for c, m in zip(numer[r], self._fixed)) / self.fit.denominator
+            self._rows[r] = np.broadcast_to(np.float64(round(value)), (self.count,))
+        todo = [r for r in todo if r not in self._rows]
+        if todo:
+            # (S x monomials) @ (monomials x rows), then rows first: BLAS runs this shape in one
+            # thread, where (rows x monomials) @ (monomials x S) took 6x longer on a loaded machine
+            values = np.ascontiguousarray((self._monomials.T @ self.fit.numerators[todo].astype(np.float64).T).T)
+            if self.fit.denominator != 1:
+                values = np.rint(values / self.fit.denominator)
+            self._rows.update(zip(todo, values))
+        return [self._rows[r] for r in index]
+
+    def key(self, row: int) -> int:
+        """The row's polynomial, as an id (`row_ids`: equal for rows that are the same function)."""
+        return self._ids[row]
+
+    def constant(self, row: int) -> int | None:
+        """The row's value when no monomial but the constant one has a coefficient, else None."""
+        coeffs = self.fit.numerators[row]
+        if any(int(c) for c in coeffs[1:]):
+            return None
+        return int(coeffs[0]) // self.fit.denominator
+
+
+def row_ids(fit: GenericProfile) -> list[int]:
+    """One integer per value of ``fit``, equal for values with the same polynomial."""
+    if fit.numerators.dtype != object:
+        return np.unique(fit.numerators, axis=0, return_inverse=True)[1].reshape(-1).tolist()
+    seen: dict[tuple, int] = {}
+    return [seen.setdefault(tuple(int(c) for c in row), len(seen)) for row in fit.numerators]
+
+
 @dataclass(frozen=True)
 class GenericFit:
     """The result of `fit_generic`: the generic profile, or None and why (count directly)."""
@@ -304,4 +405,5 @@ def _first_difference(a: tuple, b: tuple) -> str:
     return f"entry {i}: {a[i]!r:.120} against {b[i]!r:.120}"
 
 
-__all__ = ["CountFn", "GenericFit", "GenericProfile", "Sizes", "fit_generic"]
+__all__ = ["CountFn", "GenericFit", "GenericProfile", "ShapeValues", "Sizes", "fit_generic", "record_layout",
+           "row_ids", "tail_rows"]

@@ -22,16 +22,23 @@ follow the length-dependent tensors, and where they still miss the held-out chec
 listed as approximate (dispatchprof.count.generic). Every other number is a polynomial at every
 shape the tests tried (batch 1 included, lengths from 2).
 
+Mixture-of-experts decoders: under balanced routing (dispatchprof.llm.models.balanced_split) a pass
+of T tokens routes T k token-expert pairs, split over E experts as evenly as integers allow. That
+split is a polynomial in T only where E divides T k: elsewhere some experts get one pair more (a
+floor), and a decode step with T k < E leaves experts idle, whose GEMMs are skipped (another op
+stream). So a MoE decoder is fitted on batch sizes that are multiples of `batch_step` (E /
+gcd(E, k): 4 for Mixtral's 8 experts, top 2), where the decode step's T = batch and the prefill's
+T = batch x n both split evenly; other batch sizes are counted directly.
+
 Where the fit fails (the op stream changes inside the grid, or the held-out check differs on
-anything but a peak), the stream's ``reason`` says why and every shape is counted directly: a
-mixture-of-experts model under balanced routing is (its experts with no tokens skip their GEMMs,
-so batch 1 and batch 2 run different streams; per-expert token counts are floors, not
-polynomials, besides). `Memo` keeps the last simulated prefills and steps for callers that ask
-for the same one again (a sweep's output lengths share them).
+anything but a peak), the stream's ``reason`` says why and every shape is counted directly.
+`Memo` keeps the last simulated prefills and steps for callers that ask for the same one again
+(a sweep's output lengths share them).
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -49,12 +56,31 @@ LENGTHS, HELD_LENGTH = (32, 64, 128), 200
 
 
 def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], lengths: int,
-               high: int | None = None) -> GenericFit:
-    """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid."""
+               high: int | None = None, batch_step: int = 1) -> GenericFit:
+    """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid; with
+    ``batch_step`` s the batch sizes of the grid are multiples of s (s, 2s; held out 3s)."""
     names = ("n", "m")[:lengths]
     held = (HELD_LENGTH,) + (HELD_LENGTH - 9,) * (lengths - 1)
-    return fit_generic(count, ("batch", *names), (BATCHES, *(LENGTHS,) * lengths), (HELD_BATCH, *held),
-                       (1,) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
+    batches = tuple(b * batch_step for b in BATCHES)
+    return fit_generic(count, ("batch", *names), (batches, *(LENGTHS,) * lengths),
+                       (HELD_BATCH * batch_step, *held), (batches[0],) + (LENGTHS[0],) * lengths,
+                       (None,) + (high,) * lengths)
+
+
+def batch_step(model: torch.nn.Module) -> int:
+    """The batch sizes a decoder's fit holds for are the multiples of this: 1, or for a
+    mixture-of-experts model (E experts, top k) E / gcd(E, k), the smallest batch whose decode step
+    routes the same number of token-expert pairs to every expert under balanced routing
+    (`dispatchprof.llm.models.balanced_split`): then every pass's tokens T (batch, batch x n) split
+    evenly, T k / E each, a polynomial; other batch sizes give some experts one pair more (a floor,
+    not a polynomial) or none (their GEMMs skipped: another op stream)."""
+    config = getattr(model, "config", None)
+    experts = next((getattr(config, a) for a in ("num_local_experts", "num_experts", "n_routed_experts")
+                    if isinstance(getattr(config, a, None), int)), None)
+    top_k = getattr(config, "num_experts_per_tok", None)
+    if not experts or not isinstance(top_k, int) or top_k < 1:
+        return 1
+    return experts // math.gcd(experts, top_k)
 
 
 def _cache_layer_bytes(cache) -> tuple[int, ...]:
@@ -109,6 +135,7 @@ class DecoderStream:
     def __init__(self, model: torch.nn.Module, host_time: bool | str = True) -> None:
         self.model, self.host_time = model, host_time
         self.high = _window(model)
+        self.batch_step = batch_step(model)
         self.fits: tuple[GenericFit, GenericFit] | None = None     # (decode step, prefill)
         self.memo = Memo()
 
@@ -122,8 +149,8 @@ class DecoderStream:
                 snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
                 return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
 
-            step = fit_regime(count_step, 1, self.high)
-            prefill = fit_regime(lambda s: snapshots[s], 1, self.high) if step.profile else step
+            step = fit_regime(count_step, 1, self.high, self.batch_step)
+            prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step) if step.profile else step
             if step.profile is not None and prefill.profile is None:
                 step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
             self.fits = (step, prefill)
@@ -137,7 +164,7 @@ class DecoderStream:
     def covers(self, batch: int, n: int) -> bool:
         """True when (batch, n) is answered from the fit (False: counted directly)."""
         fit = self.regime(batch)[0].profile
-        return fit is not None and fit.covers((batch, n))
+        return fit is not None and batch % self.batch_step == 0 and fit.covers((batch, n))
 
     def prefill(self, batch: int, n: int) -> DecoderStep:
         """The prefill of ``n`` tokens (step_start 0, kv = prefill_kv)."""
@@ -208,4 +235,4 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "fit_regime"]
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "batch_step", "fit_regime"]

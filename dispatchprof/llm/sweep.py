@@ -2,14 +2,18 @@
 counts, in parallel.
 
 Each model is one task: it builds the model once and fits its shape-generic stream
-(dispatchprof.llm.shape_generic: a few counts per batch regime, checked at a held-out shape), then
-answers every (batch, prompt_len, new_tokens) of the sweep from the stream's exact polynomials and
-simulates it on every device; so a sweep runs one task per model and returns
-``models x batches x prompt_lens x new_tokens x devices`` rows. Shapes outside the stream's region
-(prompts under 32 tokens), and every shape of a model whose fit failed, are counted directly;
-the reasons come back as warnings. Tasks go to any ``concurrent.futures.Executor``: a local process
-pool by default, or, for a cluster, a Dask client's ``get_executor()``; the task function and its
-arguments are plain picklable values (device names or YAML paths). A combination that does not fit
+(dispatchprof.llm.shape_generic: a few counts, checked at a held-out shape), then answers every
+(batch, prompt_len, new_tokens) of the sweep from the stream's exact polynomials; so a sweep runs
+one task per model and returns ``models x batches x prompt_lens x new_tokens x devices`` rows.
+A decoder's shapes are simulated all at once by the vector simulator, every decode step summed
+(dispatchprof.llm.sweep_vector) where the options allow it (eager, no tp); otherwise, and for
+encoders and encoder-decoders, each shape's evaluated profile is simulated (`run_shape`). Shapes
+outside the stream's region (lengths under 32 tokens, a MoE model's batch sizes that are not
+multiples of its `batch_step`), and every shape of a model whose fit failed, are counted
+directly; a failed fit's reason comes back as a warning. Tasks go to any
+``concurrent.futures.Executor``: a local process pool by default, or, for a cluster, a Dask
+client's ``get_executor()``; the task function and its arguments are plain picklable values
+(device names or YAML paths). A combination that does not fit
 in a device's memory is kept, with ``fits=False``.
 """
 
@@ -29,6 +33,7 @@ from dispatchprof.llm.forward import generates, model_kind, profile_forward
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import MODEL_DTYPES, build_model
 from dispatchprof.llm.shape_generic import DecoderStream, ForwardStream
+from dispatchprof.llm.sweep_vector import decoder_rows
 from dispatchprof.report.sweep import mark_pareto
 from dispatchprof.results.sweep import SweepRow
 from dispatchprof.sim.placement import scenarios_of
@@ -84,9 +89,10 @@ def run_model(model_name: str, todo: Sequence[Shape], devices: Sequence[str], dt
         model = build_model(model_name, dtype=MODEL_DTYPES[dtype])
         decoder = generates(model)
         stream = DecoderStream(model) if decoder else ForwardStream(model, model_kind(model) == "encoder-decoder")
-        rows = [run_shape(s, scenarios, dtype, weight_dtype, bound, runtime, model=model, stream=stream) for s in todo]
-    reasons = [f"{model_name}: every shape counted directly ({stream.reason})"] if stream.reason else []
-    return rows, reasons
+        fast, _ = decoder_rows(stream, todo, scenarios, dtype, weight_dtype, bound, runtime) if decoder else ({}, "")
+        rows = [fast[k] if k in fast else run_shape(s, scenarios, dtype, weight_dtype, bound, runtime, model=model,
+                                                    stream=stream) for k, s in enumerate(todo)]
+    return rows, [f"{model_name}: every shape counted directly ({stream.reason})"] if stream.reason else []
 
 
 def run_shape(shape: Shape, devices: Any, dtype: str = "bf16", weight_dtype: str | None = None,
