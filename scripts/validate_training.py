@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import re
 import statistics
 import sys
 import time
@@ -35,13 +36,16 @@ import torch
 
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
-from dispatchprof.train.count import count_model, simulate_model, step_of
+from dispatchprof.train.count import count_model, simulate_model, step_of, time_model
 from dispatchprof.train.factors import FACTORS, Factors
 from dispatchprof.llm.models import build_model
 
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "published_training.csv"
-#: The project's own measured training steps (scripts/measure_gpu.py on a lent H200, section "train").
-MEASURED = Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"
+#: The project's own measured training steps (scripts/measure_gpu.py, section "train") and the
+#: device profile each was measured on.
+MEASURED = (("H200", Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"),
+            ("H100-SXM", Path(__file__).parent / "data" / "h100_lent" / "run1_rows.csv"))
 #: MPT sizes (llm-foundry yamls): d_model, n_layers; heads = d_model / 128 (head size 128)
 MPT = {"mpt-1b": (2048, 24), "mpt-3b": (2560, 32), "mpt-7b": (4096, 32), "mpt-13b": (5120, 40),
        "mpt-30b": (7168, 48), "mpt-70b": (8192, 80)}
@@ -71,20 +75,42 @@ def layout_of(r: dict) -> TrainLayout:
                        tp_overlap=r["tp_overlap"] == "1")
 
 
-def measured_rows() -> list[tuple[str, int, int, float, float, float, str]]:
-    """The measured single-GPU steps (one H200, eager PyTorch: fp32 weights, bf16 autocast, fused
-    AdamW, SDPA), each predicted on one H200 with runtime "eager", the model counted in bf16 (what
-    autocast runs its matmuls in): (model, batch, seq, measured s, predicted s, predicted memory
-    bytes, the row's note)."""
-    out = []
-    for row in csv.reader(MEASURED.open()):
-        if row[0] != "train" or row[6] != "step_s":
-            continue
-        model, batch, seq, measured = row[1], int(row[3]), int(row[4]), float(row[7])
-        lay = TrainLayout(1, batch, batch, seq)
-        res = profile_training(model, "H200", lay, runtime="eager")
-        out.append((model, batch, seq, measured, res.step_s, res.memory.total, row[9]))
+def measured_rows() -> list[dict]:
+    """The measured single-GPU steps (eager PyTorch: fp32 weights, bf16 autocast, fused AdamW,
+    SDPA), each predicted on its device with runtime "eager", the model counted once per shape in
+    bf16 (what autocast runs its matmuls in). One dict per row: source (file:line), device, model,
+    batch, seq, measured and predicted step seconds, measured peak GiB (torch's
+    max_memory_allocated), predicted memory GiB with and without the fragmentation margin."""
+    out, counted = [], {}
+    for device, path in MEASURED:
+        dev = placement_of(device).devices[0]
+        for line, row in enumerate(csv.reader(path.open()), 1):
+            if row[0] != "train" or row[6] != "step_s":
+                continue
+            model, batch, seq = row[1], int(row[3]), int(row[4])
+            peak = re.search(r"peak ([0-9.]+) GiB", row[9])
+            if (model, batch, seq) not in counted:
+                counted[model, batch, seq] = count_model(build_model(model, torch.bfloat16), model, batch, seq)
+            res = profile_training(model, device, TrainLayout(1, batch, batch, seq),
+                                   counted=time_model(counted[model, batch, seq], dev, runtime="eager"))
+            mem = res.memory
+            out.append({"source": f"{path.relative_to(ROOT)}:{line}", "device": device, "model": model,
+                        "batch": batch, "seq": seq, "measured_s": float(row[7]), "predicted_s": res.step_s,
+                        "measured_gib": float(peak.group(1)) if peak else None,
+                        "predicted_gib": mem.total / 2**30, "allocated_gib": (mem.total - mem.margin) / 2**30})
     return out
+
+
+def print_measured() -> None:
+    """The measured rows against their predictions: step time, and memory without the margin
+    (what max_memory_allocated sees) and with it."""
+    print(f"{'source':<41} {'device':<8} {'batch x seq':>11} {'measured s':>10} {'predicted s':>11} {'error':>7} "
+          f"{'peak GiB':>8} {'pred. alloc':>11} {'error':>7} {'+margin':>7}")
+    for r in measured_rows():
+        mem_err = f"{r['allocated_gib'] / r['measured_gib'] - 1:>+7.1%}" if r["measured_gib"] else f"{'-':>7}"
+        print(f"{r['source']:<41} {r['device']:<8} {r['batch']:>5} x {r['seq']:<4} {r['measured_s']:>10.4f} "
+              f"{r['predicted_s']:>11.4f} {r['predicted_s'] / r['measured_s'] - 1:>+7.1%} "
+              f"{r['measured_gib'] or 0:>8.1f} {r['allocated_gib']:>11.1f} {mem_err} {r['predicted_gib']:>7.1f}")
 
 
 def simulated(rows: list[dict]) -> dict:
@@ -133,14 +159,10 @@ def main() -> int:
     ap.add_argument("--only", help="only the rows of this source")
     ap.add_argument("--csv", help="write the per-row predictions here")
     ap.add_argument("--fit", action="store_true", help="fit the factors on the fit rows, then report with them")
-    ap.add_argument("--measured", action="store_true", help="only the project's own measured H200 steps")
+    ap.add_argument("--measured", action="store_true", help="only the project's own measured steps (H200, H100)")
     args = ap.parse_args()
     if args.measured:
-        print(f"{'model':<14} {'batch':>5} {'seq':>5} {'measured s':>10} {'predicted s':>11} {'error':>7} "
-              f"{'pred. memory':>12}  measured")
-        for model, batch, seq, meas, pred, mem, note in measured_rows():
-            print(f"{model:<14} {batch:>5} {seq:>5} {meas:>10.4f} {pred:>11.4f} {pred / meas - 1:>+7.1%} "
-                  f"{mem / 2**30:>8.1f} GiB  {note}")
+        print_measured()
         return 0
     rows = list(csv.DictReader(DATA.open()))
     bad = [r["id"] for r in rows if r["split"] != split_of(r["id"])]
