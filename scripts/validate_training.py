@@ -17,7 +17,7 @@ MPT rows (llm-foundry) are simulated as a Llama-architecture proxy of the same w
 parameter count (`mpt_proxy`): transformers' MPT attention is not SDPA, so counting it would time
 the attention as unfused matmuls, which llm-foundry does not run.
 
-Usage: PYTHONPATH=. python scripts/validate_training.py [--only SOURCE] [--csv OUT]
+Usage: PYTHONPATH=. python scripts/validate_training.py [--only SOURCE] [--csv OUT] [--cache FILE] [--fit]
 """
 
 from __future__ import annotations
@@ -25,20 +25,24 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import json
 import re
 import statistics
 import sys
 import time
 import warnings
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
 
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
-from dispatchprof.train.count import count_model, simulate_model, step_of, time_model
+from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, op_table, simulate_model, step_from,
+                                      time_model)
 from dispatchprof.train.factors import FACTORS, Factors
 from dispatchprof.llm.models import build_model
+from prediction_cache import code_version, load_cache, save_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "published_training.csv"
@@ -46,6 +50,9 @@ DATA = Path(__file__).parent / "data" / "published_training.csv"
 #: device profile each was measured on.
 MEASURED = (("H200", Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"),
             ("H100-SXM", Path(__file__).parent / "data" / "h100_lent" / "run1_rows.csv"))
+#: The modules that only split a counted step over a layout: a cached step does not depend on them.
+AFTER_COUNT = tuple(f"dispatchprof/train/{m}.py" for m in ("__init__", "step", "memory", "schedule", "links", "layout",
+                                                           "render", "trace", "factors"))
 #: MPT sizes (llm-foundry yamls): d_model, n_layers; heads = d_model / 128 (head size 128)
 MPT = {"mpt-1b": (2048, 24), "mpt-3b": (2560, 32), "mpt-7b": (4096, 32), "mpt-13b": (5120, 40),
        "mpt-30b": (7168, 48), "mpt-70b": (8192, 80)}
@@ -113,34 +120,55 @@ def print_measured() -> None:
               f"{r['measured_gib'] or 0:>8.1f} {r['allocated_gib']:>11.1f} {mem_err} {r['predicted_gib']:>7.1f}")
 
 
-def simulated(rows: list[dict]) -> dict:
-    """Every row's counted step simulated on its device and tp, counted once per (model,
-    micro-batch, sequence length) and simulated once per (device, tp, runtime)."""
-    sims, models = {}, {}
-    for r in sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"]))):
+class Steps:
+    """Each row's counted step on its device, tp and runtime, as the op table the factors act on
+    (`dispatchprof.train.count.op_table`): counted once per (model, micro-batch, sequence length),
+    simulated once per (device, tp, runtime), on first use. With ``cache`` (a JSON file) the tables
+    are kept there, stamped with the version of the code that makes them: everything under
+    dispatchprof/, op_formulas/ and devices/ but the modules that only split a counted step over a
+    layout (`AFTER_COUNT`); a cache of other code is refused."""
+
+    def __init__(self, cache: str | None = None):
+        self.path, self.models = cache, {}
+        self.cache = load_cache(cache, code_version([mpt_proxy, Steps.table], AFTER_COUNT), "validate_training.py")
+
+    def table(self, r: dict) -> dict:
         key = (r["model"], int(r["micro_batch"]), int(r["seq_len"]))
-        skey = (key, r["device"], int(r["tp"]), r["runtime"])
-        if skey in sims:
-            continue
-        if key not in models:
-            models.clear()
-            spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
-            models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
-            print(f"counted {key}", file=sys.stderr, flush=True)
-        sims[skey] = simulate_model(models[key], placement_of(r["device"]).devices[0], tp=int(r["tp"]),
-                                    runtime=r["runtime"])
-    return sims
+        skey = json.dumps([*key, r["device"], int(r["tp"]), r["runtime"]])
+        if skey not in self.cache:
+            if key not in self.models:
+                self.models.clear()
+                spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
+                self.models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
+                print(f"counted {key}", file=sys.stderr, flush=True)
+            m = self.models[key]
+            sim = simulate_model(m, placement_of(r["device"]).devices[0], tp=int(r["tp"]), runtime=r["runtime"])
+            self.cache[skey] = {"model": {f.name: getattr(m, f.name) for f in fields(CountedModel) if f.name != "profile"},
+                                "table": asdict(op_table(sim)),
+                                "activation_bytes": dict(m.profile.phase_peaks).get("forward", 0)}
+            self.save()                               # a run cut short keeps what it simulated
+        return self.cache[skey]
+
+    def step(self, r: dict, factors: Factors) -> CountedStep:
+        c = self.table(r)
+        t = c["table"]
+        table = OpTable(tuple(tuple(row) for row in t["rows"]), {p: tuple(v) for p, v in t["sums"].items()},
+                        t["host_s"])
+        return step_from(CountedModel(**c["model"], profile=None), table, placement_of(r["device"]).devices[0],
+                         c["activation_bytes"], fp8=r["fp8"] == "1", factors=factors)
+
+    def save(self) -> None:
+        if self.path:
+            save_cache(self.cache, self.path)
 
 
-def predict(r: dict, sims: dict, factors: Factors) -> tuple[float, float]:
+def predict(r: dict, steps: Steps, factors: Factors) -> tuple[float, float]:
     """(predicted tokens/s/GPU, relative error) of a row under ``factors``."""
-    lay = layout_of(r)
-    sim = sims[((r["model"], lay.micro_batch, lay.seq_len), r["device"], lay.tp, r["runtime"])]
-    res = profile_training(r["model"], r["device"], lay, counted=step_of(sim, fp8=lay.fp8, factors=factors))
+    res = profile_training(r["model"], r["device"], layout_of(r), counted=steps.step(r, factors))
     return res.tokens_per_s_per_gpu, res.tokens_per_s_per_gpu / float(r["tokens_per_s_per_gpu"]) - 1
 
 
-def fit_factors(rows: list[dict], sims: dict) -> Factors:
+def fit_factors(rows: list[dict], sims: Steps) -> Factors:
     """attention_efficiency first, on the bf16 fit rows; then fp8_efficiency on the FP8 fit rows:
     each the grid value (0.05 steps) with the least median |error|."""
     def score(sel: list[dict], f: Factors) -> float:
@@ -158,6 +186,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="only the rows of this source")
     ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--cache", metavar="FILE", help="keep the counted steps in this JSON file (refused when the "
+                    "counting or simulating code has changed since)")
     ap.add_argument("--fit", action="store_true", help="fit the factors on the fit rows, then report with them")
     ap.add_argument("--measured", action="store_true", help="only the project's own measured steps (H200, H100)")
     args = ap.parse_args()
@@ -171,14 +201,17 @@ def main() -> int:
         return 1
     if args.only:
         rows = [r for r in rows if r["source"] == args.only]
-    sims = simulated(rows)
+    sims = Steps(args.cache)
+    by_count = sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"])))  # count each once
     if args.fit:
-        fit = [r for r in rows if r["split"] == "fit"]
+        fit = [r for r in by_count if r["split"] == "fit"]
         factors = fit_factors(fit, sims)
         print(f"fitted on {len(fit)} fit rows: {factors}")
     else:
         factors = FACTORS
-    out = [(r, *predict(r, sims, factors)) for r in rows]
+    pred = {r["id"]: predict(r, sims, factors) for r in by_count}
+    sims.save()
+    out = [(r, *pred[r["id"]]) for r in rows]
     print(f"{'id':<44} {'split':<8} {'published':>9} {'predicted':>9} {'error':>7}")
     for r, pred, err in out:
         print(f"{r['id']:<44} {r['split']:<8} {float(r['tokens_per_s_per_gpu']):>9.0f} {pred:>9.0f} {err:>+7.1%}")

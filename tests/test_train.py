@@ -166,3 +166,48 @@ def test_tp_overlap_hides_what_the_layers_compute_covers(counted):
     # max(0, T - F_layers - B_layers): the all-reduces show only where they outlast the layers' compute
     assert hidden.breakdown["tp comm"] == pytest.approx(
         max(0.0, fwd.tp_comm_s + bwd.tp_comm_s - fwd.layer_s - bwd.layer_s))
+
+
+def test_zero_shards_over_data_and_context_parallel_ranks(counted):
+    step = time_model(counted, H100)
+    one = profile_training("tiny", H100, TrainLayout(1, 2, 2, 32), counted=step)
+    # 8 GPUs as dp 4 x cp 2: the optimizer state is split over the 8 ranks that hold the same weights
+    lay = TrainLayout(8, 2, 8, 32, cp=2, zero=1)
+    assert (lay.dp, lay.replicas) == (4, 8)
+    cp = profile_training("tiny", H100, lay, counted=step)
+    assert cp.memory.optimizer == pytest.approx(one.memory.optimizer / 8)
+    assert cp.breakdown["optimizer"] == pytest.approx(one.breakdown["optimizer"] / 8)
+
+
+def test_op_table_sums_every_op_once_without_transfers(counted):
+    from dispatchprof.train.count import op_seconds, op_table, phase_times, simulate_model
+    from dispatchprof.sim.attention import is_attention
+    sim = simulate_model(counted, H100)
+    table = op_table(sim)
+    assert sum(row[-1] for row in table.rows) < len(sim.ops)       # identical ops share a row
+    # an independent sum over the ops: FP8 ratio 0.5 on linears, attention at half speed
+    want = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+    for t in sim.ops:
+        r = counted.profile.records[t.record]
+        attention = is_attention(r)
+        s = op_seconds(t, 0.5, r.cost.macs > 0 and not attention) / (0.5 if attention else 1.0)
+        want[r.phase if r.phase in want else "forward"] += s
+    got = phase_times(table, 0.5, 0.5)
+    for phase, seconds in want.items():
+        assert got[phase].layer_s + got[phase].other_s == pytest.approx(seconds, rel=1e-12)
+    # op_seconds leaves the simulator's host transfers out
+    moved = [t for t in sim.ops if t.t_transfer > 0]
+    assert moved
+    assert all(op_seconds(t, 1.0, False) == pytest.approx(t.time_s - t.t_transfer - t.t_comm) for t in moved)
+
+
+def test_full_recompute_runs_the_forward_collectives_again(counted):
+    step = time_model(counted, H100, tp=2)
+    lay = TrainLayout(2, 2, 2, 32, tp=2)
+    links = Links(1.0, 0.0, 1.0, 0.0)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    none = split_step(step, H100, lay, links)
+    full = split_step(step, H100, dataclasses.replace(lay, recompute="full"), links)
+    # forward + backward all-reduces, then the recomputed forward's once more
+    assert none.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s)
+    assert full.breakdown["tp comm"] == pytest.approx(2 * fwd.tp_comm_s + bwd.tp_comm_s)
