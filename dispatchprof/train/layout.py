@@ -41,6 +41,14 @@ class TrainLayout:
         return self.devices // (self.tp * self.pp * self.cp)
 
     @property
+    def replicas(self) -> int:
+        """Ranks that hold the same slice of the weights: the data-parallel ranks times the
+        context-parallel ranks (tp apart, cp fastest). Gradients are reduced over them and ZeRO /
+        FSDP shard over them: Megatron's data-parallel group with context parallelism, torchtitan's
+        FSDP mesh ``dp_shard_cp``."""
+        return self.dp * self.cp
+
+    @property
     def grad_accum(self) -> int:
         """Micro-batches per replica per step."""
         return self.global_batch // (self.micro_batch * self.dp)

@@ -5,7 +5,9 @@ section 3.1): per parameter ``PARAM_BYTES`` (bf16 weights) + ``GRAD_BYTES`` (bf1
 ``OPTIMIZER_BYTES`` (AdamW: fp32 master weights, momentum and variance), 16 bytes in all. On one GPU
 the parameters are its pipeline stage's share of the layers plus the other parameters
 (embeddings, LM head: counted whole on every stage, the worst stage's bound), split over tp.
-ZeRO-1 divides the optimizer state by dp, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the weights too.
+ZeRO-1 divides the optimizer state by ``dp``, ZeRO-2 the gradients too, ZeRO-3 (FSDP) the weights
+too; ``dp`` here is every rank that holds the same weights, the data-parallel times the
+context-parallel ranks (`TrainLayout.replicas`).
 
 Activations are counted: the forward's peak live bytes for one micro-batch of the whole model
 (``activation_bytes``), divided by pp (a stage's layers), tp (tensor and sequence parallel) and cp,
