@@ -182,6 +182,17 @@ def fit_factors(rows: list[dict], sims: Steps) -> Factors:
     return Factors(eff, att)
 
 
+def parallelism(r: dict) -> str:
+    """The row's kinds of model parallelism and its data-parallel flavour, e.g. 'tp+pp, zero 1'."""
+    kinds = [k for k in ("tp", "pp", "cp") if int(r[k]) > 1]
+    return f"{'+'.join(kinds) or 'dp only'}, zero {r['zero']}"
+
+
+#: How the report groups the errors, besides by source: the device, the parallelism, the precision.
+GROUPS = {"device": lambda r: Path(r["device"]).stem, "parallelism": parallelism,
+          "precision": lambda r: "fp8" if r["fp8"] == "1" else "bf16"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="only the rows of this source")
@@ -225,6 +236,14 @@ def main() -> int:
         if sel:
             print(f"{split:<8} {'all':<16} rows {len(sel):>3}  median |error| "
                   f"{statistics.median(abs(o[2]) for o in sel):6.1%}")
+    print()
+    for name, group in GROUPS.items():
+        for split in ("fit", "held-out"):
+            sel = [o for o in out if o[0]["split"] == split]
+            for value in sorted({group(o[0]) for o in sel}):
+                errs = [o[2] for o in sel if group(o[0]) == value]
+                print(f"by {name:<12} {split:<8} {value:<22} rows {len(errs):>3}  median error "
+                      f"{statistics.median(errs):+6.1%}")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)

@@ -211,3 +211,13 @@ def test_full_recompute_runs_the_forward_collectives_again(counted):
     # forward + backward all-reduces, then the recomputed forward's once more
     assert none.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s)
     assert full.breakdown["tp comm"] == pytest.approx(2 * fwd.tp_comm_s + bwd.tp_comm_s)
+
+
+def test_op_recompute_runs_half_the_matmuls_and_the_other_ops_again(counted):
+    step = time_model(counted, H100)
+    lay = TrainLayout(1, 2, 4, 32, recompute="op")               # 2 micro-batches of 2
+    res = split_step(step, H100, lay, Links(1.0, 0.0, 1.0, 0.0))
+    fwd = step.phases["forward"]
+    assert 0 < fwd.linear_s < fwd.layer_s - fwd.attention_s
+    # torchtitan's policy: every other matmul's output is saved, attention's is saved, the rest recomputed
+    assert res.breakdown["recompute"] == pytest.approx(2 * (fwd.linear_s / 2 + fwd.layer_s - fwd.linear_s - fwd.attention_s))

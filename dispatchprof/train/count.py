@@ -45,7 +45,8 @@ PHASES = ("forward", "backward", "optimizer")
 @dataclass(frozen=True)
 class PhaseTimes:
     """Seconds on one GPU of one phase: layer ops, other ops, their tensor-parallel all-reduces,
-    the forward attention core (what selective recompute re-runs), and FLOPs counted."""
+    the forward attention core (what selective recompute re-runs), the layers' matrix ops that are
+    not attention (``linear_s``, part of ``layer_s``), and FLOPs counted."""
 
     layer_s: float = 0.0
     other_s: float = 0.0
@@ -55,6 +56,7 @@ class PhaseTimes:
     flops: int = 0
     attention_flops: int = 0          # forward attention core's FLOPs
     dynamic_j: float = 0.0            # energy of arithmetic, traffic and collectives (no static power)
+    linear_s: float = 0.0
 
 
 def layer_of(scope: str) -> str | None:
@@ -181,17 +183,19 @@ def op_table(s: SimulatedModel) -> OpTable:
 def phase_times(table: OpTable, fp8: float = 1.0, attention_efficiency: float = 1.0) -> dict[str, PhaseTimes]:
     """Per-phase times of an op table: linears' compute term scaled by ``fp8`` (`op_seconds`),
     attention divided by ``attention_efficiency``; host time shared in proportion to op time."""
-    acc = {p: [0.0, 0.0, 0.0] for p in PHASES}          # layer, other, forward attention core
+    acc = {p: [0.0, 0.0, 0.0, 0.0] for p in PHASES}     # layer, other, forward attention core, layer linears
     for phase, inside, kind, tc, tm, u, overhead, n in table.rows:
         sec = busy_s(tc * fp8 if kind == "linear" else tc, tm, u) + overhead
         if kind == "attention":
             sec /= attention_efficiency
             if phase == "forward":
                 acc[phase][2] += sec * n
+        if kind == "linear" and inside:
+            acc[phase][3] += sec * n
         acc[phase][0 if inside else 1] += sec * n
     ops = sum(a[0] + a[1] for a in acc.values()) or 1.0
     return {p: PhaseTimes(a[0], a[1], table.sums[p][0], a[2], table.host_s * (a[0] + a[1]) / ops,
-                          int(table.sums[p][1]), int(table.sums[p][2]), table.sums[p][3]) for p, a in acc.items()}
+                          int(table.sums[p][1]), int(table.sums[p][2]), table.sums[p][3], a[3]) for p, a in acc.items()}
 
 
 def step_from(m: CountedModel, table: OpTable, device: Device, activation_bytes: int, *, fp8: bool = False,

@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-Recompute = Literal["none", "selective", "full"]
+#: none; selective: the attention core again (Megatron); op: every other matmul and every op that is
+#: neither a matmul nor attention again (torchtitan's per-op selective checkpointing); full: each
+#: layer's forward again.
+Recompute = Literal["none", "selective", "op", "full"]
 Schedule = Literal["1f1b", "interleaved"]
 ZERO_STAGES = (0, 1, 2, 3)
 

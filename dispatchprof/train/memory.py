@@ -15,7 +15,8 @@ times the micro-batches a stage holds at once: 1F1B's first stage holds ``min(pp
 interleaved 1F1B ``(1 + (pp-1)/(pp*vp))`` times that (Korthikanti et al. 2022, section 4.2.3).
 Full recompute keeps each layer's input (micro_batch x seq x hidden x 2 bytes) and one layer's
 activations live; selective recompute re-runs the attention core, which a fused (flash) attention
-already does not store, so it keeps what no recompute keeps.
+already does not store, so it keeps what no recompute keeps; so does "op" here (an upper bound:
+torchtitan's per-op policy frees half the matmul outputs and the pointwise ones).
 
 Communication buffers: FSDP holds two layers' gathered bf16 weights (the prefetch) and one layer's
 unsharded gradients in the reduce dtype; data parallel holds two gradient buckets of

@@ -6,7 +6,9 @@ Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM 
 
     F = fwd_layers / (pp cp) + fwd_other / (tp cp)       (the counted times already split by tp)
     B = bwd_layers / (pp cp) + bwd_other / (tp cp)
-    R = full: fwd_layers / (pp cp); selective: fwd_attention / (pp cp); none: 0
+    R = full: fwd_layers / (pp cp); selective: fwd_attention / (pp cp); op: (fwd_linears / 2 +
+        fwd_layers - fwd_linears - fwd_attention) / (pp cp), torchtitan's policy that saves the
+        output of every other matmul and of attention; none: 0
     T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed; full
         recompute runs the forward's again; with tp_overlap, as Megatron's userbuffers overlap
         them with the block's GEMMs, only what exceeds the layers' compute, recompute included)
@@ -124,7 +126,8 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     f_layers, b_layers = fwd.layer_s / stage, bwd.layer_s / stage
     f = f_layers + fwd.other_s / (tp * cp)
     b = b_layers + bwd.other_s / (tp * cp)
-    recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "full": f_layers}[lay.recompute]
+    op = (fwd.layer_s - fwd.linear_s / 2 - fwd.attention_s) / stage
+    recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "op": op, "full": f_layers}[lay.recompute]
     again = fwd.tp_comm_s if lay.recompute == "full" else 0.0      # the recomputed forward's collectives
     tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s + again) / stage
     if lay.tp_overlap:                               # hidden under the layers' compute, unless longer
@@ -148,7 +151,9 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     embedding = 0 if s.embedding_params >= s.other_params else s.embedding_params   # tied: the head's FLOPs stay
     per_token = 6 * (s.params - embedding) + 12 * s.layers * s.hidden * lay.seq_len
     peak = dev.peak_flops("bf16", True)
-    extra = {"none": 0, "selective": fwd.attention_flops, "full": fwd.flops}[lay.recompute]
+    # NB: "op" counts half the forward's FLOPs outside attention (its matmuls dominate them)
+    extra = {"none": 0, "selective": fwd.attention_flops, "op": (fwd.flops - fwd.attention_flops) // 2,
+             "full": fwd.flops}[lay.recompute]
     counted_flops = (fwd.flops + bwd.flops + extra) * lay.global_batch / lay.micro_batch + opt.flops * dp
     dynamic = (fwd.dynamic_j + bwd.dynamic_j) * m / stage + opt.dynamic_j * gpu_params / s.params / shard
     energy = lay.devices * (dynamic + dev.static_power_w * step)
