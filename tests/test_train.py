@@ -76,6 +76,10 @@ def test_full_recompute_keeps_layer_inputs():
     mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=1, pp=2, cp=1, vp=1, m=8, zero=0, recompute="full",
                          layer_input_bytes=1e6, reduce_bytes=2)
     assert mem.activations == pytest.approx(5 * 1e6 * 2 + 4e8)
+    # the LM head and loss wrote 1e9 > one layer's 4e8: the head's backward holds that instead; split over tp 2
+    head = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=2, pp=2, cp=1, vp=1, m=8, zero=0, recompute="full",
+                          layer_input_bytes=1e6, reduce_bytes=2, head_bytes=1e9)
+    assert head.activations == pytest.approx((5 * 1e6 * 2 + 1e9) / 2)
 
 
 def test_stage_layers_uneven():
@@ -221,3 +225,27 @@ def test_op_recompute_runs_half_the_matmuls_and_the_other_ops_again(counted):
     assert 0 < fwd.linear_s < fwd.layer_s - fwd.attention_s
     # torchtitan's policy: every other matmul's output is saved, attention's is saved, the rest recomputed
     assert res.breakdown["recompute"] == pytest.approx(2 * (fwd.linear_s / 2 + fwd.layer_s - fwd.linear_s - fwd.attention_s))
+
+
+def test_head_bytes_hold_the_logits_and_the_embedding_output(counted):
+    # micro-batch 2 x 32 tokens: the LM head writes 2*32*100 bf16 logits = 12,800 bytes, the embedding
+    # 2*32*64 bf16 = 8,192; the loss adds its upcast and log-softmax; nothing inside a layer counts
+    assert counted.head_bytes >= 12_800 + 8_192
+    inside = sum(r.cost.bytes_written for r in counted.profile.records
+                 if r.phase == "forward" and layer_of(r.scope) is not None)
+    outside = sum(r.cost.bytes_written for r in counted.profile.records if r.phase == "forward")
+    assert counted.head_bytes == outside - inside
+
+
+def test_op_recompute_keeps_layer_inputs_and_half_the_matmul_outputs(counted):
+    # what the count says the policy keeps: attention outputs + half of every layer matmul's output
+    inside = [r for r in counted.profile.records if r.phase == "forward" and layer_of(r.scope) is not None]
+    from dispatchprof.sim.attention import is_attention
+    mm = sum(r.cost.bytes_written for r in inside if r.cost.macs > 0 and not is_attention(r))
+    att = sum(r.cost.bytes_written for r in inside if is_attention(r))
+    assert counted.op_saved_bytes == att + mm // 2 and att > 0 and mm > 0
+    # 10 layers, one stage, one micro-batch in flight: 10 inputs of 1e6 + 3e8 kept, then the larger of
+    # one layer's 4e8 and the head's 1e8
+    mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=1, pp=1, cp=1, vp=1, m=1, zero=0, recompute="op",
+                         layer_input_bytes=1e6, reduce_bytes=2, head_bytes=1e8, op_saved_bytes=3e8)
+    assert mem.activations == pytest.approx(10 * 1e6 + 3e8 + 4e8)

@@ -84,6 +84,8 @@ class CountedModel:
     other_params: int                 # embeddings, final norm, LM head
     embedding_params: int             # input token embeddings (a lookup: no FLOPs in MFU's 6N)
     profile: Profile = field(repr=False)
+    head_bytes: int = 0               # bytes the forward's ops outside the layers write (embedding, LM head, loss)
+    op_saved_bytes: int = 0           # half the layers' forward matmul outputs + their attention outputs (bytes)
 
     @property
     def params(self) -> int:
@@ -115,8 +117,13 @@ def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: in
     other = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is None)
     embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding))
     layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+    forward = [r for r in c.profile.records if r.phase == "forward"]
+    head = sum(r.cost.bytes_written for r in forward if layer_of(r.scope) is None)
+    inside = [r for r in forward if layer_of(r.scope) is not None]
+    saved = sum(r.cost.bytes_written for r in inside if is_attention(r)) + \
+        sum(r.cost.bytes_written for r in inside if r.cost.macs > 0 and not is_attention(r)) // 2
     return CountedModel(name, micro_batch, seq_len, layers, int(cfg.num_attention_heads), int(cfg.hidden_size),
-                        layer_params, other, embedding, c.profile)
+                        layer_params, other, embedding, c.profile, head, saved)
 
 
 @dataclass(frozen=True)

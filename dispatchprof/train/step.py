@@ -160,7 +160,8 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     layer_input = lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES
     mem = memory_per_gpu(gpu_params, s.layer_params / s.layers, s.layers, s.activation_bytes, dp=lay.replicas, tp=tp,
                          pp=pp, cp=cp, vp=vp, m=m, zero=lay.zero, recompute=lay.recompute, layer_input_bytes=layer_input,
-                         reduce_bytes=REDUCE_BYTES[lay.zero], share=share)
+                         reduce_bytes=REDUCE_BYTES[lay.zero], share=share, head_bytes=s.head_bytes,
+                         op_saved_bytes=s.op_saved_bytes)
     cap = dev.memory_capacity_gb * 1e9 if dev.memory_capacity_gb else None
     return TrainingResult(s.model, dev.name, lay, s.params, step, breakdown, tokens / step / lay.devices,
                           per_token * tokens / step / lay.devices / peak,
