@@ -17,7 +17,7 @@ MPT rows (llm-foundry) are simulated as a Llama-architecture proxy of the same w
 parameter count (`mpt_proxy`): transformers' MPT attention is not SDPA, so counting it would time
 the attention as unfused matmuls, which llm-foundry does not run.
 
-Usage: PYTHONPATH=. python scripts/validate_training.py [--only SOURCE] [--csv OUT]
+Usage: PYTHONPATH=. python scripts/validate_training.py [--only SOURCE] [--csv OUT] [--cache FILE] [--fit]
 """
 
 from __future__ import annotations
@@ -25,23 +25,34 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import json
+import re
 import statistics
 import sys
 import time
 import warnings
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
 
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
-from dispatchprof.train.count import count_model, simulate_model, step_of
+from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, op_table, simulate_model, step_from,
+                                      time_model)
 from dispatchprof.train.factors import FACTORS, Factors
 from dispatchprof.llm.models import build_model
+from prediction_cache import code_version, load_cache, save_cache
 
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "published_training.csv"
-#: The project's own measured training steps (scripts/measure_gpu.py on a lent H200, section "train").
-MEASURED = Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"
+#: The project's own measured training steps (scripts/measure_gpu.py, section "train") and the
+#: device profile each was measured on.
+MEASURED = (("H200", Path(__file__).parent / "data" / "h200_lent" / "run1_rows.csv"),
+            ("H100-SXM", Path(__file__).parent / "data" / "h100_lent" / "run1_rows.csv"))
+#: The modules that only split a counted step over a layout: a cached step does not depend on them.
+AFTER_COUNT = tuple(f"dispatchprof/train/{m}.py" for m in ("__init__", "step", "memory", "schedule", "links", "layout",
+                                                           "render", "trace", "factors"))
 #: MPT sizes (llm-foundry yamls): d_model, n_layers; heads = d_model / 128 (head size 128)
 MPT = {"mpt-1b": (2048, 24), "mpt-3b": (2560, 32), "mpt-7b": (4096, 32), "mpt-13b": (5120, 40),
        "mpt-30b": (7168, 48), "mpt-70b": (8192, 80)}
@@ -71,50 +82,93 @@ def layout_of(r: dict) -> TrainLayout:
                        tp_overlap=r["tp_overlap"] == "1")
 
 
-def measured_rows() -> list[tuple[str, int, int, float, float, float, str]]:
-    """The measured single-GPU steps (one H200, eager PyTorch: fp32 weights, bf16 autocast, fused
-    AdamW, SDPA), each predicted on one H200 with runtime "eager", the model counted in bf16 (what
-    autocast runs its matmuls in): (model, batch, seq, measured s, predicted s, predicted memory
-    bytes, the row's note)."""
-    out = []
-    for row in csv.reader(MEASURED.open()):
-        if row[0] != "train" or row[6] != "step_s":
-            continue
-        model, batch, seq, measured = row[1], int(row[3]), int(row[4]), float(row[7])
-        lay = TrainLayout(1, batch, batch, seq)
-        res = profile_training(model, "H200", lay, runtime="eager")
-        out.append((model, batch, seq, measured, res.step_s, res.memory.total, row[9]))
+def measured_rows() -> list[dict]:
+    """The measured single-GPU steps (eager PyTorch: fp32 weights, bf16 autocast, fused AdamW,
+    SDPA), each predicted on its device with runtime "eager", the model counted once per shape in
+    bf16 (what autocast runs its matmuls in). One dict per row: source (file:line), device, model,
+    batch, seq, measured and predicted step seconds, measured peak GiB (torch's
+    max_memory_allocated), predicted memory GiB with and without the fragmentation margin."""
+    out, counted = [], {}
+    for device, path in MEASURED:
+        dev = placement_of(device).devices[0]
+        for line, row in enumerate(csv.reader(path.open()), 1):
+            if row[0] != "train" or row[6] != "step_s":
+                continue
+            model, batch, seq = row[1], int(row[3]), int(row[4])
+            peak = re.search(r"peak ([0-9.]+) GiB", row[9])
+            if (model, batch, seq) not in counted:
+                counted[model, batch, seq] = count_model(build_model(model, torch.bfloat16), model, batch, seq)
+            res = profile_training(model, device, TrainLayout(1, batch, batch, seq),
+                                   counted=time_model(counted[model, batch, seq], dev, runtime="eager"))
+            mem = res.memory
+            out.append({"source": f"{path.relative_to(ROOT)}:{line}", "device": device, "model": model,
+                        "batch": batch, "seq": seq, "measured_s": float(row[7]), "predicted_s": res.step_s,
+                        "measured_gib": float(peak.group(1)) if peak else None,
+                        "predicted_gib": mem.total / 2**30, "allocated_gib": (mem.total - mem.margin) / 2**30})
     return out
 
 
-def simulated(rows: list[dict]) -> dict:
-    """Every row's counted step simulated on its device and tp, counted once per (model,
-    micro-batch, sequence length) and simulated once per (device, tp, runtime)."""
-    sims, models = {}, {}
-    for r in sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"]))):
+def print_measured() -> None:
+    """The measured rows against their predictions: step time, and memory without the margin
+    (what max_memory_allocated sees) and with it."""
+    print(f"{'source':<41} {'device':<8} {'batch x seq':>11} {'measured s':>10} {'predicted s':>11} {'error':>7} "
+          f"{'peak GiB':>8} {'pred. alloc':>11} {'error':>7} {'+margin':>7}")
+    for r in measured_rows():
+        mem_err = f"{r['allocated_gib'] / r['measured_gib'] - 1:>+7.1%}" if r["measured_gib"] else f"{'-':>7}"
+        print(f"{r['source']:<41} {r['device']:<8} {r['batch']:>5} x {r['seq']:<4} {r['measured_s']:>10.4f} "
+              f"{r['predicted_s']:>11.4f} {r['predicted_s'] / r['measured_s'] - 1:>+7.1%} "
+              f"{r['measured_gib'] or 0:>8.1f} {r['allocated_gib']:>11.1f} {mem_err} {r['predicted_gib']:>7.1f}")
+
+
+class Steps:
+    """Each row's counted step on its device, tp and runtime, as the op table the factors act on
+    (`dispatchprof.train.count.op_table`): counted once per (model, micro-batch, sequence length),
+    simulated once per (device, tp, runtime), on first use. With ``cache`` (a JSON file) the tables
+    are kept there, stamped with the version of the code that makes them: everything under
+    dispatchprof/, op_formulas/ and devices/ but the modules that only split a counted step over a
+    layout (`AFTER_COUNT`); a cache of other code is refused."""
+
+    def __init__(self, cache: str | None = None):
+        self.path, self.models = cache, {}
+        self.cache = load_cache(cache, code_version([mpt_proxy, Steps.table], AFTER_COUNT), "validate_training.py")
+
+    def table(self, r: dict) -> dict:
         key = (r["model"], int(r["micro_batch"]), int(r["seq_len"]))
-        skey = (key, r["device"], int(r["tp"]), r["runtime"])
-        if skey in sims:
-            continue
-        if key not in models:
-            models.clear()
-            spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
-            models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
-            print(f"counted {key}", file=sys.stderr, flush=True)
-        sims[skey] = simulate_model(models[key], placement_of(r["device"]).devices[0], tp=int(r["tp"]),
-                                    runtime=r["runtime"])
-    return sims
+        skey = json.dumps([*key, r["device"], int(r["tp"]), r["runtime"]])
+        if skey not in self.cache:
+            if key not in self.models:
+                self.models.clear()
+                spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
+                self.models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
+                print(f"counted {key}", file=sys.stderr, flush=True)
+            m = self.models[key]
+            sim = simulate_model(m, placement_of(r["device"]).devices[0], tp=int(r["tp"]), runtime=r["runtime"])
+            self.cache[skey] = {"model": {f.name: getattr(m, f.name) for f in fields(CountedModel) if f.name != "profile"},
+                                "table": asdict(op_table(sim)),
+                                "activation_bytes": dict(m.profile.phase_peaks).get("forward", 0)}
+            self.save()                               # a run cut short keeps what it simulated
+        return self.cache[skey]
+
+    def step(self, r: dict, factors: Factors) -> CountedStep:
+        c = self.table(r)
+        t = c["table"]
+        table = OpTable(tuple(tuple(row) for row in t["rows"]), {p: tuple(v) for p, v in t["sums"].items()},
+                        t["host_s"])
+        return step_from(CountedModel(**c["model"], profile=None), table, placement_of(r["device"]).devices[0],
+                         c["activation_bytes"], fp8=r["fp8"] == "1", factors=factors)
+
+    def save(self) -> None:
+        if self.path:
+            save_cache(self.cache, self.path)
 
 
-def predict(r: dict, sims: dict, factors: Factors) -> tuple[float, float]:
+def predict(r: dict, steps: Steps, factors: Factors) -> tuple[float, float]:
     """(predicted tokens/s/GPU, relative error) of a row under ``factors``."""
-    lay = layout_of(r)
-    sim = sims[((r["model"], lay.micro_batch, lay.seq_len), r["device"], lay.tp, r["runtime"])]
-    res = profile_training(r["model"], r["device"], lay, counted=step_of(sim, fp8=lay.fp8, factors=factors))
+    res = profile_training(r["model"], r["device"], layout_of(r), counted=steps.step(r, factors))
     return res.tokens_per_s_per_gpu, res.tokens_per_s_per_gpu / float(r["tokens_per_s_per_gpu"]) - 1
 
 
-def fit_factors(rows: list[dict], sims: dict) -> Factors:
+def fit_factors(rows: list[dict], sims: Steps) -> Factors:
     """attention_efficiency first, on the bf16 fit rows; then fp8_efficiency on the FP8 fit rows:
     each the grid value (0.05 steps) with the least median |error|."""
     def score(sel: list[dict], f: Factors) -> float:
@@ -128,19 +182,28 @@ def fit_factors(rows: list[dict], sims: dict) -> Factors:
     return Factors(eff, att)
 
 
+def parallelism(r: dict) -> str:
+    """The row's kinds of model parallelism and its data-parallel flavour, e.g. 'tp+pp, zero 1'."""
+    kinds = [k for k in ("tp", "pp", "cp") if int(r[k]) > 1]
+    return f"{'+'.join(kinds) or 'dp only'}, zero {r['zero']}"
+
+
+#: How the report groups the errors, besides by source: the device, the parallelism, the precision.
+GROUPS = {"device": lambda r: Path(r["device"]).stem, "parallelism": parallelism,
+          "precision": lambda r: "fp8" if r["fp8"] == "1" else "bf16"}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="only the rows of this source")
     ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--cache", metavar="FILE", help="keep the counted steps in this JSON file (refused when the "
+                    "counting or simulating code has changed since)")
     ap.add_argument("--fit", action="store_true", help="fit the factors on the fit rows, then report with them")
-    ap.add_argument("--measured", action="store_true", help="only the project's own measured H200 steps")
+    ap.add_argument("--measured", action="store_true", help="only the project's own measured steps (H200, H100)")
     args = ap.parse_args()
     if args.measured:
-        print(f"{'model':<14} {'batch':>5} {'seq':>5} {'measured s':>10} {'predicted s':>11} {'error':>7} "
-              f"{'pred. memory':>12}  measured")
-        for model, batch, seq, meas, pred, mem, note in measured_rows():
-            print(f"{model:<14} {batch:>5} {seq:>5} {meas:>10.4f} {pred:>11.4f} {pred / meas - 1:>+7.1%} "
-                  f"{mem / 2**30:>8.1f} GiB  {note}")
+        print_measured()
         return 0
     rows = list(csv.DictReader(DATA.open()))
     bad = [r["id"] for r in rows if r["split"] != split_of(r["id"])]
@@ -149,14 +212,17 @@ def main() -> int:
         return 1
     if args.only:
         rows = [r for r in rows if r["source"] == args.only]
-    sims = simulated(rows)
+    sims = Steps(args.cache)
+    by_count = sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"])))  # count each once
     if args.fit:
-        fit = [r for r in rows if r["split"] == "fit"]
+        fit = [r for r in by_count if r["split"] == "fit"]
         factors = fit_factors(fit, sims)
         print(f"fitted on {len(fit)} fit rows: {factors}")
     else:
         factors = FACTORS
-    out = [(r, *predict(r, sims, factors)) for r in rows]
+    pred = {r["id"]: predict(r, sims, factors) for r in by_count}
+    sims.save()
+    out = [(r, *pred[r["id"]]) for r in rows]
     print(f"{'id':<44} {'split':<8} {'published':>9} {'predicted':>9} {'error':>7}")
     for r, pred, err in out:
         print(f"{r['id']:<44} {r['split']:<8} {float(r['tokens_per_s_per_gpu']):>9.0f} {pred:>9.0f} {err:>+7.1%}")
@@ -170,6 +236,14 @@ def main() -> int:
         if sel:
             print(f"{split:<8} {'all':<16} rows {len(sel):>3}  median |error| "
                   f"{statistics.median(abs(o[2]) for o in sel):6.1%}")
+    print()
+    for name, group in GROUPS.items():
+        for split in ("fit", "held-out"):
+            sel = [o for o in out if o[0]["split"] == split]
+            for value in sorted({group(o[0]) for o in sel}):
+                errs = [o[2] for o in sel if group(o[0]) == value]
+                print(f"by {name:<12} {split:<8} {value:<22} rows {len(errs):>3}  median error "
+                      f"{statistics.median(errs):+6.1%}")
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)

@@ -76,6 +76,10 @@ def test_full_recompute_keeps_layer_inputs():
     mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=1, pp=2, cp=1, vp=1, m=8, zero=0, recompute="full",
                          layer_input_bytes=1e6, reduce_bytes=2)
     assert mem.activations == pytest.approx(5 * 1e6 * 2 + 4e8)
+    # the LM head and loss wrote 1e9 > one layer's 4e8: the head's backward holds that instead; split over tp 2
+    head = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=2, pp=2, cp=1, vp=1, m=8, zero=0, recompute="full",
+                          layer_input_bytes=1e6, reduce_bytes=2, head_bytes=1e9)
+    assert head.activations == pytest.approx((5 * 1e6 * 2 + 1e9) / 2)
 
 
 def test_stage_layers_uneven():
@@ -166,3 +170,82 @@ def test_tp_overlap_hides_what_the_layers_compute_covers(counted):
     # max(0, T - F_layers - B_layers): the all-reduces show only where they outlast the layers' compute
     assert hidden.breakdown["tp comm"] == pytest.approx(
         max(0.0, fwd.tp_comm_s + bwd.tp_comm_s - fwd.layer_s - bwd.layer_s))
+
+
+def test_zero_shards_over_data_and_context_parallel_ranks(counted):
+    step = time_model(counted, H100)
+    one = profile_training("tiny", H100, TrainLayout(1, 2, 2, 32), counted=step)
+    # 8 GPUs as dp 4 x cp 2: the optimizer state is split over the 8 ranks that hold the same weights
+    lay = TrainLayout(8, 2, 8, 32, cp=2, zero=1)
+    assert (lay.dp, lay.replicas) == (4, 8)
+    cp = profile_training("tiny", H100, lay, counted=step)
+    assert cp.memory.optimizer == pytest.approx(one.memory.optimizer / 8)
+    assert cp.breakdown["optimizer"] == pytest.approx(one.breakdown["optimizer"] / 8)
+
+
+def test_op_table_sums_every_op_once_without_transfers(counted):
+    from dispatchprof.train.count import op_seconds, op_table, phase_times, simulate_model
+    from dispatchprof.sim.attention import is_attention
+    sim = simulate_model(counted, H100)
+    table = op_table(sim)
+    assert sum(row[-1] for row in table.rows) < len(sim.ops)       # identical ops share a row
+    # an independent sum over the ops: FP8 ratio 0.5 on linears, attention at half speed
+    want = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+    for t in sim.ops:
+        r = counted.profile.records[t.record]
+        attention = is_attention(r)
+        s = op_seconds(t, 0.5, r.cost.macs > 0 and not attention) / (0.5 if attention else 1.0)
+        want[r.phase if r.phase in want else "forward"] += s
+    got = phase_times(table, 0.5, 0.5)
+    for phase, seconds in want.items():
+        assert got[phase].layer_s + got[phase].other_s == pytest.approx(seconds, rel=1e-12)
+    # op_seconds leaves the simulator's host transfers out
+    moved = [t for t in sim.ops if t.t_transfer > 0]
+    assert moved
+    assert all(op_seconds(t, 1.0, False) == pytest.approx(t.time_s - t.t_transfer - t.t_comm) for t in moved)
+
+
+def test_full_recompute_runs_the_forward_collectives_again(counted):
+    step = time_model(counted, H100, tp=2)
+    lay = TrainLayout(2, 2, 2, 32, tp=2)
+    links = Links(1.0, 0.0, 1.0, 0.0)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    none = split_step(step, H100, lay, links)
+    full = split_step(step, H100, dataclasses.replace(lay, recompute="full"), links)
+    # forward + backward all-reduces, then the recomputed forward's once more
+    assert none.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s)
+    assert full.breakdown["tp comm"] == pytest.approx(2 * fwd.tp_comm_s + bwd.tp_comm_s)
+
+
+def test_op_recompute_runs_half_the_matmuls_and_the_other_ops_again(counted):
+    step = time_model(counted, H100)
+    lay = TrainLayout(1, 2, 4, 32, recompute="op")               # 2 micro-batches of 2
+    res = split_step(step, H100, lay, Links(1.0, 0.0, 1.0, 0.0))
+    fwd = step.phases["forward"]
+    assert 0 < fwd.linear_s < fwd.layer_s - fwd.attention_s
+    # torchtitan's policy: every other matmul's output is saved, attention's is saved, the rest recomputed
+    assert res.breakdown["recompute"] == pytest.approx(2 * (fwd.linear_s / 2 + fwd.layer_s - fwd.linear_s - fwd.attention_s))
+
+
+def test_head_bytes_hold_the_logits_and_the_embedding_output(counted):
+    # micro-batch 2 x 32 tokens: the LM head writes 2*32*100 bf16 logits = 12,800 bytes, the embedding
+    # 2*32*64 bf16 = 8,192; the loss adds its upcast and log-softmax; nothing inside a layer counts
+    assert counted.head_bytes >= 12_800 + 8_192
+    inside = sum(r.cost.bytes_written for r in counted.profile.records
+                 if r.phase == "forward" and layer_of(r.scope) is not None)
+    outside = sum(r.cost.bytes_written for r in counted.profile.records if r.phase == "forward")
+    assert counted.head_bytes == outside - inside
+
+
+def test_op_recompute_keeps_layer_inputs_and_half_the_matmul_outputs(counted):
+    # what the count says the policy keeps: attention outputs + half of every layer matmul's output
+    inside = [r for r in counted.profile.records if r.phase == "forward" and layer_of(r.scope) is not None]
+    from dispatchprof.sim.attention import is_attention
+    mm = sum(r.cost.bytes_written for r in inside if r.cost.macs > 0 and not is_attention(r))
+    att = sum(r.cost.bytes_written for r in inside if is_attention(r))
+    assert counted.op_saved_bytes == att + mm // 2 and att > 0 and mm > 0
+    # 10 layers, one stage, one micro-batch in flight: 10 inputs of 1e6 + 3e8 kept, then the larger of
+    # one layer's 4e8 and the head's 1e8
+    mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=1, pp=1, cp=1, vp=1, m=1, zero=0, recompute="op",
+                         layer_input_bytes=1e6, reduce_bytes=2, head_bytes=1e8, op_saved_bytes=3e8)
+    assert mem.activations == pytest.approx(10 * 1e6 + 3e8 + 4e8)

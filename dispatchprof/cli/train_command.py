@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Sequence
+from typing import Sequence, get_args
 
 from dispatchprof.cli.options import add_format, as_json, check_outputs, emit, input_files, size, table_fmt
 from dispatchprof.cli.parser import Parser, UsageError
-from dispatchprof.train.layout import TrainLayout
+from dispatchprof.train.layout import Recompute, TrainLayout
 from dispatchprof.train.render import DEFAULT_TOKENS, training_csv, training_table, training_to_dict
 from dispatchprof.results.files import write_atomic
 from dispatchprof.train.step import profile_training
@@ -43,7 +43,9 @@ def parser() -> Parser:
     b.add_argument("--micro-batch", type=size(), default=1, help="sequences per micro-batch")
     b.add_argument("--global-batch", type=size(), help="sequences per step (default: micro-batch x data-parallel size)")
     b.add_argument("--seq-len", type=size(), default=4096)
-    b.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    b.add_argument("--recompute", choices=get_args(Recompute), default="none",
+                   help="selective: the attention core again (Megatron); op: every other matmul and the pointwise "
+                        "ops again (torchtitan's per-op policy); full: each layer's forward again")
     b.add_argument("--fp8", action="store_true", help="linears in FP8 (attention and the rest in bf16)")
     b.add_argument("--runtime", choices=("compiled", "eager"), default="compiled",
                    help="compiled: fused pointwise kernels (Megatron, TE, torch.compile); eager: one kernel per op")

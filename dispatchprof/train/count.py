@@ -45,7 +45,8 @@ PHASES = ("forward", "backward", "optimizer")
 @dataclass(frozen=True)
 class PhaseTimes:
     """Seconds on one GPU of one phase: layer ops, other ops, their tensor-parallel all-reduces,
-    the forward attention core (what selective recompute re-runs), and FLOPs counted."""
+    the forward attention core (what selective recompute re-runs), the layers' matrix ops that are
+    not attention (``linear_s``, part of ``layer_s``), and FLOPs counted."""
 
     layer_s: float = 0.0
     other_s: float = 0.0
@@ -55,6 +56,7 @@ class PhaseTimes:
     flops: int = 0
     attention_flops: int = 0          # forward attention core's FLOPs
     dynamic_j: float = 0.0            # energy of arithmetic, traffic and collectives (no static power)
+    linear_s: float = 0.0
 
 
 def layer_of(scope: str) -> str | None:
@@ -82,6 +84,8 @@ class CountedModel:
     other_params: int                 # embeddings, final norm, LM head
     embedding_params: int             # input token embeddings (a lookup: no FLOPs in MFU's 6N)
     profile: Profile = field(repr=False)
+    head_bytes: int = 0               # bytes the forward's ops outside the layers write (embedding, LM head, loss)
+    op_saved_bytes: int = 0           # half the layers' forward matmul outputs + their attention outputs (bytes)
 
     @property
     def params(self) -> int:
@@ -113,8 +117,13 @@ def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: in
     other = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is None)
     embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding))
     layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
+    forward = [r for r in c.profile.records if r.phase == "forward"]
+    head = sum(r.cost.bytes_written for r in forward if layer_of(r.scope) is None)
+    inside = [r for r in forward if layer_of(r.scope) is not None]
+    saved = sum(r.cost.bytes_written for r in inside if is_attention(r)) + \
+        sum(r.cost.bytes_written for r in inside if r.cost.macs > 0 and not is_attention(r)) // 2
     return CountedModel(name, micro_batch, seq_len, layers, int(cfg.num_attention_heads), int(cfg.hidden_size),
-                        layer_params, other, embedding, c.profile)
+                        layer_params, other, embedding, c.profile, head, saved)
 
 
 @dataclass(frozen=True)
@@ -135,14 +144,80 @@ def simulate_model(m: CountedModel, device: Device, *, tp: int = 1, runtime: str
     return SimulatedModel(m, device, tp, sim.ops, host)
 
 
+@dataclass(frozen=True)
+class OpTable:
+    """A simulated step's op times reduced to what the training factors act on (plain numbers, so a
+    validation can keep it): ``rows`` are (phase, in a layer, kind, t_compute, t_memory,
+    unoverlapped, t_overhead, ops) with kind "linear" (a matrix op that is not attention: FP8 scales
+    its compute term), "attention" or "other"; identical ops (every layer's) share one row, and
+    "attention" and "other" rows are summed into their busy seconds (t_compute 0). ``sums`` per
+    phase: TP collective seconds, FLOPs, the forward attention core's FLOPs, dynamic joules."""
+
+    rows: tuple[tuple[str, bool, str, float, float, float, float, int], ...]
+    sums: dict[str, tuple[float, int, int, float]]
+    host_s: float
+
+
+def op_table(s: SimulatedModel) -> OpTable:
+    """The op table of a simulated step (`OpTable`); ``t_transfer`` is left out: every tensor of a
+    training step lives on its GPU (the data loader prefetches the token ids), and what the simulator
+    charges as host transfers inside a counted step are tensors whose producer the count did not
+    record (the fused attention backward's dq, dk, dv), not host traffic."""
+    rows: dict[tuple, int] = {}
+    busy: dict[tuple, float] = {}
+    sums = {p: [0.0, 0, 0, 0.0] for p in PHASES}
+    for t in s.ops:
+        r = s.counted.profile.records[t.record]
+        phase = r.phase if r.phase in sums else "forward"
+        attention = is_attention(r)
+        kind = "attention" if attention else "linear" if r.cost.macs > 0 else "other"
+        inside = layer_of(r.scope) is not None
+        if kind == "linear":
+            key = (phase, inside, kind, t.t_compute, t.t_memory, t.unoverlapped, t.t_overhead)
+            rows[key] = rows.get(key, 0) + 1
+        else:
+            busy[phase, inside, kind] = busy.get((phase, inside, kind), 0.0) + op_seconds(t, 1.0, False)
+        flops = r.cost.add + r.cost.mult
+        a = sums[phase]
+        a[0] += t.t_comm
+        a[1] += flops
+        a[2] += flops if phase == "forward" and attention else 0
+        a[3] += t.dynamic_j
+    out = [(*k, n) for k, n in rows.items()] + [(*k, 0.0, v, 0.0, 0.0, 1) for k, v in busy.items()]
+    return OpTable(tuple(out), {p: tuple(a) for p, a in sums.items()}, s.host_s)
+
+
+def phase_times(table: OpTable, fp8: float = 1.0, attention_efficiency: float = 1.0) -> dict[str, PhaseTimes]:
+    """Per-phase times of an op table: linears' compute term scaled by ``fp8`` (`op_seconds`),
+    attention divided by ``attention_efficiency``; host time shared in proportion to op time."""
+    acc = {p: [0.0, 0.0, 0.0, 0.0] for p in PHASES}     # layer, other, forward attention core, layer linears
+    for phase, inside, kind, tc, tm, u, overhead, n in table.rows:
+        sec = busy_s(tc * fp8 if kind == "linear" else tc, tm, u) + overhead
+        if kind == "attention":
+            sec /= attention_efficiency
+            if phase == "forward":
+                acc[phase][2] += sec * n
+        if kind == "linear" and inside:
+            acc[phase][3] += sec * n
+        acc[phase][0 if inside else 1] += sec * n
+    ops = sum(a[0] + a[1] for a in acc.values()) or 1.0
+    return {p: PhaseTimes(a[0], a[1], table.sums[p][0], a[2], table.host_s * (a[0] + a[1]) / ops,
+                          int(table.sums[p][1]), int(table.sums[p][2]), table.sums[p][3], a[3]) for p, a in acc.items()}
+
+
+def step_from(m: CountedModel, table: OpTable, device: Device, activation_bytes: int, *, fp8: bool = False,
+              factors: Factors = FACTORS) -> CountedStep:
+    """The counted step of ``m`` from its op table on ``device`` and its forward peak
+    ``activation_bytes``, FP8 linears and the training factors applied (module docstring)."""
+    ratio = fp8_ratio(device) / factors.fp8_efficiency if fp8 else 1.0
+    return CountedStep(**{f.name: getattr(m, f.name) for f in fields(CountedModel)},
+                       phases=phase_times(table, ratio, factors.attention_efficiency), activation_bytes=activation_bytes)
+
+
 def step_of(s: SimulatedModel, *, fp8: bool = False, factors: Factors = FACTORS) -> CountedStep:
     """The per-phase times of a simulated step, with FP8 linears and the training factors applied."""
-    m = s.counted
-    ratio = fp8_ratio(s.device) / factors.fp8_efficiency if fp8 else 1.0
-    phases = _phase_times(m.profile, s.ops, ratio, s.host_s, factors.attention_efficiency)
-    peak = dict(m.profile.phase_peaks).get("forward", 0)
-    return CountedStep(**{f.name: getattr(m, f.name) for f in fields(CountedModel)}, phases=phases,
-                       activation_bytes=peak)
+    peak = dict(s.counted.profile.phase_peaks).get("forward", 0)
+    return step_from(s.counted, op_table(s), s.device, peak, fp8=fp8, factors=factors)
 
 
 def time_model(m: CountedModel, device: Device, *, tp: int = 1, fp8: bool = False,
@@ -165,31 +240,13 @@ def fp8_ratio(device: Device) -> float:
     return device.matrix_tflops["bf16"] / device.matrix_tflops["fp8"]
 
 
+def busy_s(t_compute: float, t_memory: float, unoverlapped: float) -> float:
+    """An op's busy time as OpTiming's: the longer of its compute and memory terms plus the
+    unoverlapped share of the shorter."""
+    return max(t_compute, t_memory) + unoverlapped * min(t_compute, t_memory)
+
+
 def op_seconds(t: OpTiming, fp8: float, linear: bool) -> float:
-    """One op's device time without its collectives; a linear's compute term scaled by ``fp8``."""
-    tc = t.t_compute * fp8 if linear else t.t_compute
-    busy = max(tc, t.t_memory) + t.unoverlapped * min(tc, t.t_memory)
-    return busy + t.t_overhead + t.t_transfer
-
-
-def _phase_times(profile: Profile, timings: tuple[OpTiming, ...], fp8: float, host: float,
-                 attention_efficiency: float = 1.0) -> dict[str, PhaseTimes]:
-    acc = {p: [0.0, 0.0, 0.0, 0.0, 0, 0, 0.0] for p in PHASES}
-    for t in timings:
-        r = profile.records[t.record]
-        a = acc.get(r.phase if r.phase in acc else "forward")
-        attention = is_attention(r)
-        s = op_seconds(t, fp8, r.cost.macs > 0 and not attention)
-        if attention:
-            s /= attention_efficiency
-        a[0 if layer_of(r.scope) is not None else 1] += s
-        a[2] += t.t_comm
-        flops = r.cost.add + r.cost.mult
-        if r.phase == "forward" and attention:
-            a[3] += s
-            a[5] += flops
-        a[4] += flops
-        a[6] += t.dynamic_j
-    ops = sum(a[0] + a[1] for a in acc.values()) or 1.0
-    return {p: PhaseTimes(a[0], a[1], a[2], a[3], host * (a[0] + a[1]) / ops, a[4], a[5], a[6])
-            for p, a in acc.items()}
+    """One op's device time without its collectives and transfers (`op_table`); a linear's compute
+    term scaled by ``fp8``."""
+    return busy_s(t.t_compute * fp8 if linear else t.t_compute, t.t_memory, t.unoverlapped) + t.t_overhead

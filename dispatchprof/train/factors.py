@@ -25,7 +25,7 @@ class Factors:
     attention_efficiency: float = 1.0
 
 
-#: The shipped factors: ``scripts/validate_training.py --fit`` on the 40 fit rows of
-#: scripts/data/published_training.csv (2026-11-26): attention 0.60 on the 15 bf16 fit rows, then
-#: fp8 0.80 on the 25 FP8 fit rows; fit rows' median |error| 9.0%, held-out 14.1% (docs/training.md).
-FACTORS = Factors(fp8_efficiency=0.80, attention_efficiency=0.60)
+#: The shipped factors: ``scripts/validate_training.py --fit`` on the 46 fit rows of
+#: scripts/data/published_training.csv (2026-11-26): attention 0.35 on the 21 bf16 fit rows, then
+#: fp8 0.75 on the 25 FP8 fit rows; fit rows' median |error| 6.9% (docs/training.md).
+FACTORS = Factors(fp8_efficiency=0.75, attention_efficiency=0.35)

@@ -12,7 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-Recompute = Literal["none", "selective", "full"]
+#: none; selective: the attention core again (Megatron); op: every other matmul and every op that is
+#: neither a matmul nor attention again (torchtitan's per-op selective checkpointing); full: each
+#: layer's forward again.
+Recompute = Literal["none", "selective", "op", "full"]
 Schedule = Literal["1f1b", "interleaved"]
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -39,6 +42,14 @@ class TrainLayout:
     @property
     def dp(self) -> int:
         return self.devices // (self.tp * self.pp * self.cp)
+
+    @property
+    def replicas(self) -> int:
+        """Ranks that hold the same slice of the weights: the data-parallel ranks times the
+        context-parallel ranks (tp apart, cp fastest). Gradients are reduced over them and ZeRO /
+        FSDP shard over them: Megatron's data-parallel group with context parallelism, torchtitan's
+        FSDP mesh ``dp_shard_cp``."""
+        return self.dp * self.cp
 
     @property
     def grad_accum(self) -> int:

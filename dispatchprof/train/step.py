@@ -6,17 +6,20 @@ Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM 
 
     F = fwd_layers / (pp cp) + fwd_other / (tp cp)       (the counted times already split by tp)
     B = bwd_layers / (pp cp) + bwd_other / (tp cp)
-    R = full: fwd_layers / (pp cp); selective: fwd_attention / (pp cp); none: 0
-    T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed; with
-        tp_overlap, as Megatron's userbuffers overlap them with the block's GEMMs, only what
-        exceeds the layers' forward + backward compute)
+    R = full: fwd_layers / (pp cp); selective: fwd_attention / (pp cp); op: (fwd_linears / 2 +
+        fwd_layers - fwd_linears - fwd_attention) / (pp cp), torchtitan's policy that saves the
+        output of every other matmul and of attention; none: 0
+    T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed; full
+        recompute runs the forward's again; with tp_overlap, as Megatron's userbuffers overlap
+        them with the block's GEMMs, only what exceeds the layers' compute, recompute included)
     P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1
     C = cp: all-gather of K and V forward and reduce-scatter of their gradients backward, per
         layer, overlapped with that layer's attention (`exposed_s`)
     t_micro = F + B + R + T + P + C
     pipeline = (m + (pp-1)/vp) t_micro                   (dispatchprof.train.schedule)
 
-Data parallel over dp ranks, with G = the GPU's parameters (`memory` module's worst stage):
+Data parallel over the N = dp x cp ranks that hold the same weights (`TrainLayout.replicas`), with
+G = the GPU's parameters (`memory` module's worst stage):
 
     zero 0, 1, 2: the gradients (reduce dtype) all-reduced (ZeRO 1-2: reduce-scattered, and the
         weights all-gathered after the optimizer, the same bytes) in one bucket per layer during the
@@ -24,7 +27,7 @@ Data parallel over dp ranks, with G = the GPU's parameters (`memory` module's wo
     zero 3 (FSDP): per layer and micro-batch, an all-gather of the bf16 weights before its forward
         and its backward, and a reduce-scatter of its gradients after its backward, prefetched one
         layer ahead; the other parameters are gathered whole, exposed
-    optimizer = counted AdamW time x OPTIMIZER_WIDTH x G / N, divided by dp for ZeRO >= 1
+    optimizer = counted AdamW time x OPTIMIZER_WIDTH x G / params, divided by N for ZeRO >= 1
 
     step = pipeline + exposed data-parallel communication + optimizer + host
 
@@ -123,10 +126,12 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     f_layers, b_layers = fwd.layer_s / stage, bwd.layer_s / stage
     f = f_layers + fwd.other_s / (tp * cp)
     b = b_layers + bwd.other_s / (tp * cp)
-    recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "full": f_layers}[lay.recompute]
-    tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s) / stage
+    op = (fwd.layer_s - fwd.linear_s / 2 - fwd.attention_s) / stage
+    recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "op": op, "full": f_layers}[lay.recompute]
+    again = fwd.tp_comm_s if lay.recompute == "full" else 0.0      # the recomputed forward's collectives
+    tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s + again) / stage
     if lay.tp_overlap:                               # hidden under the layers' compute, unless longer
-        tp_comm = max(0.0, tp_comm - f_layers - b_layers)
+        tp_comm = max(0.0, tp_comm - f_layers - b_layers - recompute)
     act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
     bw, lat = links.link(*lay.group(tp * cp * dp, pp))
     p2p = 2 * vp * send_s(act / tp, bw, lat) if pp > 1 else 0.0
@@ -135,7 +140,7 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     pipe = pipeline_s(m, pp, vp, t_micro)
     gpu_params = s.layer_params * share / tp + s.other_params / tp
     dp_exposed = _dp_comm(s, lay, links, gpu_params, f_layers, b_layers, m)
-    shard = dp if lay.zero >= 1 else 1
+    shard = lay.replicas if lay.zero >= 1 else 1
     optimizer = (opt.layer_s + opt.other_s) * OPTIMIZER_WIDTH * gpu_params / s.params / shard
     host = (fwd.host_s + bwd.host_s) * m / stage + opt.host_s
     step = pipe + dp_exposed + optimizer + host
@@ -146,14 +151,17 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     embedding = 0 if s.embedding_params >= s.other_params else s.embedding_params   # tied: the head's FLOPs stay
     per_token = 6 * (s.params - embedding) + 12 * s.layers * s.hidden * lay.seq_len
     peak = dev.peak_flops("bf16", True)
-    extra = {"none": 0, "selective": fwd.attention_flops, "full": fwd.flops}[lay.recompute]
+    # NB: "op" counts half the forward's FLOPs outside attention (its matmuls dominate them)
+    extra = {"none": 0, "selective": fwd.attention_flops, "op": (fwd.flops - fwd.attention_flops) // 2,
+             "full": fwd.flops}[lay.recompute]
     counted_flops = (fwd.flops + bwd.flops + extra) * lay.global_batch / lay.micro_batch + opt.flops * dp
     dynamic = (fwd.dynamic_j + bwd.dynamic_j) * m / stage + opt.dynamic_j * gpu_params / s.params / shard
     energy = lay.devices * (dynamic + dev.static_power_w * step)
     layer_input = lay.micro_batch * lay.seq_len * s.hidden * PARAM_BYTES
-    mem = memory_per_gpu(gpu_params, s.layer_params / s.layers, s.layers, s.activation_bytes, dp=dp, tp=tp, pp=pp,
-                         cp=cp, vp=vp, m=m, zero=lay.zero, recompute=lay.recompute, layer_input_bytes=layer_input,
-                         reduce_bytes=REDUCE_BYTES[lay.zero], share=share)
+    mem = memory_per_gpu(gpu_params, s.layer_params / s.layers, s.layers, s.activation_bytes, dp=lay.replicas, tp=tp,
+                         pp=pp, cp=cp, vp=vp, m=m, zero=lay.zero, recompute=lay.recompute, layer_input_bytes=layer_input,
+                         reduce_bytes=REDUCE_BYTES[lay.zero], share=share, head_bytes=s.head_bytes,
+                         op_saved_bytes=s.op_saved_bytes)
     cap = dev.memory_capacity_gb * 1e9 if dev.memory_capacity_gb else None
     return TrainingResult(s.model, dev.name, lay, s.params, step, breakdown, tokens / step / lay.devices,
                           per_token * tokens / step / lay.devices / peak,
@@ -185,10 +193,10 @@ def _cp_comm(s: CountedStep, lay: TrainLayout, links: Links, attention: float) -
 def _dp_comm(s: CountedStep, lay: TrainLayout, links: Links, gpu_params: float, f_layers: float,
              b_layers: float, m: int) -> float:
     """Exposed data-parallel communication per step (module docstring)."""
-    dp = lay.dp
+    dp = lay.replicas
     if dp == 1:
         return 0.0
-    bw, lat = links.link(*lay.group(lay.tp * lay.cp, dp))
+    bw, lat = links.link(*lay.group(lay.tp, dp))
     layers = stage_layers(s.layers, lay.pp, lay.vp)
     layer_params = s.layer_params / s.layers / lay.tp
     f_l, b_l = f_layers / layers, b_layers / layers
