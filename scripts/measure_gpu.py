@@ -455,18 +455,19 @@ def section_compiled(args, rows: Rows) -> None:
     def measure(name: str) -> None:
         model = build(name, args)
         model.generation_config.cache_implementation = "static"  # generate compiles its decode step
-        with torch.no_grad():
-            t = time.perf_counter()
-            generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
-            warm = time.perf_counter() - t
-            generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
-            ttft, tpot = generate_times(model, 1, PROMPT, NEW_TOKENS, dev)
-        graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-        detail = (f"HF generate, cache_implementation static (generate's own torch.compile of the decode "
-                  f"step); first call {warm:.0f} s; {graphs} graphs compiled")
-        rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", detail)
-        rows.add(name, "compiled", 1, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", detail)
-        torch._dynamo.reset()
+        for batch in args.batches:
+            with torch.no_grad():
+                t = time.perf_counter()
+                generate_times(model, batch, PROMPT, NEW_TOKENS, dev)
+                warm = time.perf_counter() - t
+                generate_times(model, batch, PROMPT, NEW_TOKENS, dev)
+                ttft, tpot = generate_times(model, batch, PROMPT, NEW_TOKENS, dev)
+            graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+            detail = (f"HF generate, cache_implementation static (generate's own torch.compile of the decode "
+                      f"step); first call {warm:.0f} s; {graphs} graphs compiled")
+            rows.add(name, "compiled", batch, PROMPT, NEW_TOKENS, "ttft_s", ttft, "s", detail)
+            rows.add(name, "compiled", batch, PROMPT, NEW_TOKENS, "tpot_s", tpot, "s", detail)
+            torch._dynamo.reset()
 
     each_model(args.models or ("llama-3.2-1b", "llama-3.1-8b"), args, rows, "compiled", measure)
 
@@ -508,6 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("section", choices=sorted(SECTIONS))
     ap.add_argument("--out", required=True, help="folder of gpu_rows.csv")
     ap.add_argument("--models", nargs="*", help="catalog names (default: the section's own list)")
+    ap.add_argument("--batches", nargs="*", type=int, default=[1], help="batch sizes of the compiled section")
     ap.add_argument("--tiny", action="store_true", help="CPU, scaled-down configs: tests this script")
     args = ap.parse_args(argv)
     SECTIONS[args.section](args, Rows(args.out, args.section))
