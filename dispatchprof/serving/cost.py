@@ -56,6 +56,7 @@ coefficients, and the arithmetic does not change.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -199,18 +200,21 @@ class StepCostModel:
         self.scenario, self.groups, self.order = scenario, tuple(groups), tuple(order)
         self.devices, self.static_power_w, self.weight_dtype = devices, static_power_w, weight_dtype
         self.ops = len(self.order)
-        # every group's quantities as rows of one matrix over FEATURES; group g owns rows _bounds[g]
-        rows = [v for grp in self.groups for v in grp.coeffs]
-        self._matrix = np.array(rows, dtype=np.float64).reshape(len(rows), -1)
-        ends = np.cumsum([len(grp.coeffs) for grp in self.groups]).tolist()
-        self._bounds = list(zip([0] + ends[:-1], ends))
         self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
         self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
 
+    @functools.cached_property
+    def _quantity_matrix(self) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """Every group's quantities as rows of one matrix over FEATURES, and the rows of each group."""
+        rows = [v for grp in self.groups for v in grp.coeffs]
+        ends = np.cumsum([len(grp.coeffs) for grp in self.groups]).tolist()
+        return np.array(rows, dtype=np.float64).reshape(len(rows), -1), list(zip([0] + ends[:-1], ends))
+
     def op_timings(self, c: Composition) -> list[OpTiming]:
         """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
-        flat = (self._matrix @ np.asarray(c.x, dtype=np.float64)).tolist() if len(self._matrix) else []
-        values = [flat[a:b] for a, b in self._bounds]
+        matrix, bounds = self._quantity_matrix
+        flat = (matrix @ np.asarray(c.x, dtype=np.float64)).tolist() if len(matrix) else []
+        values = [flat[a:b] for a, b in bounds]
         out = []
         share = c.flash_share
         for k, (g, v) in enumerate(zip(self.groups, values)):
