@@ -322,32 +322,16 @@ def section_eager(args, rows: Rows) -> None:
 
 
 def section_profile(args, rows: Rows) -> None:
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
     dev = device_of(args)
     steps = 5
 
     def measure(name: str) -> None:
         model = build(name, args)
         for batch in (1, 32):
-            ids = prompt_ids(model, batch, PROMPT, dev)
-            with torch.no_grad():
-                out = model(ids, use_cache=True)
-                cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
-                for _ in range(3):
-                    cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
-                sync(dev)
-                acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if dev.type == "cuda" else [])
-                with profile(activities=acts) as prof:
-                    for _ in range(steps):
-                        cache = model(nxt, past_key_values=cache, use_cache=True).past_key_values
-                    sync(dev)
-            kernels = [e for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"]
-            busy = sum(e.time_range.elapsed_us() for e in kernels)
-            rows.add(name, "eager", batch, PROMPT, 1, "kernels_per_step", len(kernels) / steps, "",
+            kernels, busy, _, prof = decode_busy(model, batch, PROMPT, dev, steps)
+            rows.add(name, "eager", batch, PROMPT, 1, "kernels_per_step", kernels, "",
                      "torch.profiler, CUDA events of 5 decode steps")
-            rows.add(name, "eager", batch, PROMPT, 1, "device_busy_s", busy / steps * 1e-6, "s",
+            rows.add(name, "eager", batch, PROMPT, 1, "device_busy_s", busy, "s",
                      "summed kernel time per decode step (torch.profiler)")
             top = sorted(prof.key_averages(), key=lambda e: -getattr(e, "self_device_time_total", 0))[:6]
             rows.add(name, "eager", batch, PROMPT, 1, "top_kernels", 0, "",
@@ -357,9 +341,10 @@ def section_profile(args, rows: Rows) -> None:
     each_model(args.models or ("llama-3.2-1b", "llama-3.1-8b"), args, rows, "eager", measure)
 
 
-def decode_busy(model, batch: int, context: int, dev, steps: int = 4) -> tuple[float, float, float]:
-    """(kernels per step, summed kernel seconds per step, median synchronised wall seconds per step)
-    of decode forwards after a ``context``-token prefill, kernels from torch.profiler."""
+def decode_busy(model, batch: int, context: int, dev, steps: int = 4) -> tuple[float, float, float, object]:
+    """(kernels per step, summed kernel seconds per step, median synchronised wall seconds of the
+    three decode steps before, the profile) of ``steps`` decode forwards after a ``context``-token
+    prefill, kernels from torch.profiler."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -381,7 +366,7 @@ def decode_busy(model, batch: int, context: int, dev, steps: int = 4) -> tuple[f
             sync(dev)
     kernels = [e for e in prof.events() if getattr(e.device_type, "name", "") == "CUDA"]
     busy = sum(e.time_range.elapsed_us() for e in kernels) * 1e-6
-    return len(kernels) / steps, busy / steps, statistics.median(walls)
+    return len(kernels) / steps, busy / steps, statistics.median(walls), prof
 
 
 def section_shapes(args, rows: Rows) -> None:
@@ -406,7 +391,7 @@ def section_shapes(args, rows: Rows) -> None:
                      "one model(ids) forward with a new cache, synchronised, median of 3")
             free(dev)
         for batch, context in decodes:
-            kernels, busy, wall = decode_busy(model, batch, context, dev)
+            kernels, busy, wall, _ = decode_busy(model, batch, context, dev)
             rows.add(name, "eager", batch, context, 1, "decode_busy_s", busy, "s",
                      f"summed kernel time per decode step (torch.profiler, 4 steps), {kernels:.0f} kernels")
             rows.add(name, "eager", batch, context, 1, "decode_wall_s", wall, "s",
