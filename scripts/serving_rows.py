@@ -64,8 +64,9 @@ ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
 ROUNDS = 20
 #: Rounds simulated of a ``ROUNDS``-round closed-loop benchmark: identical requests settle into a
 #: periodic schedule within about 8 rounds (per-round mean TTFT of three fit rows at 20 rounds:
-#: constant from round 8 or 9 on), so later rounds are counted at the last simulated round's means.
-SIMULATED_ROUNDS = 8
+#: constant from round 8 or 9 on), so rounds 9 to 19 are counted at round 8's means and the last
+#: simulated round stands for the benchmark's last (validate_serving.closed_loop_means).
+SIMULATED_ROUNDS = 9
 #: At most this many requests of an offline throughput row are simulated.
 OFFLINE_CAP = 3000
 #: Share of each sim-to-real stage's duration that is simulated.

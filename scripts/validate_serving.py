@@ -122,15 +122,18 @@ def predict_row(r: ServingRow, setup, **figures) -> dict:
 
 def closed_loop_means(requests, clients: int, rounds: int) -> dict:
     """Mean TTFT and TPOT of a benchmark of ``rounds`` requests per client from a simulation of
-    fewer rounds: the requests in send order, ``clients`` per round; every round not simulated
-    counts at the last simulated round's means (`serving_rows.SIMULATED_ROUNDS`)."""
+    fewer rounds: the requests in send order, ``clients`` per round. The last simulated round is
+    the benchmark's last: no request follows it, so its decodes run without the next round's
+    prefills beside them. The round before it stands for every round not simulated (the schedule
+    has settled by then, `serving_rows.SIMULATED_ROUNDS`)."""
     ordered = sorted(requests, key=lambda q: q.arrival_s)
     simulated = len(ordered) // clients
     out = {}
     for metric, field in (("ttft_mean", "ttft_s"), ("tpot_mean", "tpot_s")):
         means = [statistics.mean(getattr(q, field) for q in ordered[k * clients:(k + 1) * clients])
                  for k in range(simulated)]
-        out[metric] = (sum(means) + (rounds - simulated) * means[-1]) / rounds
+        steady = means[-2] if simulated > 1 else means[-1]
+        out[metric] = (sum(means) + (rounds - simulated) * steady) / rounds
     return out
 
 

@@ -38,7 +38,7 @@ def test_a_row_as_simulated(tmp_path):
     assert (r.model, r.device, r.tp, r.engine, r.engine_version) == ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.1")
     assert (r.weight_dtype, r.kv_dtype, r.prompt_len, r.output_len) == ("fp8", "fp8", 1024, 128)
     # AIConfigurator's benchmark template: 20 requests per client, the first 8 rounds simulated
-    assert (r.concurrency, r.max_seqs, r.num_requests, r.rounds) == (16, 16, 16 * 8, 20)
+    assert (r.concurrency, r.max_seqs, r.num_requests, r.rounds) == (16, 16, 16 * 9, 20)
     assert r.measured == {"ttft_mean": 0.1651, "tpot_mean": 0.011866}          # milliseconds -> seconds
     vllm = sr.aic_rows(write(tmp_path, [row(backend="vllm", gemm_quant_mode="")]))[0][0]
     assert (vllm.engine, vllm.weight_dtype, vllm.kv_dtype) == ("vllm", None, None)   # bf16, KV "auto"
@@ -112,13 +112,14 @@ def test_sim2real_requests_run_their_stages_one_after_another():
     assert {(q.prompt_tokens, q.output_tokens) for q in reqs} == {(r.prompt_len, r.output_len)}
 
 
-def test_rounds_not_simulated_count_at_the_last_simulated_round():
+def test_rounds_not_simulated_count_at_the_round_before_the_last():
     from types import SimpleNamespace as Req
 
     import validate_serving
-    # 2 clients, 3 rounds simulated (sent at 0, 0; 1, 1.5; 2, 2.5) of a 10-round benchmark:
-    # round TTFT means 4, 2, 1 -> (4 + 2 + 1 + 7 * 1) / 10 = 1.4; TPOT means 0.3, 0.2, 0.1 -> (0.6 + 0.7) / 10
+    # 2 clients, 3 rounds simulated (sent at 0, 0; 1, 1.5; 2, 2.5) of a 10-round benchmark: the third
+    # is the benchmark's last round, the second stands for the 7 not simulated:
+    # round TTFT means 4, 2, 1 -> (4 + 2 + 1 + 7 * 2) / 10 = 2.1; TPOT means 0.3, 0.2, 0.1 -> (0.6 + 1.4) / 10
     reqs = [Req(arrival_s=a, ttft_s=t, tpot_s=p) for a, t, p in
             ((2.5, 1.5, 0.1), (0.0, 5.0, 0.3), (1.0, 2.0, 0.2), (0.0, 3.0, 0.3), (1.5, 2.0, 0.2), (2.0, 0.5, 0.1))]
     means = validate_serving.closed_loop_means(reqs, 2, 10)
-    assert means == pytest.approx({"ttft_mean": 1.4, "tpot_mean": 0.13})
+    assert means == pytest.approx({"ttft_mean": 2.1, "tpot_mean": 0.2})
