@@ -182,6 +182,17 @@ def test_capacity_is_reported_plainly(decode_step):
     assert pim.fits is None and "not published" in pim.message
 
 
+def test_fp4_weights_carry_their_nvfp4_block_scales():
+    model, x = two_linear(), torch.randn(4, 64)
+    with OpCounter(devices=["B200"], weight_dtype="fp4") as c:
+        model(x)
+    first = c.simulated().ops[0]
+    # 64*128 + 128 parameter elements at 4 bits plus one 8-bit scale per 16: 8320 * 72 / 128 = 4680
+    # bytes, beside the fp32 input (4*64*4 = 1024 bytes) and output (4*128*4 = 2048 bytes)
+    assert first.traffic_bytes == 1024 + 4680 + 2048
+    assert c.simulated().capacity[0].weights_bytes == pytest.approx((64 * 128 + 128 + 128 * 32 + 32) * 4.5 / 8, abs=2)
+
+
 def test_weight_dtype_int4_changes_parameter_bytes_and_peak():
     model, x = two_linear(), torch.randn(4, 64)
     with OpCounter(devices=["PIM-AI-4chip"], weight_dtype="int4") as c:
