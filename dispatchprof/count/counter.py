@@ -22,6 +22,7 @@ from dispatchprof import units
 from dispatchprof.count.hostcal import counter_floors, python_loop_ns
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmode import TimedCountingMode
+from dispatchprof.count.hoststeady import steady_host_times
 from dispatchprof.count.interrupts import interrupts_deferred
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
@@ -99,7 +100,8 @@ class OpCounter:
             keys and values attention reads and the cache appends move that many bits per element.
         host_time: measure the host time of the model's own code before each op (True, default;
             OpRecord.host_loops and host_calls, dispatchprof.count.hostclock), the counter's own cost
-            excluded and its calibrated residual subtracted (dispatchprof.count.hostcal); False:
+            excluded and its calibrated residual subtracted (dispatchprof.count.hostcal), and an op
+            repeated in identical layers given its median over them (dispatchprof.count.hoststeady); False:
             not measured; "raw": measured without subtracting the residual (calibration). Counts of
             one model object reuse the host times first measured at each op position
             (dispatchprof.count.hostmemo), so that repeated counts of a step agree exactly.
@@ -217,8 +219,16 @@ class OpCounter:
     def _freeze(self) -> None:
         state, self._state = self._state, None
         if state is not None:
-            self._profile = state.freeze()
+            self._profile = self._frozen(state)
             state.ledger.close()
+
+    def _frozen(self, state: Recorder) -> Profile:
+        """The recorder's final profile; with measured host times (host_time=True), each repeated
+        op's host time becomes its steady figure (dispatchprof.count.hoststeady)."""
+        profile = state.freeze()
+        if self._host_time is True:
+            steady_host_times(profile.records, state.block_starts)
+        return profile
 
     def _optimizer_started(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         """Global optimizer pre-hook: the step's ops are phase "optimizer" (this thread's steps
@@ -257,7 +267,7 @@ class OpCounter:
 
     @property
     def profile(self) -> Profile:
-        """The frozen result (a live snapshot while still counting)."""
+        """The frozen result (a live snapshot while still counting, its host times as measured)."""
         if self._state is not None:
             return self._state.freeze()
         if self._profile is None:
