@@ -18,7 +18,7 @@ from dispatchprof.llm.shape_generic import DecoderStream, ForwardStream
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import simulate
 from dispatchprof.sim.timeline import step_time
-from dispatchprof.sim.vector import RecordRows, VectorUnsupported, shape_efficiency_array, simulate_shapes
+from dispatchprof.sim.vector import RecordRows, VectorUnsupported, simulate_shapes
 
 DEVICES = ["H100-SXM", "L4", "MI300X", "PIM-AI-4chip"]
 
@@ -120,16 +120,3 @@ def test_what_it_does_not_cover_is_named(llama):
         simulate_shapes(step.template, layout, source, placement, [(0, 1)], tp=2)
     with pytest.raises(ValueError, match="outside the fitted region"):
         ShapeValues(step, np.array([(2, 31)]))
-
-
-@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (17, 100, 513), (256, 12288, 12288), (3, 1, 2048)])
-def test_shape_efficiency_on_arrays_equals_the_scalar_rule(m, n, k):
-    from dispatchprof.sim.kernels import shape_efficiency
-
-    d = scenarios_of(["H100-SXM"])["H100-SXM"].devices[0]
-    for batch in (1, 7):
-        got = shape_efficiency_array(d, (np.array([batch]), np.array([m]), np.array([n]), np.array([k])))
-        assert got[0] == pytest.approx(shape_efficiency(d, (batch, m, n, k)), rel=1e-12)
-    # worked in dispatchprof.sim.kernels: 192 tiles in 2 waves of 132 SMs
-    got = shape_efficiency_array(d, (np.array([1]), np.array([256]), np.array([12288]), np.array([12288])))
-    assert got[0] == pytest.approx(192 / 264)

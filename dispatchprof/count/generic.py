@@ -298,6 +298,14 @@ class ShapeValues:
         """The row's polynomial, as an id (`row_ids`: equal for rows that are the same function)."""
         return self._ids[row]
 
+    def fixed(self, row: int) -> int | None:
+        """The row's value when it is the same at every one of these shapes (no monomial of a size
+        that changes among them has a coefficient), else None."""
+        numer = self.fit.numerators[row]
+        if numer[self._varying].any():
+            return None
+        return sum(int(c) * m for c, m in zip(numer, self._fixed)) // self.fit.denominator
+
     def constant(self, row: int) -> int | None:
         """The row's value when no monomial but the constant one has a coefficient, else None."""
         coeffs = self.fit.numerators[row]
