@@ -120,3 +120,19 @@ def test_what_it_does_not_cover_is_named(llama):
         simulate_shapes(step.template, layout, source, placement, [(0, 1)], tp=2)
     with pytest.raises(ValueError, match="outside the fitted region"):
         ShapeValues(step, np.array([(2, 31)]))
+
+
+def test_fixed_rows_hold_one_value_at_every_shape(llama):
+    # a row is fixed over a set of shapes when no size that changes among them enters its polynomial:
+    # with the batch held at 2, a decode step's batch-only rows (a linear layer's outputs) are fixed too
+    step, _ = llama
+    rows = range(len(step.numerators))
+    held = ShapeValues(step, np.array([(2, 40), (2, 90), (2, 300)]))
+    both = ShapeValues(step, np.array([(1, 40), (3, 90)]))
+    fixed_held = [r for r in rows if held.fixed(r) is not None]
+    fixed_both = [r for r in rows if both.fixed(r) is not None]
+    for source, fixed in ((held, fixed_held), (both, fixed_both)):
+        for r, values in zip(fixed, source.rows(fixed)):
+            assert (values == source.fixed(r)).all()
+    assert set(fixed_both) < set(fixed_held)
+    assert [r for r in rows if both.constant(r) is not None] == fixed_both

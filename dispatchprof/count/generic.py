@@ -300,13 +300,13 @@ class ShapeValues:
         return self._ids[row]
 
     def fixed(self, row: int) -> int | None:
-        """The row's value when it is the same at every one of these shapes (no monomial of a size
-        that changes among them has a coefficient), else None."""
+        """The row's value (as `rows` gives it) when it is the same at every one of these shapes (no
+        monomial of a size that changes among them has a coefficient), else None."""
         if self._flat is None:                   # every row at once: no coefficient on a varying monomial
             self._flat = ~(self.fit.numerators[:, self._varying] != 0).any(axis=1)
         if not self._flat[row]:
             return None
-        return sum(int(c) * m for c, m in zip(self.fit.numerators[row], self._fixed)) // self.fit.denominator
+        return int(self.rows([row])[0][0])
 
     def constant(self, row: int) -> int | None:
         """The row's value when no monomial but the constant one has a coefficient, else None."""
