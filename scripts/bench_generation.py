@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append([model, how, batch, prompt, new, ", ".join(devices), f"{r['seconds']:.1f}",
                      f"{r['fit_s']:.1f}" if how == "stream" else "-",
                      f"{r['after_s']:.2f}" if how == "stream" else "-",
-                     f"{r['every_s']:.2f} (TPOT {r['every_diff']:.1e})" if how == "stream" else "-", f"{r['rss_mb']:.0f}",
+                     f"{r['every_s']:.2f} (TPOT {r['every_diff']:.1e})" if how == "stream" else "-",
+                     f"{r['rss_mb']:.0f}",
                      f"{r['steps_counted']} of {new - 1}",
                      ", ".join(f"{n} {v:.2f} ms" for n, v in r["tpot_ms"].items())])
     print(tabulate(rows, headers=["model", "how", "batch", "prompt", "new tokens", "devices", "wall s", "fit s",
