@@ -90,3 +90,32 @@ def test_a_record_the_vector_path_cannot_time_leaves_every_shape_to_the_per_shap
     rows, why = decoder_rows(stream, SHAPES, scenarios_of(DEVICES), "fp32", None, False, "eager")
     assert rows == {}
     assert why == "simulated shape by shape: aten.mm in model.layers.0: its MACs are zero at some shapes only"
+
+
+def test_generation_steps_equal_a_generation_counted_step_by_step(model_and_stream):
+    from dispatchprof.llm.sweep_vector import generation_steps
+
+    model, stream = model_and_stream
+    batch, prompt, new = 3, 40, 9
+    got = generation_steps(stream, batch, prompt, new, scenarios_of(DEVICES))
+    g = _quiet(lambda: profile_generation(model, batch, prompt, new, devices=DEVICES, exact=True))
+    for name, steps in got.items():
+        d = g.devices[name]
+        assert len(steps.step_s) == new - 1                  # one per decode step, cache lengths 40 .. 47
+        assert steps.prefill_s == pytest.approx(d.ttft_s, rel=1e-9)
+        assert steps.step_s[0] == pytest.approx(d.tpot_first_s, rel=1e-9)
+        assert steps.step_s[-1] == pytest.approx(d.tpot_last_s, rel=1e-9)
+        assert steps.tpot_mean_s == pytest.approx(d.tpot_mean_s, rel=1e-9)
+        assert float(steps.step_s.sum()) == pytest.approx(d.decode.time_s, rel=1e-9)
+        assert float(steps.step_dynamic_j.sum()) + steps.static_power_w * d.decode.time_s == \
+            pytest.approx(d.decode.energy_j, rel=1e-9)
+
+
+def test_generation_steps_outside_the_region_are_refused(model_and_stream):
+    from dispatchprof.llm.sweep_vector import generation_steps
+
+    _, stream = model_and_stream
+    with pytest.raises(ValueError, match=r"batch 2, lengths 8 to 10 lie outside the fitted region \(lengths from 32"):
+        generation_steps(stream, 2, 8, 4, scenarios_of(DEVICES))
+    with pytest.raises(ValueError, match="new_tokens must be >= 1, got 0"):
+        generation_steps(stream, 2, 64, 0, scenarios_of(DEVICES))

@@ -18,7 +18,7 @@ from dispatchprof.llm.shape_generic import DecoderStream, ForwardStream
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.simulate import simulate
 from dispatchprof.sim.timeline import step_time
-from dispatchprof.sim.vector import RecordRows, VectorUnsupported, shape_efficiency_array, simulate_shapes
+from dispatchprof.sim.vector import RecordRows, VectorUnsupported, simulate_shapes
 
 DEVICES = ["H100-SXM", "L4", "MI300X", "PIM-AI-4chip"]
 
@@ -122,14 +122,17 @@ def test_what_it_does_not_cover_is_named(llama):
         ShapeValues(step, np.array([(2, 31)]))
 
 
-@pytest.mark.parametrize("m, n, k", [(1, 4096, 4096), (17, 100, 513), (256, 12288, 12288), (3, 1, 2048)])
-def test_shape_efficiency_on_arrays_equals_the_scalar_rule(m, n, k):
-    from dispatchprof.sim.kernels import shape_efficiency
-
-    d = scenarios_of(["H100-SXM"])["H100-SXM"].devices[0]
-    for batch in (1, 7):
-        got = shape_efficiency_array(d, (np.array([batch]), np.array([m]), np.array([n]), np.array([k])))
-        assert got[0] == pytest.approx(shape_efficiency(d, (batch, m, n, k)), rel=1e-12)
-    # worked in dispatchprof.sim.kernels: 192 tiles in 2 waves of 132 SMs
-    got = shape_efficiency_array(d, (np.array([1]), np.array([256]), np.array([12288]), np.array([12288])))
-    assert got[0] == pytest.approx(192 / 264)
+def test_fixed_rows_hold_one_value_at_every_shape(llama):
+    # a row is fixed over a set of shapes when no size that changes among them enters its polynomial:
+    # with the batch held at 2, a decode step's batch-only rows (a linear layer's outputs) are fixed too
+    step, _ = llama
+    rows = range(len(step.numerators))
+    held = ShapeValues(step, np.array([(2, 40), (2, 90), (2, 300)]))
+    both = ShapeValues(step, np.array([(1, 40), (3, 90)]))
+    fixed_held = [r for r in rows if held.fixed(r) is not None]
+    fixed_both = [r for r in rows if both.fixed(r) is not None]
+    for source, fixed in ((held, fixed_held), (both, fixed_both)):
+        for r, values in zip(fixed, source.rows(fixed)):
+            assert (values == source.fixed(r)).all()
+    assert set(fixed_both) < set(fixed_held)
+    assert [r for r in rows if both.constant(r) is not None] == fixed_both

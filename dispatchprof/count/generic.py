@@ -274,6 +274,7 @@ class ShapeValues:
         # monomials of the sizes that change across the shapes; a row with none is one number
         self._varying = np.array([any(e and v for e, v in zip(exps_, varying)) for exps_ in exps])
         self._fixed = [math.prod(x ** e for x, e in zip(lo, exps_)) for exps_ in exps]
+        self._flat: np.ndarray | None = None           # per row: no varying monomial (`fixed`)
 
     def rows(self, index) -> np.ndarray:
         """Values ``index`` at every shape (see the class docstring); each row computed once."""
@@ -297,6 +298,15 @@ class ShapeValues:
     def key(self, row: int) -> int:
         """The row's polynomial, as an id (`row_ids`: equal for rows that are the same function)."""
         return self._ids[row]
+
+    def fixed(self, row: int) -> int | None:
+        """The row's value (as `rows` gives it) when it is the same at every one of these shapes (no
+        monomial of a size that changes among them has a coefficient), else None."""
+        if self._flat is None:                   # every row at once: no coefficient on a varying monomial
+            self._flat = ~(self.fit.numerators[:, self._varying] != 0).any(axis=1)
+        if not self._flat[row]:
+            return None
+        return int(self.rows([row])[0][0])
 
     def constant(self, row: int) -> int | None:
         """The row's value when no monomial but the constant one has a coefficient, else None."""

@@ -22,6 +22,7 @@ simulate per shape.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -92,20 +93,10 @@ class _Model:
         prompts = sorted({s.prompt_len for s in shapes})
         spans = [np.arange(s.prompt_len, s.prompt_len + s.new_tokens - 1) for s in shapes]
         pasts = np.unique(np.concatenate(spans)).tolist()
-        pre_src = ShapeValues(self.prefill, np.array([(batch, p) for p in prompts]), self.prefill_ids)
-        step_src = ShapeValues(self.step, np.array([(batch, p) for p in pasts]), self.step_ids) if pasts else None
         where = {p: i for i, p in enumerate(pasts)}
         memory = [self._memory(batch, s) for s in shapes]
         out: list[list[SweepRow]] = [[] for _ in shapes]
-        for name, placement in scenarios.items:
-            static = sum(d.static_power_w for d in (placement.as_bound() if bound else placement).devices)
-            (pre,) = simulate_shapes(self.prefill.template, self.prefill_layout, pre_src, placement,
-                                     [(0, len(self.prefill_layout))], weight_dtype=weight_dtype, bound=bound,
-                                     memo=self.memo.setdefault(("prefill", name), {}))
-            if step_src is not None:
-                (dec,) = simulate_shapes(self.step.template, self.step_layout, step_src, placement,
-                                         [(self.start, len(self.step_layout))], weight_dtype=weight_dtype,
-                                         bound=bound, memo=self.memo.setdefault(("step", name), {}))
+        for name, placement, static, pre, dec in self.simulate(batch, prompts, pasts, scenarios, weight_dtype, bound):
             weights = check_capacity(self.prefill.template, placement, weight_dtype)
             for k, s in enumerate(shapes):
                 i = prompts.index(s.prompt_len)
@@ -130,6 +121,24 @@ class _Model:
                     None if not known else all(c.fits for c in known), runtime=runtime))
         return out
 
+    def simulate(self, batch: int, prompts: Sequence[int], pasts: Sequence[int], scenarios: Scenarios,
+                 weight_dtype: str | None, bound: bool):
+        """Per scenario (name, placement, static power in W, prefill StepArrays over ``prompts``,
+        decode-step StepArrays over the cache lengths ``pasts`` or None without any)."""
+        pre_src = ShapeValues(self.prefill, np.array([(batch, p) for p in prompts]), self.prefill_ids)
+        step_src = ShapeValues(self.step, np.array([(batch, p) for p in pasts]), self.step_ids) if pasts else None
+        for name, placement in scenarios.items:
+            static = sum(d.static_power_w for d in (placement.as_bound() if bound else placement).devices)
+            (pre,) = simulate_shapes(self.prefill.template, self.prefill_layout, pre_src, placement,
+                                     [(0, len(self.prefill_layout))], weight_dtype=weight_dtype, bound=bound,
+                                     memo=self.memo.setdefault(("prefill", name), {}))
+            dec = None
+            if step_src is not None:
+                (dec,) = simulate_shapes(self.step.template, self.step_layout, step_src, placement,
+                                         [(self.start, len(self.step_layout))], weight_dtype=weight_dtype,
+                                         bound=bound, memo=self.memo.setdefault(("step", name), {}))
+            yield name, placement, static, pre, dec
+
     def _memory(self, batch: int, s: Any) -> tuple[int, int]:
         """(KV bytes after the last step, activation bytes) as `profile_generation` gives them."""
         pre_extra = [self.prefill_tail[f"extra {j}"] for j in range(self.prefill.n_extra)]
@@ -147,6 +156,51 @@ class _Model:
         return sum(last[:layers]), max(peak - sum(prefill_kv), step_peak, 0)
 
 
+@dataclass(frozen=True)
+class GenerationSteps:
+    """A generation's prefill and every one of its decode steps on one scenario (seconds, joules):
+    step k runs at cache length prompt_len + k, k = 0 .. new_tokens - 2."""
+
+    prefill_s: float
+    prefill_dynamic_j: float
+    step_s: np.ndarray
+    step_dynamic_j: np.ndarray
+    static_power_w: float
+
+    @property
+    def tpot_mean_s(self) -> float:
+        """Mean decode step time (0 without decode steps)."""
+        return float(self.step_s.mean()) if len(self.step_s) else 0.0
+
+
+def generation_steps(stream: DecoderStream, batch: int, prompt_len: int, new_tokens: int, scenarios: Scenarios,
+                     weight_dtype: str | None = None, bound: bool = False) -> dict[str, GenerationSteps]:
+    """The prefill and every decode step of a generation of ``new_tokens`` tokens after a
+    ``prompt_len`` prompt, per scenario, from the stream's fit by the vector simulator (each step
+    simulated, none sampled: the numbers `profile_generation` sums). Raises ValueError for a shape
+    outside the fit's region and `VectorUnsupported` for options it does not cover."""
+    if new_tokens < 1:
+        raise ValueError(f"new_tokens must be >= 1, got {new_tokens}")
+    step_fit, prefill_fit = stream.regime()
+    if step_fit.profile is None:
+        raise ValueError(f"the stream has no fit: {step_fit.reason}")
+    last = prompt_len + max(new_tokens - 2, 0)
+    if not (stream.covers(batch, prompt_len) and stream.covers(batch, last)):
+        raise ValueError(f"batch {batch}, lengths {prompt_len} to {last} lie outside the fitted region "
+                         f"({_region(stream)})")
+    for placement in scenarios.values():
+        check_vectorisable(placement.as_bound() if bound else placement, "eager", 1, None)
+    model = _Model(step_fit.profile, prefill_fit.profile)
+    pasts = list(range(prompt_len, prompt_len + new_tokens - 1))
+    out = {}
+    for name, _, static, pre, dec in model.simulate(batch, [prompt_len], pasts, scenarios, weight_dtype, bound):
+        empty = np.zeros(0)
+        out[name] = GenerationSteps(float(pre.time_s[0]), float(pre.dynamic_j[0]),
+                                    empty if dec is None else dec.time_s, empty if dec is None else dec.dynamic_j,
+                                    static)
+    return out
+
+
 def _exact(fit: GenericProfile, rows: Sequence[int], sizes: tuple[int, ...]) -> list[int]:
     """Values ``rows`` of ``fit`` at ``sizes`` in exact integers (floored, as `GenericProfile.values`)."""
     import itertools
@@ -157,4 +211,4 @@ def _exact(fit: GenericProfile, rows: Sequence[int], sizes: tuple[int, ...]) -> 
     return [sum(int(c) * m for c, m in zip(fit.numerators[r], mono)) // fit.denominator for r in rows]
 
 
-__all__ = ["decoder_rows"]
+__all__ = ["GenerationSteps", "decoder_rows", "generation_steps"]

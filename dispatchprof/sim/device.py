@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, Mapping
 
+import numpy as np
+
 from dispatchprof.sim.hostprofile import HostProfile
 from dispatchprof.sim.pim import PimSpec
 
@@ -137,12 +139,15 @@ class Device:
     def bandwidth_for(self, traffic_bytes: float, matrix: bool = False) -> float:
         """Bytes/s an op with this much traffic gets: the cache's when it fits in the last-level
         cache (when the profile has one), else the memory's; times memory_efficiency (for a
-        matrix op, matrix_memory_efficiency where the profile gives one)."""
+        matrix op, matrix_memory_efficiency where the profile gives one). Elementwise for a numpy
+        array of traffic (an op at several shapes, dispatchprof.sim.vector)."""
         eff = self.matrix_memory_efficiency if matrix and self.matrix_memory_efficiency else self.memory_efficiency
-        if self.cache_capacity_mb is not None and self.cache_bandwidth_gb_per_s is not None \
-                and traffic_bytes <= self.cache_capacity_mb * 1e6:
-            return self.cache_bandwidth_gb_per_s * 1e9 * eff
-        return self.memory_bandwidth_gb_per_s * 1e9 * eff
+        memory = self.memory_bandwidth_gb_per_s * 1e9 * eff
+        if self.cache_capacity_mb is None or self.cache_bandwidth_gb_per_s is None:
+            return memory
+        fits = traffic_bytes <= self.cache_capacity_mb * 1e6
+        cache = self.cache_bandwidth_gb_per_s * 1e9 * eff
+        return np.where(fits, cache, memory) if isinstance(fits, np.ndarray) else (cache if fits else memory)
 
     def source_of(self, field_name: str) -> str:
         """Where the figure ``field_name`` comes from."""

@@ -73,6 +73,9 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
 
 from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
 from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
@@ -130,8 +133,12 @@ class OpTiming:
     @property
     def busy_s(self) -> float:
         """The kernel's own time: max(t_compute, t_memory) plus the unoverlapped share of the
-        shorter of the two (the roofline time when that share is 0)."""
-        return max(self.t_compute, self.t_memory) + self.unoverlapped * min(self.t_compute, self.t_memory)
+        shorter of the two (the roofline time when that share is 0); elementwise for an op timed
+        at several shapes (`time_op`)."""
+        c, m = self.t_compute, self.t_memory
+        if isinstance(c, np.ndarray) or isinstance(m, np.ndarray):
+            return np.maximum(c, m) + self.unoverlapped * np.minimum(c, m)
+        return max(c, m) + self.unoverlapped * min(c, m)
 
     @property
     def bound(self) -> str:
@@ -189,35 +196,48 @@ def _compute_wins(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[i
     return 0, min(n - 1, math.floor(root))               # compute wins up to floor(root)
 
 
-def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dtype: str | None,
-            in_rms_norm: bool, plan: OpPlan = NO_PLAN) -> OpTiming:
-    """The timing of record ``i`` (``r``) on ``devices_of[i]`` under ``plan``; ``moved``
-    remembers the tensors already moved to each device (see the module docstring for every term)."""
+def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weight_dtype: str | None,
+            in_rms_norm: bool, plan: OpPlan = NO_PLAN,
+            moves: Sequence[tuple[int, Device | None]] | None = None) -> OpTiming:
+    """The timing of record ``i`` (``r``) on ``devices_of[i]`` under ``plan`` (see the module
+    docstring for every term); ``moved`` remembers the tensors already moved to each device
+    (`moved_inputs`), unless ``moves`` gives the inputs to move.
+
+    The same op at S shapes at once (dispatchprof.sim.vector): any number ``r`` carries (the cost's
+    fields, param_bytes, param_elements, out_elements, the shapes' dimensions, a moved input's
+    bytes) may be a numpy array of S values; every term that depends on it is then an array, by
+    the same formulas. A choice between formulas that differs between the S shapes (an op with
+    MACs at some shapes only) raises `ShapeDependent`."""
     d = devices_of[i]
+    if moves is None:
+        moves = moved_inputs(r, d, devices_of, moved)
     c = r.cost
     w = d.cost_weights
     work = (c.add + c.mult + c.div * w["div"] + c.sqrt * w["sqrt"] + c.exp * w["exp"]
             + c.cmp * w["cmp"] + c.other * w["other"]) * plan.activation_share * plan.share * plan.work_share
     key = dtype_key(r.dtype)
     params = r.param_bytes
-    if weight_dtype is not None and r.param_elements:
+    matrix = c.macs > 0 if not isinstance(c.macs, np.ndarray) else _positive(c.macs, r, "MACs")
+    weights = weight_dtype is not None and _positive(r.param_elements, r, "parameter elements")
+    if weights:
         params = r.param_elements * WEIGHT_BITS[weight_dtype] // 8
-        table = d.matrix_tflops if c.macs else d.vector_tflops
+        table = d.matrix_tflops if matrix else d.vector_tflops
         if weight_dtype in table:
             key = weight_dtype
-    matrix = c.macs > 0
-    efficiency = d.compute_efficiency * shape_efficiency(d, gemm_dims(r), plan.share)
+    efficiency = d.compute_efficiency * _shape_efficiency(d, gemm_dims(r), plan.share)
     t_compute = work / (d.peak_flops(key, matrix) * efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
-    activations = max(0, (c.bytes_read or 0) + (c.bytes_written or 0) - r.param_bytes - plan.removed_bytes)
+    activations = ((0 if c.bytes_read is None else c.bytes_read) + (0 if c.bytes_written is None else c.bytes_written)
+                   - r.param_bytes - plan.removed_bytes)
+    activations = np.maximum(0, activations) if isinstance(activations, np.ndarray) else max(0, activations)
     traffic = (activations * plan.activation_share + params) * plan.share
     t_memory = traffic / d.bandwidth_for(traffic, matrix)
     overhead_us = d.launch_overhead_us
-    if weight_dtype is not None and r.param_elements and matrix:      # a dequantising GEMM / GEMV
+    if weights and matrix:                                            # a dequantising GEMM / GEMV
         if weight_dtype in d.weight_only_efficiency:
             t_memory /= d.weight_only_efficiency[weight_dtype]
         overhead_us += d.weight_only_kernel_us.get(weight_dtype, 0.0)
-    t_transfer, e_transfer = _transfers(r, d, devices_of, moved)
+    t_transfer, e_transfer = _transfers(r, d, moves) if moves else (0.0, 0.0)
     t_comm, e_comm = _communication(c.comm_bytes, d)
     if d.pim is not None:                          # per-unit PIM timing (dispatchprof.sim.pim_timing)
         pim = pim_op_times(r, d, key, plan.activation_share * plan.share * plan.work_share, traffic)
@@ -233,6 +253,62 @@ def time_op(i: int, r: OpRecord, devices_of: list[Device], moved: set, weight_dt
     return OpTiming(i, d.name, t_compute, t_memory, t_transfer, overhead_us * 1e-6 if plan.kernel else 0.0,
                     dynamic, d.static_power_w, t_comm + t_reduce, work, traffic, host * 1e-6,
                     d.unoverlapped_fraction)
+
+
+class ShapeDependent(ValueError):
+    """`time_op` of an op at several shapes: a choice between its formulas differs between them."""
+
+
+def _positive(x, r: OpRecord, what: str) -> bool:
+    """x > 0, for a number or for every value of an array (an array positive at some values only:
+    `ShapeDependent`)."""
+    if not isinstance(x, np.ndarray):
+        return x > 0
+    positive = x > 0
+    if positive.all():
+        return True
+    if not positive.any():
+        return False
+    raise ShapeDependent(f"{r.op} in {r.scope or 'the root'}: its {what} are zero at some shapes only")
+
+
+def _shape_efficiency(d: Device, dims, share: float):
+    """`dispatchprof.sim.kernels.shape_efficiency`; dimensions given as arrays: the rule at each
+    distinct (batch, M, N, K) among the shapes (few: a sweep's GEMMs repeat), spread back."""
+    if dims is None:
+        return 1.0
+    if not _arrays(dims):
+        return shape_efficiency(d, dims, share)
+    columns = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in dims))
+    distinct, where = np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)
+    values = np.array([shape_efficiency(d, tuple(int(v) for v in row), share) for row in distinct])
+    return values[where.reshape(-1)]
+
+
+def _arrays(dims: tuple) -> bool:
+    """Whether any of four dimensions is an array."""
+    a, b, c, e = dims
+    return isinstance(a, np.ndarray) or isinstance(b, np.ndarray) or isinstance(c, np.ndarray) \
+        or isinstance(e, np.ndarray)
+
+
+def moved_inputs(r: OpRecord, d: Device, devices_of: Sequence[Device], moved: set) -> list[tuple[int, Device | None]]:
+    """The inputs of ``r`` to move to ``d`` before it runs, as (input index, source device or None
+    for the host): those produced on another device or on the host, once per tensor and destination
+    (``moved`` holds (producer, tensor, destination) of the moves made so far; updated)."""
+    out = []
+    for k, (producer, _, tensor) in enumerate(r.inputs):
+        if producer == UNRECORDED:
+            continue
+        src = None if producer == HOST else devices_of[producer]
+        if src is d or (src is not None and src.name == d.name):
+            continue
+        key = (producer, tensor, d.name)
+        if key in moved:
+            continue
+        moved.add(key)
+        out.append((k, src))
+    return out
 
 
 def eager_host_us(r: OpRecord, d: Device) -> float:
@@ -275,7 +351,7 @@ def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
 
 def _communication(nbytes: int, d: Device) -> tuple[float, float]:
     """Collectives: bytes sent over the interconnect, or over the host link without one."""
-    if not nbytes:
+    if not isinstance(nbytes, np.ndarray) and not nbytes:
         return 0.0, 0.0
     if d.interconnect_gb_per_s is not None:
         pj = _interconnect_pj_per_bit(d)
@@ -299,22 +375,17 @@ def _override(r: OpRecord, d: Device, t_compute: float, in_rms_norm: bool) -> fl
     if r.op in _RMS_NORM and "rms_norm" in ns:
         return ns["rms_norm"] * r.out_elements * 1e-9
     if in_rms_norm and "rms_norm" in ns and r.phase != "backward":
-        return ns["rms_norm"] * r.out_elements * 1e-9 if r.param_elements else 0.0
+        return ns["rms_norm"] * r.out_elements * 1e-9 if _positive(r.param_elements, r, "parameter elements") \
+            else 0.0
     return t_compute
 
 
-def _transfers(r: OpRecord, d: Device, devices_of: list[Device], moved: set) -> tuple[float, float]:
+def _transfers(r: OpRecord, d: Device, moves: Sequence[tuple[int, Device | None]]) -> tuple[float, float]:
+    """(seconds, joules) of moving the inputs ``moves`` of ``r`` to ``d``: device -> host over the
+    source's link (not for a host tensor), host -> d over d's."""
     seconds = joules = 0.0
-    for producer, nbytes, tensor in r.inputs:
-        if producer == UNRECORDED:
-            continue
-        src = None if producer == HOST else devices_of[producer]
-        if src is d or (src is not None and src.name == d.name):
-            continue
-        key = (producer, tensor, d.name)
-        if key in moved:
-            continue
-        moved.add(key)
+    for k, src in moves:
+        nbytes = r.inputs[k][1]
         seconds += nbytes / (d.host_to_device_gb_per_s * 1e9)
         joules += 8 * nbytes * d.host_to_device_pj_per_bit * 1e-12
         if src is not None:
