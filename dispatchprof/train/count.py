@@ -159,10 +159,9 @@ class OpTable:
 
 
 def op_table(s: SimulatedModel) -> OpTable:
-    """The op table of a simulated step (`OpTable`); ``t_transfer`` is left out: every tensor of a
-    training step lives on its GPU (the data loader prefetches the token ids), and what the simulator
-    charges as host transfers inside a counted step are tensors whose producer the count did not
-    record (the fused attention backward's dq, dk, dv), not host traffic."""
+    """The op table of a simulated step (`OpTable`); an op's host transfers (``t_transfer``: in a
+    training step only the token ids' upload, the one tensor that comes from the host) count in its
+    ``t_overhead`` slot."""
     rows: dict[tuple, int] = {}
     busy: dict[tuple, float] = {}
     sums = {p: [0.0, 0, 0, 0.0] for p in PHASES}
@@ -173,7 +172,7 @@ def op_table(s: SimulatedModel) -> OpTable:
         kind = "attention" if attention else "linear" if r.cost.macs > 0 else "other"
         inside = layer_of(r.scope) is not None
         if kind == "linear":
-            key = (phase, inside, kind, t.t_compute, t.t_memory, t.unoverlapped, t.t_overhead)
+            key = (phase, inside, kind, t.t_compute, t.t_memory, t.unoverlapped, t.t_overhead + t.t_transfer)
             rows[key] = rows.get(key, 0) + 1
         else:
             busy[phase, inside, kind] = busy.get((phase, inside, kind), 0.0) + op_seconds(t, 1.0, False)
@@ -247,6 +246,6 @@ def busy_s(t_compute: float, t_memory: float, unoverlapped: float) -> float:
 
 
 def op_seconds(t: OpTiming, fp8: float, linear: bool) -> float:
-    """One op's device time without its collectives and transfers (`op_table`); a linear's compute
-    term scaled by ``fp8``."""
-    return busy_s(t.t_compute * fp8 if linear else t.t_compute, t.t_memory, t.unoverlapped) + t.t_overhead
+    """One op's device time and host transfers, without its collectives (`op_table`); a linear's
+    compute term scaled by ``fp8``."""
+    return busy_s(t.t_compute * fp8 if linear else t.t_compute, t.t_memory, t.unoverlapped) + t.t_overhead + t.t_transfer
