@@ -41,15 +41,22 @@ def _model(kind: str) -> tuple[torch.nn.Module, torch.Tensor]:
 
 
 def _step(kind: str):
-    model, ids = _model(kind)
-    with warnings.catch_warnings():
+    """The counted step on real (CPU flash kernel), real with SDPA's math backend (its
+    decomposition's autograd nodes), fake or meta tensors."""
+    from contextlib import nullcontext
+
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    model, ids = _model("real" if kind == "real-math" else kind)
+    backend = sdpa_kernel(SDPBackend.MATH) if kind == "real-math" else nullcontext()
+    with warnings.catch_warnings(), backend:
         warnings.simplefilter("ignore")
         with OpCounter(model) as c:
             model(input_ids=ids, labels=ids).loss.backward()
     return c.profile, storage_key(ids)
 
 
-@pytest.mark.parametrize("kind", ["real", "fake", "meta"])
+@pytest.mark.parametrize("kind", ["real", "real-math", "fake", "meta"])
 def test_attention_backward_outputs_are_its_own_not_the_hosts(kind):
     profile, ids_key = _step(kind)
     records = profile.records
