@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import transformers
 
+from dispatchprof.results.records import HOST
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
 from dispatchprof.train.count import count_model, fp8_ratio, layer_of, time_model
@@ -183,7 +184,7 @@ def test_zero_shards_over_data_and_context_parallel_ranks(counted):
     assert cp.breakdown["optimizer"] == pytest.approx(one.breakdown["optimizer"] / 8)
 
 
-def test_op_table_sums_every_op_once_without_transfers(counted):
+def test_op_table_sums_every_op_once(counted):
     from dispatchprof.train.count import op_seconds, op_table, phase_times, simulate_model
     from dispatchprof.sim.attention import is_attention
     sim = simulate_model(counted, H100)
@@ -199,10 +200,18 @@ def test_op_table_sums_every_op_once_without_transfers(counted):
     got = phase_times(table, 0.5, 0.5)
     for phase, seconds in want.items():
         assert got[phase].layer_s + got[phase].other_s == pytest.approx(seconds, rel=1e-12)
-    # op_seconds leaves the simulator's host transfers out
+    # op_seconds keeps the simulator's host transfers: the token ids' upload (2 x 32 int64) and
+    # AdamW's step counters (foreach AdamW keeps each parameter's ``step`` a 4-byte CPU tensor);
+    # nothing in the backward (the attention backward's gradients are its own record's outputs)
     moved = [t for t in sim.ops if t.t_transfer > 0]
-    assert moved
-    assert all(op_seconds(t, 1.0, False) == pytest.approx(t.time_s - t.t_transfer - t.t_comm) for t in moved)
+    host: dict[str, list[int]] = {}
+    for t in moved:
+        r = counted.profile.records[t.record]
+        host.setdefault(r.phase, []).extend(n for p, n, _ in r.inputs if p == HOST)
+    assert sorted(host) == ["forward", "optimizer"]
+    assert sum(host["forward"]) == 2 * 32 * 8
+    assert set(host["optimizer"]) == {4} and len(host["optimizer"]) >= len(list(tiny_model().parameters()))
+    assert all(op_seconds(t, 1.0, False) == pytest.approx(t.time_s - t.t_comm) for t in moved)
 
 
 def test_full_recompute_runs_the_forward_collectives_again(counted):

@@ -23,7 +23,7 @@ from dispatchprof.results.records import HOST, UNRECORDED
 @dataclass
 class _Storage:
     nbytes: int
-    born: int          # op index that allocated it
+    born: int          # op index that allocated it; -1: written by an uncounted op (`TensorLedger.mark`)
     producer: int      # record index that last wrote it, or UNRECORDED
 
 
@@ -72,6 +72,25 @@ class TensorLedger:
         elif producer != UNRECORDED:
             entry.producer = producer       # an in-place write moves the tensor to its writer
 
+    def mark(self, t: torch.Tensor, producer: int) -> None:
+        """Note that record ``producer`` wrote ``t``'s storage through an op that is not counted on
+        its own (an op inside a fused attention call's backward, which that call's one backward
+        record stands for): a later op reading it finds its producer, not the host. Its bytes are
+        not added to the live bytes (the fused call's own buffers are not counted, whatever backend
+        ran it), and a storage already followed only changes its producer."""
+        try:
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
+            return
+        key = storage._cdata
+        entry = self._storages.get(key)
+        if entry is not None:
+            entry.producer = producer
+            return
+        self._storages[key] = _Storage(0, -1, producer)
+        ref = weakref.ref(storage, self._on_death)
+        self._refs[id(ref)] = (ref, key)
+
     def _on_death(self, ref: weakref.ref) -> None:
         held = self._refs.pop(id(ref), None)
         if held is not None and not self._closed:
@@ -82,7 +101,7 @@ class TensorLedger:
     def born_at(self, t: torch.Tensor) -> int | None:
         """Op index that allocated ``t``'s storage, or None if no op of ours did."""
         entry = self._storages.get(storage_key(t))
-        return None if entry is None else entry.born
+        return None if entry is None or entry.born < 0 else entry.born
 
     def producer_of(self, key: int | None) -> int:
         """Record index that last wrote storage ``key``; HOST if no op of ours made it."""

@@ -79,9 +79,10 @@ class CountingMode(TorchDispatchMode):
             if isinstance(a, torch.Tensor) and a.is_nested and info.name not in NESTED_FAST_PATH_OPS:
                 raise NestedTensorNotSupported(info.name)
         kwargs = kwargs or {}
-        if state.inside_fused or (state.fused_starts and torch._C._current_graph_task_id() != -1
-                                  and state.in_fused_backward()):
+        if state.inside_fused:
             return func(*args, **kwargs)
+        if state.fused_starts and torch._C._current_graph_task_id() != -1 and state.in_fused_backward():
+            return state.run_fused_backward(func, args, kwargs, info)
         if info.view:                              # views and metadata queries: the common case
             out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
             state.count_view(info)              # reads no tensor: no torch-function guard

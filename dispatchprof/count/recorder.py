@@ -66,7 +66,8 @@ class Recorder:
         # its backward counts: (q, k, v metas, causal, computed rule, dtype, scope)
         self.fused_starts: list[int] = []
         self.fused_spans: list[tuple[int, int, tuple]] = []
-        self.fused_done: set[tuple[int, int]] = set()
+        self.fused_done: dict[tuple[int, int], int] = {}   # (span start, graph task) -> its backward record
+        self.fused_record = UNRECORDED    # the backward record of the fused call whose op runs now
         self.tracker = ModuleTracker(model, self._on_push, self._on_pop)
         self.op_infos: dict[int, OpInfo] = {}      # id(overload) -> OpInfo
         #: the host clock (dispatchprof.count.hostclock) when host time is measured, else None
@@ -303,7 +304,7 @@ class Recorder:
             return False
         key = (self.fused_spans[i][0], torch._C._current_graph_task_id())
         if key not in self.fused_done:
-            self.fused_done.add(key)
+            self.fused_done[key] = len(self.records)
             (q, k, v), causal, computed, dtype = self.fused_spans[i][2]
             cost = fused_backward(q, k, v, causal_computed=computed)
             self.op_index += 1
@@ -313,7 +314,29 @@ class Recorder:
                                          scope, "backward", dtype, cost,
                                          causal, shapes=(q.shape, k.shape, v.shape), host_loops=host_loops,
                                          host_calls=host_calls))
+        self.fused_record = self.fused_done[key]
         return True
+
+    def run_fused_backward(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict, info: OpInfo) -> Any:
+        """Run one op of a fused attention call's backward (after `in_fused_backward` said so): not
+        counted, but the storages it allocates (dq, dk, dv, whatever the backend) and the arguments
+        it writes in place are marked as written by that call's backward record, so the ops that
+        read the gradients after it see where they were made (the simulator charges a host upload
+        for a read whose producer is the host). Views of existing storages change nothing."""
+        out = func(*args, **kwargs)
+        producer, mark = self.fused_record, self.ledger.mark
+        inputs = _input_keys(args, kwargs)
+        for t in iter_tensors(out):
+            if storage_key(t) not in inputs:
+                mark(t, producer)
+        for i in info.mutated_positions:
+            if i < len(args):
+                for t in iter_tensors(args[i]):
+                    mark(t, producer)
+        for name in info.mutated_names:
+            for t in iter_tensors(kwargs.get(name)):
+                mark(t, producer)
+        return out
 
     def freeze(self) -> Profile:
         scopes = tuple(

@@ -13,8 +13,8 @@ A GEMM C[M, N] = A[M, K] B[K, N] (times a batch for bmm) is cut into output tile
 t_compute divides by ``compute_efficiency * shape_efficiency``: compute_efficiency is the fraction
 of peak a large, well-shaped GEMM reaches; the shape term is what a given M, N, K loses to
 partly filled tiles and to the last, partly filled wave. A profile without ``compute_units`` and
-``gemm_tile`` (and ``--bound``) has shape efficiency 1. With tensor parallelism the op's N is this
-device's share.
+``gemm_tile`` (and ``--bound``) has shape efficiency 1. With tensor parallelism a matrix product's
+N is this device's share (column-parallel weights), a batched product's batch (its heads).
 
 Worked: H100-SXM (132 SMs, 128x128 tiles), fp16 [256, 12288] x [12288, 12288]: tiles 2 * 96 = 192,
 2 waves of 132 -> wave_util 192 / 264 = 0.727, tile_util 1; at compute_efficiency 0.8 that is
@@ -52,7 +52,10 @@ def shape_efficiency(d: Device, dims: tuple[int, int, int, int] | None, share: f
     if dims is None or d.compute_units is None or d.gemm_tile is None:
         return 1.0
     batch, m, n, k = dims
-    n = max(1, math.ceil(n * share))
+    if batch > 1:                    # a batched product inside an attention block: heads are split
+        batch = max(1, math.ceil(batch * share))
+    else:
+        n = max(1, math.ceil(n * share))
     if min(batch, m, n, k) <= 0:
         return 1.0
     tile_m, tile_n = d.gemm_tile

@@ -15,7 +15,10 @@ FP8 linears (``fp8=True``): every matrix op that is not attention runs its compu
 device's fp8 peak, reached at ``fp8_efficiency`` of the bf16 GEMM's efficiency:
 ``t_compute * peak_bf16 / peak_fp8 / fp8_efficiency``, and its time becomes
 ``max(t_compute', t_memory) + unoverlapped * min(...)`` plus its overhead, as in OpTiming.
-Attention ops (forward and backward) take their simulated time / ``attention_efficiency``.
+Fused attention ops (forward and backward) take their simulated time / ``attention_efficiency``;
+a model that runs its attention unfused (``attn_implementation`` eager: two batched GEMMs and a
+softmax over the full score matrix) is timed op by op, as the simulator times those ops. The step
+is counted in training mode: the config's dropout runs.
 Both factors are fitted to published training runs (dispatchprof.train.factors).
 """
 
@@ -39,6 +42,8 @@ from dispatchprof.train.factors import FACTORS, Factors
 
 #: A transformer layer's scope: ``model.layers.3``, ``transformer.h.3``, ``blocks.3``.
 LAYER_SCOPE = re.compile(r"^(.*?(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+))(?:\.|$)")
+#: An attention module's own scope (not its projections'): ``model.layers.3.self_attn``, ``h.3.attn``.
+ATTENTION_SCOPE = re.compile(r"(?:^|\.)(?:self_attn|attn|attention|self_attention)$")
 PHASES = ("forward", "backward", "optimizer")
 
 
@@ -101,16 +106,23 @@ class CountedStep(CountedModel):
 
 
 def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int) -> CountedModel:
-    """Count one micro-batch's forward (loss on the inputs as labels), backward and AdamW step."""
+    """Count one micro-batch's forward (loss on the inputs as labels), backward and AdamW step, with
+    the model in training mode (its config's dropout runs, as in training), then put back in the
+    mode it was in."""
     ids = token_ids(model, micro_batch, seq_len)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=1e-4, foreach=True)
-    with OpCounter(model, host_time=False) as c:
-        with c.phase("forward"):
-            out = model(input_ids=ids, labels=ids)
-        out.loss.backward()
-        with c.phase("optimizer"):
-            opt.step()
+    was_training = model.training
+    model.train()
+    try:
+        with OpCounter(model, host_time=False) as c:
+            with c.phase("forward"):
+                out = model(input_ids=ids, labels=ids)
+            out.loss.backward()
+            with c.phase("optimizer"):
+                opt.step()
+    finally:
+        model.train(was_training)
     opt.zero_grad(set_to_none=True)
     cfg = model.config
     layer_params = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is not None)
@@ -149,9 +161,12 @@ class OpTable:
     """A simulated step's op times reduced to what the training factors act on (plain numbers, so a
     validation can keep it): ``rows`` are (phase, in a layer, kind, t_compute, t_memory,
     unoverlapped, t_overhead, ops) with kind "linear" (a matrix op that is not attention: FP8 scales
-    its compute term), "attention" or "other"; identical ops (every layer's) share one row, and
-    "attention" and "other" rows are summed into their busy seconds (t_compute 0). ``sums`` per
-    phase: TP collective seconds, FLOPs, the forward attention core's FLOPs, dynamic joules."""
+    its compute term), "attention" (a fused attention op), "core" (in a model that runs no fused
+    attention op, every op in an attention module's own scope: the unfused attention core, score
+    GEMM, mask, softmax, dropout and GEMM with V, what selective recompute re-runs) or "other";
+    identical ops (every layer's) share one row, and the rows other than "linear" are summed into
+    their busy seconds (t_compute 0). ``sums`` per phase: TP collective seconds, FLOPs, the forward
+    attention core's FLOPs, dynamic joules."""
 
     rows: tuple[tuple[str, bool, str, float, float, float, float, int], ...]
     sums: dict[str, tuple[float, int, int, float]]
@@ -159,21 +174,22 @@ class OpTable:
 
 
 def op_table(s: SimulatedModel) -> OpTable:
-    """The op table of a simulated step (`OpTable`); ``t_transfer`` is left out: every tensor of a
-    training step lives on its GPU (the data loader prefetches the token ids), and what the simulator
-    charges as host transfers inside a counted step are tensors whose producer the count did not
-    record (the fused attention backward's dq, dk, dv), not host traffic."""
+    """The op table of a simulated step (`OpTable`); an op's host transfers (``t_transfer``: in a
+    training step only the token ids' upload, the one tensor that comes from the host) count in its
+    ``t_overhead`` slot."""
     rows: dict[tuple, int] = {}
     busy: dict[tuple, float] = {}
     sums = {p: [0.0, 0, 0, 0.0] for p in PHASES}
+    records = s.counted.profile.records
+    fused = any(is_attention(r) for r in records)
     for t in s.ops:
-        r = s.counted.profile.records[t.record]
+        r = records[t.record]
         phase = r.phase if r.phase in sums else "forward"
-        attention = is_attention(r)
-        kind = "attention" if attention else "linear" if r.cost.macs > 0 else "other"
+        attention = is_attention(r) or (not fused and ATTENTION_SCOPE.search(r.scope) is not None)
+        kind = ("attention" if fused else "core") if attention else "linear" if r.cost.macs > 0 else "other"
         inside = layer_of(r.scope) is not None
         if kind == "linear":
-            key = (phase, inside, kind, t.t_compute, t.t_memory, t.unoverlapped, t.t_overhead)
+            key = (phase, inside, kind, t.t_compute, t.t_memory, t.unoverlapped, t.t_overhead + t.t_transfer)
             rows[key] = rows.get(key, 0) + 1
         else:
             busy[phase, inside, kind] = busy.get((phase, inside, kind), 0.0) + op_seconds(t, 1.0, False)
@@ -195,8 +211,8 @@ def phase_times(table: OpTable, fp8: float = 1.0, attention_efficiency: float = 
         sec = busy_s(tc * fp8 if kind == "linear" else tc, tm, u) + overhead
         if kind == "attention":
             sec /= attention_efficiency
-            if phase == "forward":
-                acc[phase][2] += sec * n
+        if kind in ("attention", "core") and phase == "forward":
+            acc[phase][2] += sec * n
         if kind == "linear" and inside:
             acc[phase][3] += sec * n
         acc[phase][0 if inside else 1] += sec * n
@@ -247,6 +263,6 @@ def busy_s(t_compute: float, t_memory: float, unoverlapped: float) -> float:
 
 
 def op_seconds(t: OpTiming, fp8: float, linear: bool) -> float:
-    """One op's device time without its collectives and transfers (`op_table`); a linear's compute
-    term scaled by ``fp8``."""
-    return busy_s(t.t_compute * fp8 if linear else t.t_compute, t.t_memory, t.unoverlapped) + t.t_overhead
+    """One op's device time and host transfers, without its collectives (`op_table`); a linear's
+    compute term scaled by ``fp8``."""
+    return busy_s(t.t_compute * fp8 if linear else t.t_compute, t.t_memory, t.unoverlapped) + t.t_overhead + t.t_transfer
