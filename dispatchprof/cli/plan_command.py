@@ -49,17 +49,19 @@ def run(argv: Sequence[str]) -> int:
                                  parse_length(args.output_len, "--output-len"), seed=args.seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        outcomes = evaluate_all(args, requests)
+        outcomes, errors = evaluate_all(args, requests)
     if not outcomes:
-        raise UsageError(f"no layout of {args.model} fits on {args.max_gpus} x {args.device}: raise --max-gpus")
+        raise UsageError(f"no layout of {args.model} on at most {args.max_gpus} x {args.device} can be served: "
+                         f"{errors[0] if errors else 'none tried'}")
     front = pareto(outcomes)
     best, nearest = cheapest(outcomes, slo_ttft, slo_tpot)
     sys.stdout.write(render_plan(args, outcomes, front, best, nearest, slo_ttft, slo_tpot))
     return 0
 
 
-def evaluate_all(args, requests) -> list[Outcome]:
-    """Every candidate simulated (setups counted once per tp / ep / dp-attention)."""
+def evaluate_all(args, requests) -> tuple[list[Outcome], list[str]]:
+    """Every candidate simulated (setups counted once per tp / ep / dp-attention), and why the
+    ones left out could not be (does not fit in memory, not servable)."""
     from dispatchprof.llm.models import build_model
     from dispatchprof.serving.layout import moe_of
     from dispatchprof.serving.serve import prepare_serving, simulate_serving
@@ -69,6 +71,7 @@ def evaluate_all(args, requests) -> list[Outcome]:
     config = model.config
     moe = moe_of(config)
     setups: dict = {}
+    errors: list[str] = []
 
     def setup(c: Candidate):
         key = (c.tp, c.ep, c.dp_attention)
@@ -76,8 +79,9 @@ def evaluate_all(args, requests) -> list[Outcome]:
             try:
                 layout = dict(ep=c.ep, dp_attention=c.dp_attention) if c.ep > 1 else dict(tp=c.tp)
                 setups[key] = prepare_serving(model, args.device, engine=args.engine, **layout)
-            except ValueError:                      # does not fit in memory, or not servable so
+            except ValueError as e:                 # not servable so
                 setups[key] = None
+                errors.append(str(e))
         return setups[key]
 
     def evaluate(c: Candidate) -> Outcome | None:
@@ -90,13 +94,15 @@ def evaluate_all(args, requests) -> list[Outcome]:
                                            concurrency=args.concurrency)
             else:
                 r = simulate_serving(s, requests, replicas=c.replicas, concurrency=args.concurrency)
-        except ValueError:
+        except ValueError as e:                     # does not fit in memory
+            errors.append(f"{c.text()}: {e}")
             return None
         m = r.summary
         return Outcome(c, m.output_tokens_per_s_per_gpu, m.ttft_s.mean, m.tpot_s.mean)
 
     heads = config.num_attention_heads
-    return search(candidates(heads, args.max_gpus, moe[0] if moe else None, not args.no_disaggregated), evaluate)
+    outcomes = search(candidates(heads, args.max_gpus, moe[0] if moe else None, not args.no_disaggregated), evaluate)
+    return outcomes, errors
 
 
 def render_plan(args, outcomes, front, best, nearest, slo_ttft, slo_tpot) -> str:
