@@ -12,7 +12,7 @@ from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
 from dispatchprof.train.count import count_model, fp8_ratio, layer_of, time_model
 from dispatchprof.train.layout import check_layout, stage_layers
-from dispatchprof.train.links import Links, ring_allreduce_s, ring_gather_s
+from dispatchprof.sim.links import Links, ring_allreduce_s, ring_gather_s
 from dispatchprof.train.memory import memory_per_gpu, model_states
 from dispatchprof.train.schedule import bubble_fraction, exposed_s, pipeline_s
 from dispatchprof.train.step import fsdp_layer_bytes, split_step

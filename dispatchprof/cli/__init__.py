@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "merge": "one report from the per-process files of a multi-process run",
     "train": "one training step on N GPUs (FSDP/ZeRO, TP, PP, CP): step time, tokens/s/GPU, MFU, memory per GPU",
     "serve": "replay request traffic through continuous batching: latency percentiles, throughput, goodput, cost",
+    "plan": "search TP / EP / disaggregated layouts under traffic and SLOs: the Pareto front, the fewest GPUs, flags",
 }
 DEFAULT = "profile"
 

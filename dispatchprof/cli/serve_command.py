@@ -20,8 +20,11 @@ from dispatchprof.serving.metrics import parse_duration
 from dispatchprof.serving.render import plot_serving, requests_csv, summary_csv, summary_table, timeline_csv
 from dispatchprof.serving.datasets import DATASETS, dataset_lengths
 from dispatchprof.serving.engines import load_engines
+from dispatchprof.serving.layout import layout_of
 from dispatchprof.serving.requests import ARRIVALS, generate_requests, parse_length, read_trace
 from dispatchprof.serving.serve import prepare_serving, simulate_serving
+from dispatchprof.serving.serve_disagg import simulate_disaggregated
+from dispatchprof.sim.links import LINKS
 from dispatchprof.sim.runtime import RUNTIMES
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -78,7 +81,25 @@ def parser() -> Parser:
     eng.add_argument("--runtime", choices=RUNTIMES, default="serving",
                      help="software stack of each engine: serving (default: an inference engine with CUDA graphs, "
                           "fused kernels, KV written in place), compiled, eager (every op launched from the host)")
-    eng.add_argument("--tp", type=size(), default=1, help="tensor parallelism: devices per replica")
+    eng.add_argument("--tp", type=size(), help="tensor parallelism: devices per replica (default 1; with --ep, "
+                                                "attention's: --ep / --dp-attention)")
+    lay = p.add_argument_group("parallel layouts (docs/deploy.md)")
+    lay.add_argument("--ep", type=size(), default=1, metavar="N",
+                     help="expert parallelism: the replica's N GPUs each hold 1/N of every MoE layer's experts")
+    lay.add_argument("--dp-attention", type=size(), default=1, metavar="A",
+                     help="attention data-parallel groups beside --ep (each runs 1/A of the batch)")
+    lay.add_argument("--expert-skew", type=float, default=1.0, metavar="F",
+                     help="the busiest EP device's expert work over the mean (>= 1, default 1: balanced)")
+    lay.add_argument("--pp", type=size(), default=1, metavar="N",
+                     help="pipeline parallelism: the layers in N stages, N micro-batches in flight")
+    pd = p.add_argument_group("disaggregated prefill/decode (docs/deploy.md)")
+    pd.add_argument("--prefill-replicas", type=size("replicas"), metavar="P",
+                    help="P replicas (of --device, --tp, --ep ...) run prefills only; needs --decode-replicas")
+    pd.add_argument("--decode-replicas", type=size("replicas"), metavar="D", help="D replicas run decodes only")
+    pd.add_argument("--decode-device", metavar="NAME|FILE", help="the decode replicas' device (default --device)")
+    pd.add_argument("--decode-tp", type=size(), help="the decode replicas' tensor parallelism (default --tp)")
+    pd.add_argument("--kv-link", choices=tuple(LINKS), default="ib-ndr",
+                    help="the link each request's KV cache crosses from prefill to decode (default ib-ndr)")
     spec = p.add_argument_group("speculative decoding")
     spec.add_argument("--draft", metavar="MODEL", help="draft model (same vocabulary as the target)")
     spec.add_argument("--spec-tokens", type=size(), default=4, help="k tokens speculated per step")
@@ -177,6 +198,8 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"--prefix-hit must be a rate in [0, 1], got {args.prefix_hit!r}")
     if args.engine_version is not None and args.engine is None:
         raise UsageError("--engine-version needs --engine")
+    layout_of(args.tp, args.ep, args.dp_attention, args.pp, args.expert_skew)      # bad layouts before counting
+    disaggregated = check_disaggregated(args)
     if args.requests:
         trace = read_trace(args.requests)
         traces = [(RunLabel(None, c), trace) for c in clients] or [(RunLabel(None, None), trace)]
@@ -197,14 +220,19 @@ def run(argv: Sequence[str]) -> int:
                                 kv_dtype=args.kv_dtype, bound=args.bound, draft=args.draft,
                                 spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price,
                                 image_size=args.image_size, runtime=args.runtime, tp=args.tp,
-                                engine=args.engine, engine_version=args.engine_version)
-    runs = [(label, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router, max_seqs=args.max_seqs,
-                                     max_batched_tokens=args.max_batched_tokens,
-                                     chunked_prefill=False if args.no_chunked_prefill else None,
-                                     block_size=args.block_size, memory_utilization=args.memory_utilization,
-                                     kv_blocks=args.kv_blocks, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot,
-                                     concurrency=label.concurrency, warmup=args.warmup, prefix_hit=args.prefix_hit))
-            for label, reqs in traces]
+                                engine=args.engine, engine_version=args.engine_version, ep=args.ep,
+                                dp_attention=args.dp_attention, pp=args.pp, expert_skew=args.expert_skew)
+    if disaggregated:
+        runs = disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot)
+    else:
+        runs = [(label, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router,
+                                         max_seqs=args.max_seqs, max_batched_tokens=args.max_batched_tokens,
+                                         chunked_prefill=False if args.no_chunked_prefill else None,
+                                         block_size=args.block_size, memory_utilization=args.memory_utilization,
+                                         kv_blocks=args.kv_blocks, slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot,
+                                         concurrency=label.concurrency, warmup=args.warmup,
+                                         prefix_hit=args.prefix_hit))
+                for label, reqs in traces]
     labelled = [(label.text(args.requests), r) for label, r in runs]
     if args.plot:
         plot_serving([(label.rate, r) for label, r in runs], args.plot)
@@ -218,6 +246,45 @@ def run(argv: Sequence[str]) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def check_disaggregated(args) -> bool:
+    """Whether the run is disaggregated; the options only it takes are refused otherwise."""
+    given = args.prefill_replicas is not None or args.decode_replicas is not None
+    if given and (args.prefill_replicas is None or args.decode_replicas is None):
+        raise UsageError("disaggregated serving needs both --prefill-replicas P and --decode-replicas D")
+    if not given:
+        for flag, value in (("--decode-device", args.decode_device), ("--decode-tp", args.decode_tp)):
+            if value is not None:
+                raise UsageError(f"{flag} needs --prefill-replicas and --decode-replicas")
+        return False
+    for flag, bad in (("--replicas", args.replicas != 1), ("--kv-blocks", args.kv_blocks is not None),
+                      ("--draft", args.draft is not None), ("--pp", args.pp != 1)):
+        if bad:
+            raise UsageError(f"{flag} does not apply to a disaggregated run (--prefill-replicas, --decode-replicas)")
+    return True
+
+
+def disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot) -> list:
+    """(label, result) per trace: ``setup`` prefills, a decode setup counted on --decode-device
+    (with --decode-tp, the rest as the prefill side) decodes."""
+    decode_device = args.decode_device or args.device
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        decode = prepare_serving(args.model, decode_device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
+                                 kv_dtype=args.kv_dtype, bound=args.bound, runtime=args.runtime,
+                                 tp=args.decode_tp if args.decode_tp is not None else args.tp,
+                                 engine=args.engine, engine_version=args.engine_version, ep=args.ep,
+                                 dp_attention=args.dp_attention, expert_skew=args.expert_skew)
+    return [(label, simulate_disaggregated(setup, decode, reqs, prefill_replicas=args.prefill_replicas,
+                                           decode_replicas=args.decode_replicas, kv_link=args.kv_link,
+                                           router=args.router, max_seqs=args.max_seqs,
+                                           max_batched_tokens=args.max_batched_tokens,
+                                           chunked_prefill=False if args.no_chunked_prefill else None,
+                                           block_size=args.block_size, memory_utilization=args.memory_utilization,
+                                           slo_ttft_s=slo_ttft, slo_tpot_s=slo_tpot, concurrency=label.concurrency,
+                                           warmup=args.warmup, prefix_hit=args.prefix_hit))
+            for label, reqs in traces]
 
 
 class RunLabel(NamedTuple):

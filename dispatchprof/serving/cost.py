@@ -139,6 +139,16 @@ class Composition:
         return Composition((1, n * q, n, keys, q * keys, q * keys if q > 1 else 0, q, computed_max + q,
                             q * (computed_max + q)), (computed, q * keys))
 
+    def split(self, groups: int) -> Composition:
+        """The share of one of ``groups`` attention data-parallel groups when the step's sequences
+        are spread evenly over them: the sums (T, N, K, A, Ac and the scores) divided by
+        ``groups``, the maxima kept (`dispatchprof.serving.layout`)."""
+        if groups == 1:
+            return self
+        x = self.x
+        return Composition((x[0], *(v / groups for v in x[1:6]), *x[6:]),
+                           (self.scores[0] / groups, self.scores[1] / groups))
+
     def padded(self, tokens: int) -> Composition:
         """The same step run with ``tokens`` tokens (a CUDA graph's padded batch: the extra
         tokens go through every token-wise op, and are no sequence and attend to nothing)."""
@@ -196,8 +206,9 @@ class StepCostModel:
     """Step time and energy on one scenario as functions of the composition (module docstring)."""
 
     def __init__(self, scenario: str, groups: Sequence[OpGroup], order: Sequence[int], devices: dict[str, Device],
-                 static_power_w: float, weight_dtype: str | None) -> None:
+                 static_power_w: float, weight_dtype: str | None, scopes: Sequence[str] = ()) -> None:
         self.scenario, self.groups, self.order = scenario, tuple(groups), tuple(order)
+        self.scopes = tuple(scopes)                  # per op in stream order: its module scope (may be empty)
         self.devices, self.static_power_w, self.weight_dtype = devices, static_power_w, weight_dtype
         self.ops = len(self.order)
         self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
@@ -210,11 +221,15 @@ class StepCostModel:
         ends = np.cumsum([len(grp.coeffs) for grp in self.groups]).tolist()
         return np.array(rows, dtype=np.float64).reshape(len(rows), -1), list(zip([0] + ends[:-1], ends))
 
-    def op_timings(self, c: Composition) -> list[OpTiming]:
-        """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
+    def group_values(self, c: Composition) -> list[list[float]]:
+        """Per group, its quantities (`dispatchprof.serving.work.QUANTITIES`) at composition ``c``."""
         matrix, bounds = self._quantity_matrix
         flat = (matrix @ np.asarray(c.x, dtype=np.float64)).tolist() if len(matrix) else []
-        values = [flat[a:b] for a, b in bounds]
+        return [flat[a:b] for a, b in bounds]
+
+    def op_timings(self, c: Composition) -> list[OpTiming]:
+        """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
+        values = self.group_values(c)
         out = []
         share = c.flash_share
         for k, (g, v) in enumerate(zip(self.groups, values)):
@@ -371,7 +386,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
             groups[index[key]][0] += 1
             order.append(index[key])
         models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name],
-                                     first.static_power_w[name], first.weight_dtype)
+                                     first.static_power_w[name], first.weight_dtype, [k[1] for k in first.keys])
     return models
 
 

@@ -390,3 +390,8 @@ def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> list[SeqState]
             finished.append(s)
     rep.plan = None
     return finished
+
+
+#: Public names of the step rules for other event loops (`dispatchprof.serving.disagg`).
+start_step = _start_step
+finish_step = _finish_step

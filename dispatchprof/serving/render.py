@@ -55,18 +55,46 @@ def summary_table(runs: Sequence[tuple[str, ServingResult]], fmt: str = "simple"
             f"{c.num_blocks} KV blocks of {c.block_size} tokens per replica")
     if c.decode_q > 1:
         head += f", speculative decoding: {c.decode_q - 1} draft tokens, {c.decode_gain:.3f} tokens per step"
+    if first.layout:
+        head += f"; layout per replica: {first.layout}"
+    if first.disaggregated is not None:
+        d = first.disaggregated
+        head += (f"; disaggregated: {d.prefill_replicas} prefill + {d.decode_replicas} decode replica(s), KV over "
+                 f"{d.kv_link} (the scheduler figures are the decode side's)")
     latency = [[f"{name} {stat}" for name, _ in pair for stat, _ in _STATISTICS]
                for pair in (_LATENCIES[:2], _LATENCIES[2:])]
     groups = [["run", *_THROUGHPUT, *_COST[:2], *_COST[4:]], ["run", *latency[0]], ["run", *latency[1], *_COST[2:4]]]
     tables = [render([[row[headers.index(h)] for h in group] for row in rows], group, fmt) for group in groups]
+    if any(r.disaggregated is not None for _, r in runs):
+        tables.append(render(disagg_rows(runs), list(_DISAGG), fmt))
     return "\n".join(textwrap.wrap(head, 100)) + "\n" + "\n\n".join(tables) + "\n"
+
+
+#: Headers of the disaggregated table: KV transfer, each side's (P: prefill, D: decode) queueing
+#: (mean, p99) and utilisation.
+_DISAGG = ("run", "KV xfer", "xfer p99", "P queue", "P q p99", "D queue", "D q p99", "P util", "D util")
+
+
+def disagg_rows(runs: Sequence[tuple[str, ServingResult]]) -> list[list[str]]:
+    """One row per disaggregated run (`_DISAGG`)."""
+    rows = []
+    for label, r in runs:
+        d = r.disaggregated
+        if d is None:
+            continue
+        rows.append([label, seconds(d.transfer_s.mean), seconds(d.transfer_s.p99), seconds(d.prefill_queue_s.mean),
+                     seconds(d.prefill_queue_s.p99), seconds(d.decode_queue_s.mean), seconds(d.decode_queue_s.p99),
+                     f"{100 * d.prefill_utilization:.1f}%", f"{100 * d.decode_utilization:.1f}%"])
+    return rows
 
 
 def summary_csv(runs: Sequence[tuple[str, ServingResult]]) -> str:
     """One row per run, every summary field in raw units (seconds, J, USD)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    flat = [(label, _flatten(r.summary.to_dict())) for label, r in runs]
+    flat = [(label, _flatten(r.summary.to_dict() if r.disaggregated is None else
+                             {**r.summary.to_dict(), "disaggregated": r.disaggregated.to_dict()}))
+            for label, r in runs]
     w.writerow(["run", *flat[0][1]])
     for label, values in flat:
         w.writerow([label, *("" if v is None else v for v in values.values())])

@@ -22,6 +22,11 @@ kernels, or overlapped with the previous step's (``overlap_host``: max(host, dev
 power runs through it; a step of T tokens within the captured CUDA-graph sizes computes the
 padded size's tokens; the scheduler takes the preset's policy, limits and KV block size.
 
+Layouts (``ep``, ``dp_attention``, ``expert_skew``, ``pp``; `dispatchprof.serving.layout`): a
+replica over more GPUs, its step timed by `LayoutCost` from the same counted model; a
+mixture-of-experts model is counted on batches that keep every expert busy and always timed so
+(its experts' active share). Disaggregated prefill/decode: `dispatchprof.serving.serve_disagg`.
+
 Encoder-decoder models (T5, BART, Whisper; `dispatchprof.serving.seq2seq`): a request's prompt
 is its encoder input; each prompt scheduled in a step runs its encoder and first decoder step on
 its own (its cost counted once per prompt length), and the decoding sequences run one decoder
@@ -37,10 +42,12 @@ from typing import Any, Sequence
 
 import torch
 
-from dispatchprof.serving.cost import Composition, StepCostModel, count_design, fit, kv_scale
+from dispatchprof.llm.shape_generic import batch_step
+from dispatchprof.serving.cost import DESIGN, Composition, StepCost, StepCostModel, count_design, fit, kv_scale
 from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
 from dispatchprof.serving.engines import EnginePreset, engine_preset
+from dispatchprof.serving.layout import Layout, LayoutCost, check_model, expert_fraction, layout_of, moe_of
 from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
@@ -87,7 +94,26 @@ class ServingSetup:
     prompt: PromptCost | None = None                 # an encoder-decoder's prompt cost (seq2seq)
     fixed_prompt: int | None = None                  # Whisper: the prompt length its encoder reads
     engine: EnginePreset | None = None               # the serving engine (host costs, graphs, scheduler)
+    layout: LayoutCost | None = None                 # EP / attention-DP / PP (`dispatchprof.serving.layout`)
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica (tp, or the layout's)."""
+        return self.layout.layout.gpus if self.layout is not None else self.tp
+
+    @property
+    def layout_text(self) -> str | None:
+        """The layout in words ("tp 1, ep 8, dp-attention 8, pp 1, skew 1"), None for tp only."""
+        if self.layout is None or self.layout.layout.plain:
+            return None
+        lay = self.layout.layout
+        return (f"tp {lay.tp}, ep {lay.ep}, dp-attention {lay.dp_attention}, pp {lay.pp}, "
+                f"expert skew {lay.expert_skew:g}")
+
+    def _target(self, c: Composition) -> StepCost:
+        """The target model's step cost at ``c``: counted, or on the setup's layout."""
+        return self.layout.cost(c) if self.layout is not None else self.cost.cost(c)
 
     def num_blocks(self, block_size: int, memory_utilization: float, memory_of: str = "total") -> int:
         """KV blocks of one replica (module docstring; ``memory_of`` "free": the utilization is a
@@ -130,11 +156,11 @@ class ServingSetup:
         chunks = Composition.of(prefill)
         step = chunks.merge(Composition.decoding(n, decoding.computed_sum, decoding.computed_max, q))
         if self.engine is None:
-            c = self.cost.cost(step)
+            c = self._target(step)
             time, energy = c.time_s, c.energy_j
         else:
             tokens = int(step.x[1])
-            c = self.cost.cost(step.padded(self.engine.padded_tokens(tokens, not prefill)))
+            c = self._target(step.padded(self.engine.padded_tokens(tokens, not prefill)))
             time = self.engine.step_s(c.time_s, len(prefill) + n)
             energy = c.energy_j + self.cost.static_power_w * (time - c.time_s)
         time, energy = time + images * self.image_cost[0], energy + images * self.image_cost[1]
@@ -172,10 +198,16 @@ class ServingResult:
     config: SchedulerConfig = field(repr=False)
     replicas: int = 1
     engine: str | None = None                        # "vllm 0.11": the preset it ran under
+    layout: str | None = None                        # "ep 8, dp-attention 8": a layout beyond tp
+    disaggregated: Any = None                        # a DisaggSummary (`dispatchprof.serving.disagg`)
 
     def to_dict(self) -> dict:
-        """{"device", "replicas", "requests": [{ttft_s, tpot_s, e2e_s, ...}], "summary": {...}}."""
-        return {"device": self.device, "replicas": self.replicas, "engine": self.engine,
+        """{"device", "replicas", "requests": [{ttft_s, tpot_s, e2e_s, ...}], "summary": {...}}, with
+        "layout" and "disaggregated" where the run had them."""
+        extra = {} if self.layout is None else {"layout": self.layout}
+        if self.disaggregated is not None:
+            extra["disaggregated"] = self.disaggregated.to_dict()
+        return {**extra, "device": self.device, "replicas": self.replicas, "engine": self.engine,
                 "requests": [{"ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s, "arrival_s": r.arrival_s,
                               "prompt_tokens": r.prompt_tokens, "output_tokens": r.output_tokens,
                               "cached_tokens": r.cached_tokens, "preemptions": r.preemptions, "replica": r.replica,
@@ -193,15 +225,19 @@ def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
 def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloat16, weight_dtype: str | None = None,
                     kv_dtype: str | None = None, bound: bool = False, draft: Any = None, spec_tokens: int = 4,
                     acceptance: float = 0.7, price_usd_per_h: float | None = None,
-                    image_size: int | None = None, runtime: str = "serving", tp: int = 1,
-                    engine: str | EnginePreset | None = None, engine_version: str | None = None) -> ServingSetup:
+                    image_size: int | None = None, runtime: str = "serving", tp: int | None = None,
+                    engine: str | EnginePreset | None = None, engine_version: str | None = None,
+                    ep: int = 1, dp_attention: int = 1, pp: int = 1, expert_skew: float = 1.0) -> ServingSetup:
     """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``
     under ``runtime`` ("serving" by default: CUDA-graph steps, fused pointwise kernels, the KV
     cache written in place; "compiled", "eager") with tensor parallelism over ``tp`` devices per
     replica; with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`);
     with ``engine`` ("vllm", "sglang", "trtllm" or a preset), that engine's host costs, graphs and
-    scheduler (module docstring)."""
+    scheduler (module docstring); ``ep``, ``dp_attention``, ``pp`` and ``expert_skew`` lay each
+    replica out over more GPUs (`dispatchprof.serving.layout`; ``tp`` is then attention's)."""
     check_runtime(runtime)
+    layout = layout_of(tp, ep, dp_attention, pp, expert_skew)
+    tp = layout.tp
     scenarios = scenarios_of(device)
     if len(scenarios) != 1:
         raise ValueError(f"serving simulates one device or placement at a time, got {len(scenarios)}")
@@ -210,6 +246,11 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     if preset is not None:          # the engine's host work replaces the profile's (module docstring)
         scenarios = Scenarios(((name, scenarios[name].replacing(graph_launch_us=0.0, sequence_host_us=0.0)),))
     target = _model(model, dtype)
+    if not layout.plain:
+        check_model(layout, getattr(target, "config", None))
+        if draft is not None or image_size is not None or is_encoder_decoder(target):
+            raise ValueError("ep, dp_attention, pp and expert_skew are simulated for decoder-only models without a "
+                             "draft model or images")
     if is_encoder_decoder(target):
         if preset is not None:
             raise ValueError(f"{type(target).__name__} is an encoder-decoder model: engine presets are for "
@@ -224,7 +265,10 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         small = _model(draft, dtype)
         check_vocabulary(target, small)
         expected_tokens(acceptance, spec_tokens)
-    steps = count_design(target, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+    moe = moe_of(getattr(target, "config", None))
+    step = batch_step(target)           # MoE: every design batch x E / gcd(E, k), every expert busy (layout.py)
+    design = DESIGN if step == 1 else tuple((b * step, tokens) for b, tokens in DESIGN)
+    steps = count_design(target, scenarios, weight_dtype, bound, design, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
     cost = fit(steps)[name]
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
@@ -239,8 +283,24 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         price = scenarios[name].devices[0].price_usd_per_hour
     images = (0.0, 0.0) if image_size is None else \
         image_cost(target, scenarios, image_size, weight_dtype=weight_dtype, bound=bound, runtime=runtime, tp=tp)[name]
+    laid = None
+    if not layout.plain or moe is not None:
+        laid = _layout_cost(cost, layout, target, scenarios[name].devices[0])
+        if layout.ep > 1:                          # experts: 1 / dp_attention of the count's share
+            weights = round(weights * (1 - expert_fraction(target) * (1 - 1 / layout.dp_attention)))
+        weights, kv_token = round(weights / layout.pp), kv_token / layout.pp
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
-                        spec_tokens if draft is not None else 0, acceptance, images, runtime, tp, engine=preset)
+                        spec_tokens if draft is not None else 0, acceptance, images, runtime, tp, engine=preset,
+                        layout=laid)
+
+
+def _layout_cost(cost: StepCostModel, layout: Layout, model: torch.nn.Module, device: Any) -> LayoutCost:
+    """The LayoutCost of a counted model (its config's layers, experts per token, hidden size)."""
+    config = model.config
+    moe = moe_of(config)
+    element = next(model.parameters()).element_size()
+    return LayoutCost(cost, layout, layers=config.num_hidden_layers, experts=moe[0] if moe else 0,
+                      top_k=moe[1] if moe else 0, hidden=config.hidden_size, element_bytes=element, device=device)
 
 
 def _engine(engine: str | EnginePreset | None, version: str | None, placement: Placement,
@@ -325,6 +385,30 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
         raise ValueError("no requests to serve")
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 1:
         raise ValueError(f"replicas must be a whole number >= 1, got {replicas!r}")
+    config, engines = scheduler_config(setup, requests, replicas, max_seqs=max_seqs,
+                                       max_batched_tokens=max_batched_tokens, chunked_prefill=chunked_prefill,
+                                       block_size=block_size, memory_utilization=memory_utilization,
+                                       kv_blocks=kv_blocks, prefix_hit=prefix_hit)
+    blocks, engine = config.num_blocks, setup.engine
+    seqs, reps = run_engine(requests, config, setup.step_cost, replicas=engines, router=router,
+                            concurrency=concurrency, warmup=warmup, prefix_hit=prefix_hit)
+    results = request_results(seqs, warmup)
+    peak = max((used for rep in reps for _, used, *_ in rep.timeline), default=0) / blocks
+    summary = summarize(results, [g for rep in reps for g in rep.gaps], kv_blocks=blocks, kv_peak=peak,
+                        preemptions=sum(r.preemptions for r in reps), energy_j=sum(r.energy_j for r in reps),
+                        gpus=replicas * setup.gpus, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
+                        price_usd_per_h=setup.price_usd_per_h)
+    return ServingResult(setup.device, tuple(results), summary, tuple(tuple(r.timeline) for r in reps), config,
+                         replicas, engine.label if engine else None, setup.layout_text)
+
+
+def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas: int, *, max_seqs: int | None,
+                     max_batched_tokens: int | None, chunked_prefill: bool | None, block_size: int | None,
+                     memory_utilization: float | None, kv_blocks: int | None,
+                     prefix_hit: float) -> tuple[SchedulerConfig, int]:
+    """The scheduler of each engine of ``setup`` (figures left None from its engine preset, or
+    `GENERIC_ENGINE`) and how many engines ``replicas`` replicas run (P virtual engines each
+    under pipeline parallelism, each with 1 / P of the replica's KV blocks)."""
     given = {"max_seqs": max_seqs, "max_batched_tokens": max_batched_tokens, "chunked_prefill": chunked_prefill,
              "block_size": block_size, "memory_utilization": memory_utilization}
     engine = setup.engine
@@ -340,20 +424,17 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
         check_fixed_prompts(requests, setup.fixed_prompt)
     blocks = kv_blocks if kv_blocks is not None else setup.num_blocks(block_size, memory_utilization,
                                                                       engine.memory_of if engine else "total")
+    engines = replicas
+    if setup.layout is not None and kv_blocks is None:      # per scheduler: A groups' caches, P virtual engines
+        lay = setup.layout.layout
+        blocks, engines = blocks * lay.dp_attention // lay.pp, replicas * lay.pp
+    elif setup.layout is not None:
+        engines = replicas * setup.layout.layout.pp
     gain = expected_tokens(setup.acceptance, setup.spec_tokens) if setup.draft is not None else 1.0
     config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
                              setup.spec_tokens + 1 if setup.draft is not None else 1, gain,
                              engine.policy if engine else "mixed", engine.reserve_output if engine else False)
-    seqs, reps = run_engine(requests, config, setup.step_cost, replicas=replicas, router=router,
-                            concurrency=concurrency, warmup=warmup, prefix_hit=prefix_hit)
-    results = request_results(seqs, warmup)
-    peak = max((used for rep in reps for _, used, *_ in rep.timeline), default=0) / blocks
-    summary = summarize(results, [g for rep in reps for g in rep.gaps], kv_blocks=blocks, kv_peak=peak,
-                        preemptions=sum(r.preemptions for r in reps), energy_j=sum(r.energy_j for r in reps),
-                        gpus=replicas * setup.tp, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-                        price_usd_per_h=setup.price_usd_per_h)
-    return ServingResult(setup.device, tuple(results), summary, tuple(tuple(r.timeline) for r in reps), config,
-                         replicas, engine.label if engine else None)
+    return config, engines
 
 
 def check_fixed_prompts(requests: Sequence[Request], positions: int) -> None:

@@ -97,6 +97,25 @@ def gemm_shapes(op: str, batch: int, m: int, n: int, k: int) -> tuple[tuple[int,
     return ((n,), a, b) if op in ("aten.addmm", "aten.baddbmm") else (a, b)
 
 
+def scaled(form: OpForm, values: Sequence[float], work: float, weights: float) -> list[float]:
+    """The quantities of ``form``'s op with its work and activation traffic times ``work`` and
+    its weights times ``weights`` (an expert op on one device of an expert-parallel group,
+    `dispatchprof.serving.layout`): the seven counts, MACs, output elements, removed, all-reduced
+    and moved bytes times ``work``; parameter bytes and elements times ``weights``; bytes read =
+    (read - parameter bytes) x work + parameter bytes x weights; the sequences and a GEMM's
+    (batch, M, N, K) kept (its tile efficiency stays that of the counted shape)."""
+    v = list(values)
+    params = v[_PARAM_BYTES]
+    out = [x * work for x in v[:_OUT]]
+    read = COUNT_FIELDS.index("bytes_read")
+    out[read] = (v[read] - params) * work + params * weights
+    out += [v[_OUT] * work, params * weights, v[_PARAM_ELEMENTS] * weights, v[_REMOVED] * work,
+            v[_ALLREDUCE] * work, v[_SEQUENCES]]
+    rest = v[_DIMS:]
+    dims = rest[:4] if form.gemm else []
+    return out + dims + [x * work for x in rest[len(dims):]]
+
+
 def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device], weight_dtype: str | None,
               work_share: float = 1.0) -> OpTiming:
     """`time_op` of the op of ``form`` with these quantities (the record and plan rebuilt), computing
@@ -125,4 +144,4 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
 
 
 __all__ = ["QUANTITIES", "OpForm", "gemm_shapes", "moved_inputs", "op_form",
-           "op_timing", "quantities"]
+           "op_timing", "quantities", "scaled"]

@@ -48,7 +48,7 @@ from dispatchprof.units import nbytes
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train.count import CountedStep, build, count_step
 from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
-from dispatchprof.train.links import Links, links_of, ring_allreduce_s, ring_gather_s, send_s
+from dispatchprof.sim.links import Links, links_of, ring_allreduce_s, ring_gather_s, send_s
 from dispatchprof.train.memory import PARAM_BYTES, Memory, memory_per_gpu
 from dispatchprof.train.schedule import bubble_fraction, exposed_s, pipeline_s
 

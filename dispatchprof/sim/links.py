@@ -1,4 +1,6 @@
-"""Links between training GPUs and the time of the collectives that run over them.
+"""Links between GPUs and the time of the collectives and transfers that run over them: the one
+place for these formulas (training's TP/PP/DP/FSDP, serving's tensor, expert and pipeline
+parallelism and its KV-cache transfers all call them).
 
 Two links per GPU (units in the names; GB/s are 1e9 bytes/s, one direction):
 
@@ -25,7 +27,28 @@ per GPU, for ``nbytes`` the size of the whole (unsharded) buffer:
 
     all-gather, reduce-scatter: (n-1)/n * nbytes / bw + latency
     all-reduce:               2 (n-1)/n * nbytes / bw + latency
-    point-to-point send:            nbytes / bw + latency
+    all-to-all:                 (n-1)/n * nbytes / bw + latency   (nbytes: what one rank sends in all,
+                                                                 its own share staying local)
+    point-to-point send/recv:         nbytes / bw + latency
+
+**Named links** (`LINKS`, `named_link`): the links a KV cache or a cross-node collective takes,
+by name, each as (bandwidth one direction GB/s, latency us) with its source; `named_link` applies
+``BUS_EFFICIENCY`` to the bandwidth as `links_of` does. Bandwidths are the datasheets' signalling
+rates per direction; latencies are one small message's time through the link and its software
+(NCCL / UCX) as the cited measurements report them, rounded:
+
+| name | GB/s one way | latency us | source |
+|---|---|---|---|
+| nvlink4 | 450 | 3 | H100 SXM datasheet "NVLink 900GB/s" (both directions); nccl-tests 8xH100 all_reduce busbw 460-480 GB/s at large sizes (alayanew.com NCCL-tests reference table); latency: NCCL point-to-point on NVLink, a few us (assumed 3) |
+| nvlink5 | 900 | 3 | B200 datasheet "NVLink 1.8TB/s" (both directions); latency as nvlink4 (assumed) |
+| ib-ndr | 50 | 5 | ConnectX-7 / Quantum-2 NDR 400 Gb/s per port = 50 GB/s (NVIDIA DGX H100 user guide: 8x single-port ConnectX-7, 400 Gb/s); latency: RDMA write ~2 us + software, assumed 5 |
+| roce-400g | 50 | 8 | 400GbE (Spectrum-X / ConnectX-7 Ethernet mode) 400 Gb/s = 50 GB/s; latency assumed 8 (Ethernet switch hops above IB's) |
+| eth-100g | 12.5 | 20 | 100GbE: 100 Gb/s = 12.5 GB/s; latency assumed 20 (TCP stack) |
+| pcie5 | 63 | 2 | PCIe 5.0 x16: 32 GT/s x 16 lanes x 128/130 = 63.0 GB/s per direction (PCI-SIG 5.0 spec); latency assumed 2 |
+
+Where a latency says "assumed" it is not a measurement: a KV transfer of a long prompt is
+bandwidth-bound (a 4096-token Llama-3.1-8B cache, 0.54 GB, takes 13 ms over ib-ndr), so the
+assumed microseconds matter only for short prompts.
 """
 
 from __future__ import annotations
@@ -60,7 +83,7 @@ class Links:
 def links_of(device: Device, scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S) -> Links:
     """The links of ``device``; a ValueError when it has no interconnect figure."""
     if device.interconnect_gb_per_s is None:
-        raise ValueError(f"training over several devices needs an interconnect figure, and {device.name!r} has "
+        raise ValueError(f"parallelism over several devices needs an interconnect figure, and {device.name!r} has "
                          f"no interconnect_gb_per_s")
     return Links(device.interconnect_gb_per_s / 2 * 1e9 * BUS_EFFICIENCY, device.interconnect_latency_us * 1e-6,
                  scale_out_gb_per_s * 1e9 * BUS_EFFICIENCY, SCALE_OUT_LATENCY_US * 1e-6)
@@ -76,6 +99,32 @@ def ring_allreduce_s(nbytes: float, n: int, bw: float, latency: float) -> float:
     return 0.0 if n <= 1 or not nbytes else 2 * (n - 1) / n * nbytes / bw + latency
 
 
+def all_to_all_s(nbytes: float, n: int, bw: float, latency: float) -> float:
+    """Seconds of an all-to-all over ``n`` ranks in which one rank sends ``nbytes`` in all (its
+    1/n share to itself stays local): (n-1)/n * nbytes / bw + latency."""
+    return 0.0 if n <= 1 or not nbytes else (n - 1) / n * nbytes / bw + latency
+
+
 def send_s(nbytes: float, bw: float, latency: float) -> float:
-    """Seconds of a point-to-point send of ``nbytes``."""
+    """Seconds of a point-to-point send (and its matching receive) of ``nbytes``."""
     return nbytes / bw + latency if nbytes else 0.0
+
+
+#: name -> (bandwidth one direction GB/s, latency us); sources in the module docstring.
+LINKS: dict[str, tuple[float, float]] = {
+    "nvlink4": (450.0, 3.0),
+    "nvlink5": (900.0, 3.0),
+    "ib-ndr": (50.0, 5.0),
+    "roce-400g": (50.0, 8.0),
+    "eth-100g": (12.5, 20.0),
+    "pcie5": (63.0, 2.0),
+}
+
+
+def named_link(name: str) -> tuple[float, float]:
+    """(bytes/s one direction with ``BUS_EFFICIENCY`` applied, latency s) of a link of `LINKS`;
+    a ValueError naming the known links otherwise."""
+    if name not in LINKS:
+        raise ValueError(f"unknown link {name!r}; known links: {', '.join(LINKS)}")
+    gb_per_s, latency_us = LINKS[name]
+    return gb_per_s * 1e9 * BUS_EFFICIENCY, latency_us * 1e-6

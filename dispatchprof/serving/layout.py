@@ -1,0 +1,257 @@
+"""How one serving replica spreads a model over its GPUs (a `Layout`), and the step time that
+follows: tensor parallelism of attention, expert parallelism (EP) of the MoE layers beside
+attention data parallelism, and pipeline parallelism (PP).
+
+**GPUs of a replica.** ``tp`` devices share each batch's attention (heads split, as `serve --tp`
+always did). With ``ep`` = G > 1 the replica has G GPUs and every MoE layer's routed experts are
+spread over all G (E / G experts each); ``dp_attention`` = A groups of G / A GPUs each run the
+attention (and every op outside the routed experts: router, shared experts, norms, embeddings,
+LM head) of their own 1/A of the batch, with tensor parallelism tp = G / A inside a group. This
+covers both engines' spellings: vLLM ``--tensor-parallel-size t --data-parallel-size A
+--enable-expert-parallel`` (EP size = t x A) and SGLang ``--tp G --dp A --enable-dp-attention
+--ep G``. With ``pp`` = P the replica is P such groups in a pipeline: G P GPUs (``gpus``).
+
+**Expert step time (EP).** The counted model (tp-split as `dispatchprof.sim.parallel` splits it,
+routing balanced as `op_formulas.moe` assumes) is timed twice per step:
+- every op outside the routed experts (a scope with a path component ``experts``; `is_expert`) at
+  one attention group's share of the step (`Composition.split`(A): sums / A, maxima kept);
+- every routed-expert op at the whole step's composition with its work and activation traffic
+  times F / A and its weights times 1 / A (`dispatchprof.serving.work.scaled`): the busiest of
+  the G devices holds 1 / G of the experts' weights (the count's tp share, 1 / t, over A) and
+  runs F times the mean device's 1 / G of the token-expert pairs. **F = ``expert_skew`` >= 1** is
+  the load-imbalance factor: the busiest device's expert work over the mean (1: balanced; the
+  step waits for the busiest device). GEMM tile efficiency stays that of the counted shape.
+- per MoE layer, a dispatch and a combine all-to-all over the G ranks (`all_to_all_bytes`):
+  the step's T tokens x top-k x hidden x the activation bytes go out once each way, 1 / G of
+  them from each rank, the busiest rank F times that: ``2 x all_to_all_s(F T k h b / G, G, bw,
+  lat)`` per layer (`dispatchprof.sim.links`, the scale-up link inside a node of
+  `GPUS_PER_NODE`, the scale-out one across nodes).
+**Active experts.** Serving counts a mixture-of-experts model on batches of B x E / gcd(E, k)
+sequences (`dispatchprof.llm.shape_generic.batch_step`), where balanced routing (the count's
+assumption, `op_formulas.moe`) gives every expert T k / E token-expert pairs: one op stream,
+linear in the composition, every expert's weights read. A step of T tokens routes T k pairs
+over min(E, T k) experts under the same assumption, so the routed-expert ops read
+min(1, F T k / E) of their weights (`LayoutCost.active_share`; F = 1 without EP): a decode step
+of one sequence through DeepSeek-V3 (k = 8 of 256) reads 8 experts' weights per layer, not 256.
+
+The MoE block's own all-reduce in the count (at tp > 1: the shared experts' row-parallel
+output) is kept.
+
+**Pipeline (PP).** Decoder layer i runs on stage floor(i P / L) (L layers; ops before the first
+layer on stage 0, after the last on stage P - 1). As vLLM and SGLang run PP, P micro-batches
+are in flight (vLLM: one scheduler per virtual engine, `run_engine` replicas; SGLang: P
+micro-batches of the event loop): each advances one step per pipeline cycle of P x (the slowest
+stage's device time + one boundary's activation send, T x hidden x activation bytes,
+`send_s`), plus the step's launch. So the replica's throughput is one micro-batch step per
+stage time, and a step's latency is the full cycle (the pipeline is assumed full: at low load
+a lone micro-batch would take the sum of the stages instead, up to P - 1 stage times less).
+
+**Memory.** Per device: the weights outside the experts at the count's tp share, the experts'
+at 1 / A of that (by parameter count: `expert_fraction`), everything over P stages; the KV cache
+of a group's own sequences. A replica's scheduler gets A x the blocks of one device, divided
+over its P virtual engines.
+
+**Energy.** (The busiest device's dynamic energy + static power x the step's time) x A per
+tensor-parallel share; `ServingSetup` multiplies by tp as before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from dispatchprof.serving.cost import Composition, StepCost, StepCostModel
+from dispatchprof.serving.work import op_timing, scaled
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.links import GPUS_PER_NODE, all_to_all_s, links_of, send_s
+from dispatchprof.sim.timeline import step_time
+
+#: A routed-experts scope: a path component named exactly "experts" (not "shared_experts").
+EXPERTS = re.compile(r"(?:^|\.)experts(?:\.|$)")
+#: A decoder layer's index in a scope path.
+LAYER = re.compile(r"\.(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
+#: Config fields naming the routed experts and the experts per token.
+EXPERT_FIELDS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """One replica's parallelism (module docstring)."""
+
+    tp: int = 1
+    ep: int = 1
+    dp_attention: int = 1
+    pp: int = 1
+    expert_skew: float = 1.0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: tp x dp_attention x pp (= ep x pp with experts spread)."""
+        return self.tp * self.dp_attention * self.pp
+
+    @property
+    def plain(self) -> bool:
+        """Tensor parallelism only (the step cost model as counted)."""
+        return self.ep == 1 and self.dp_attention == 1 and self.pp == 1 and self.expert_skew == 1.0
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def layout_of(tp: int | None = None, ep: int = 1, dp_attention: int = 1, pp: int = 1,
+              expert_skew: float = 1.0) -> Layout:
+    """The Layout of these engine figures, checked among themselves (``tp`` None: ep / dp_attention
+    with experts spread, else 1); a ValueError naming what was wrong and what is allowed."""
+    for name, v in (("ep", ep), ("dp_attention", dp_attention), ("pp", pp)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {v!r}")
+    if not expert_skew >= 1:
+        raise ValueError(f"expert_skew must be >= 1 (the busiest device's expert work over the mean), "
+                         f"got {expert_skew!r}")
+    if ep == 1:
+        if dp_attention > 1:
+            raise ValueError(f"dp_attention={dp_attention} needs expert parallelism: give ep (the replica's GPUs, "
+                             f"a multiple of {dp_attention})")
+        if expert_skew != 1:
+            raise ValueError("expert_skew needs expert parallelism (ep > 1)")
+        return Layout(tp or 1, 1, 1, pp, 1.0)
+    if ep % dp_attention:
+        raise ValueError(f"dp_attention={dp_attention} does not divide the replica's {ep} GPUs (ep={ep}); "
+                         f"allowed: {_divisors(ep)}")
+    attention_tp = ep // dp_attention
+    if tp is not None and tp != attention_tp:
+        raise ValueError(f"tp={tp} with ep={ep} and dp_attention={dp_attention}: attention runs tensor-parallel over "
+                         f"ep / dp_attention = {attention_tp} GPUs; give tp={attention_tp} or leave it out")
+    return Layout(attention_tp, ep, dp_attention, pp, float(expert_skew))
+
+
+def moe_of(config: Any) -> tuple[int, int] | None:
+    """(routed experts, experts per token) of a model config; None for a dense model."""
+    experts = next((getattr(config, f) for f in EXPERT_FIELDS if isinstance(getattr(config, f, None), int)), None)
+    top_k = getattr(config, "num_experts_per_tok", None)
+    return (experts, top_k) if experts and isinstance(top_k, int) else None
+
+
+def check_model(layout: Layout, config: Any) -> None:
+    """EP must divide the routed experts (and needs an MoE model), PP the decoder layers."""
+    if layout.ep > 1:
+        moe = moe_of(config)
+        if moe is None:
+            raise ValueError(f"ep={layout.ep} needs a mixture-of-experts model; this one has no routed experts "
+                             f"(config fields {', '.join(EXPERT_FIELDS)})")
+        if moe[0] % layout.ep:
+            raise ValueError(f"ep={layout.ep} does not divide the model's {moe[0]} routed experts; allowed: "
+                             f"{_divisors(moe[0])}")
+    if layout.pp > 1:
+        layers = getattr(config, "num_hidden_layers", None)
+        if not isinstance(layers, int):
+            raise ValueError(f"pp={layout.pp} needs the model's decoder layers (config num_hidden_layers)")
+        if layers % layout.pp:
+            raise ValueError(f"pp={layout.pp} does not divide the model's {layers} layers; allowed: "
+                             f"{_divisors(layers)}")
+
+
+def is_expert(scope: str) -> bool:
+    """An op of the routed experts (module docstring)."""
+    return bool(EXPERTS.search(scope))
+
+
+def stage_of(scopes: Sequence[str], layers: int, pp: int) -> list[int]:
+    """Per op (scopes in stream order) its pipeline stage: layer i on floor(i pp / layers); ops
+    before the first layer on stage 0, those after a layer on that layer's stage."""
+    out, stage = [], 0
+    for scope in scopes:
+        m = LAYER.search(scope)
+        if m:
+            stage = int(m.group(1)) * pp // layers
+        out.append(stage)
+    return out
+
+
+def all_to_all_bytes(tokens: float, top_k: int, hidden: int, element_bytes: int, ranks: int) -> float:
+    """Bytes one rank sends in a dispatch (or combine) of ``tokens`` tokens: each goes to its
+    ``top_k`` experts as a ``hidden`` vector, 1 / ``ranks`` of them from each rank."""
+    return tokens * top_k * hidden * element_bytes / ranks
+
+
+def expert_fraction(model: torch.nn.Module) -> float:
+    """The routed experts' share of the model's parameter elements."""
+    total = experts = 0
+    for name, p in model.named_parameters():
+        total += p.numel()
+        if is_expert(name):
+            experts += p.numel()
+    return experts / total if total else 0.0
+
+
+class LayoutCost:
+    """A step's (seconds, joules) on a `Layout` from the counted step cost model (module docstring)."""
+
+    def __init__(self, model: StepCostModel, layout: Layout, *, layers: int, experts: int, top_k: int, hidden: int,
+                 element_bytes: int, device: Device) -> None:
+        self.model, self.layout = model, layout
+        self.expert = [is_expert(s) for s in model.scopes]
+        self.expert_groups = sorted({g for g, e in zip(model.order, self.expert) if e})
+        self.stage = stage_of(model.scopes, layers, layout.pp)
+        moe_layers = [set() for _ in range(layout.pp)]
+        for scope, e, s in zip(model.scopes, self.expert, self.stage):
+            m = LAYER.search(scope)
+            if e and m:
+                moe_layers[s].add(m.group(1))
+        self.moe_layers = [len(m) for m in moe_layers]
+        self.experts, self.top_k, self.hidden, self.element_bytes = experts, top_k, hidden, element_bytes
+        links = links_of(device) if layout.gpus > 1 else None
+        self.ep_link = links.link(layout.ep > GPUS_PER_NODE, GPUS_PER_NODE) if links and layout.ep > 1 else None
+        self.pp_link = links.link(layout.gpus > GPUS_PER_NODE, 1) if links and layout.pp > 1 else None
+
+    def active_share(self, tokens: float) -> float:
+        """The share of the busiest device's experts that a step of ``tokens`` tokens reads:
+        min(1, F T k / E) (module docstring, "Active experts")."""
+        if not self.experts:
+            return 1.0
+        return min(1.0, self.layout.expert_skew * tokens * self.top_k / self.experts)
+
+    def exchange_s(self, tokens: float) -> float:
+        """One MoE layer's dispatch and combine on the busiest rank (module docstring)."""
+        if self.ep_link is None:
+            return 0.0
+        g = self.layout.ep
+        nbytes = self.layout.expert_skew * all_to_all_bytes(tokens, self.top_k, self.hidden, self.element_bytes, g)
+        return 2 * all_to_all_s(nbytes, g, *self.ep_link)
+
+    def cost(self, c: Composition) -> StepCost:
+        m, lay = self.model, self.layout
+        a, f = lay.dp_attention, lay.expert_skew
+        local = c.split(a)
+        timings = m.op_timings(local)
+        expert = {}
+        if self.expert_groups:
+            whole = m.group_values(c)
+            weights = self.active_share(c.x[1]) / a
+            for g in self.expert_groups:
+                form = m.groups[g].form
+                expert[g] = op_timing(form, scaled(form, whole[g], f / a, weights), m.devices, m.weight_dtype,
+                                      c.flash_share)
+        entries = [expert[g] if e and g in expert else timings[g] for g, e in zip(m.order, self.expert)]
+        tokens = c.x[1]
+        exchange = self.exchange_s(tokens)
+        full = step_time(entries)
+        if lay.pp == 1:
+            time = full + self.moe_layers[0] * exchange
+        else:
+            stages = [n * exchange for n in self.moe_layers]
+            for t, s in zip(entries, self.stage):
+                stages[s] += t.time_s
+            boundary = send_s(tokens * self.hidden * self.element_bytes, *self.pp_link) if self.pp_link else 0.0
+            launch = full - sum(t.time_s for t in entries)
+            time = launch + lay.pp * (max(stages) + boundary)
+        dynamic = sum(t.dynamic_j for t in entries)
+        return StepCost(time, (dynamic + m.static_power_w * time) * a)
+
+
+__all__ = ["Layout", "LayoutCost", "all_to_all_bytes", "check_model", "expert_fraction", "is_expert", "layout_of",
+           "moe_of", "stage_of"]
