@@ -113,3 +113,12 @@ def test_devices_table(capsys):
     assert upmem[-3:] == ["UNKNOWN", "UNKNOWN", "UNKNOWN"]          # pJ/FLOP, pJ/bit, static W
     pim = next(line for line in out.splitlines() if line.startswith("PIM-AI-1chip ")).split()
     assert pim[-3:] == ["0.4", "0.95", "UNKNOWN"]
+
+
+def test_a_placement_with_an_unknown_figure_leaves_its_cells_empty(capsys):
+    code, out, _ = run(capsys, "llama-3.2-1b", "--prompt-len", "8", "--new-tokens", "2", "--format", "csv",
+                       "--place", "*.self_attn*=PIM-AI-1chip", "--place", "*=H100-SXM")
+    assert code == 0
+    [row] = list(csv.DictReader(io.StringIO(out)))
+    assert row["energy_per_token_j"] == row["static_j"] == ""          # PIM-AI's static power is not published
+    assert float(row["dynamic_j"]) > 0
