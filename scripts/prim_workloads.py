@@ -17,8 +17,19 @@ Known gaps between the module and the DPU program (each a source of error the ta
   passes over the bank (a copy_ of the slices' last values sits between them); SCAN-RSS's reduce
   and scan kernels are fused into one pass by the compiled runtime (its DPU time is its emulated
   compute, which dominates either way).
-- TRNS transposes in place on the DPUs with a mutex per tile; the module is one contiguous copy of
-  the transposed view (bytes only): the DPU's tile bookkeeping is not counted.
+- TRNS (its PrIM program, github.com/CMU-SAFARI/prim-benchmarks TRNS/dpu/task.c and host/app.c, as
+  vPIM@8f23ce2b apps/vPrIM/TRNS runs it) transposes an (M_ m) x (N_ n) matrix: each DPU takes one
+  column tile of n columns, and while tiles remain the host runs another round on the DPUs still
+  needed (`Workload.rounds`: N_ = 64 tiles on 60 DPUs is a round of 60 and a round of 4). Per round
+  each DPU transposes its (M_ m) x n block in two kernels: step 2 moves every element of each m x n
+  tile to (i m) - (m n - 1) floor(i / n), an index computed per element in 32-bit integers (two
+  emulated multiplies, an emulated division, a subtraction: counted), then writes the tile back
+  in place (a copy_); step 3 follows the cycles of the tile permutation, reading and writing every
+  m-element tile once (a copy_). The two kernels are two passes over the bank: copy_ is not fused
+  by the compiled runtime, as the DPU cannot fuse them either. Not counted: step 3's done flags (an 8-byte read and write under a mutex per
+  tile), and the host's step-1 rearrangement of the input into per-DPU buffers (vPIM's host copies
+  every n-element piece into a fresh buffer before one parallel transfer; that copy is host time
+  inside the measured CPU-DPU part, and no fit row measures it).
 """
 
 from __future__ import annotations
@@ -94,14 +105,23 @@ class MatrixVector(torch.nn.Module):
 
 
 class Transpose(torch.nn.Module):
-    """TRNS: the transpose of a (rows, cols) matrix, written out."""
+    """TRNS, one round on ``dpus`` DPUs, each holding an (M_ m) x n block (module docstring)."""
 
-    def __init__(self, rows: int, cols: int) -> None:
+    def __init__(self, dpus: int, tiles: int, m: int, n: int) -> None:
         super().__init__()
-        self.rows, self.cols = rows, cols
+        self.dpus, self.tiles, self.m, self.n = dpus, tiles, m, n
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.view(self.rows, self.cols).t().contiguous()
+        d, tiles, m, n = self.dpus, self.tiles, self.m, self.n
+        # step 2: each element's place in its transposed tile, computed per element on the DPU
+        # (a meta tensor carries no values, so the index only charges its arithmetic) ...
+        i = torch.arange(m * n, dtype=torch.int32, device=x.device).expand(d, tiles, m * n)
+        _ = i * m - (m * n - 1) * torch.div(i, n, rounding_mode="floor")
+        # ... and every tile written back in place, transposed: a kernel's pass over the bank
+        x.view(d, tiles, n, m).copy_(x.view(d, tiles, m, n).transpose(2, 3))
+        # step 3, the second kernel: every m-element tile moved once, to its place in the block
+        x.view(d, n, tiles, m).copy_(x.view(d, tiles, n, m).transpose(1, 2))
+        return x
 
 
 @dataclass(frozen=True)
@@ -115,6 +135,8 @@ class Workload:
     bytes_in: int
     bytes_out: int
     serial_out: bool = False
+    rounds: tuple[int, ...] = ()      # DPUs of each round the host runs in turn (TRNS); () = one round
+    size: dict[str, int] | None = None
 
 
 def _meta(n: int, dtype: torch.dtype, *shape: int) -> torch.Tensor:
@@ -123,7 +145,9 @@ def _meta(n: int, dtype: torch.dtype, *shape: int) -> torch.Tensor:
 
 def workload(name: str, dpus: int, size: dict[str, int]) -> Workload:
     """The workload ``name`` ("VA", "RED", "SCAN-SSA", "SCAN-RSS", "SEL", "UNI", "GEMV", "TRNS") at
-    ``size`` (``n`` elements, or GEMV's ``m`` and ``n``, or TRNS's ``rows`` and ``cols``) on ``dpus``."""
+    ``size`` (``n`` elements, or GEMV's ``m`` and ``n``, or TRNS's tiles ``M_``, ``m``, ``N_``, ``n``)
+    on ``dpus``; a TRNS whose N_ column tiles outnumber the DPUs is described by its first round,
+    its ``rounds`` listing every round's DPUs (`round_workloads`)."""
     n = size.get("n", 0)
     i32, i64 = torch.int32, torch.int64
     table = {
@@ -137,10 +161,28 @@ def workload(name: str, dpus: int, size: dict[str, int]) -> Workload:
         "GEMV": lambda: Workload("GEMV", "matrix-vector", MatrixVector(),
                                  lambda: (_meta(0, i32, size["m"], size["n"]), _meta(0, i32, size["n"], 1)),
                                  4 * size["m"] * size["n"] + 4 * size["n"] * dpus, 4 * size["m"]),
-        "TRNS": lambda: Workload("TRNS", "transpose", Transpose(size["rows"], size["cols"]),
-                                 lambda: (_meta(size["rows"] * size["cols"], i64),),
-                                 8 * size["rows"] * size["cols"], 8 * size["rows"] * size["cols"]),
+        "TRNS": lambda: _transpose(dpus, size),
     }
     if name not in table:
         raise ValueError(f"unknown PrIM workload {name!r}; known: {', '.join(table)}")
     return table[name]()
+
+
+def _transpose(dpus: int, size: dict[str, int]) -> Workload:
+    """TRNS's first round on min(dpus, N_) DPUs; ``rounds``: the DPUs of every round, the last
+    taking the tiles left (PrIM's host loop ``while (curr_dpu < N_)``)."""
+    tiles, m, columns, n = size["M_"], size["m"], size["N_"], size["n"]
+    rounds = tuple(min(dpus, columns - k) for k in range(0, columns, dpus))
+    d = rounds[0]
+    block = tiles * m * n                      # elements of one DPU's column tile
+    return Workload("TRNS", "transpose", Transpose(d, tiles, m, n), lambda: (_meta(d * block, torch.int64),),
+                    8 * d * block, 8 * d * block, rounds=rounds, size=dict(size))
+
+
+def round_workloads(w: Workload, dpus: int) -> list[tuple[int, Workload]]:
+    """(DPUs, workload) of each round of ``w`` (built for ``dpus`` DPUs): itself on ``dpus`` when it
+    runs in one round."""
+    if len(w.rounds) <= 1:
+        return [(dpus, w)]
+    assert w.size is not None
+    return [(d, workload(w.name, d, {**w.size, "N_": d})) for d in w.rounds]

@@ -52,13 +52,22 @@ def size_of(text: str) -> dict[str, int]:
 
 
 def predict(row: dict[str, str]) -> dict[str, float]:
-    """The four parts (ms) of ``row``'s workload on the shipped profile with its DPUs and tasklets."""
+    """The four parts (ms) of ``row``'s workload on the shipped profile with its DPUs and tasklets,
+    summed over the rounds the host runs it in (TRNS: prim_workloads.round_workloads)."""
     dpus, tasklets = int(row["dpus"]), int(row["tasklets"])
-    base = load_device(PROFILE)
-    device = on_units(base, dpus)
+    w = prim_workloads.workload(row["workload"], dpus, size_of(row["size"]))
+    parts = dict.fromkeys(PARTS, 0.0)
+    for units, one in prim_workloads.round_workloads(w, dpus):
+        for part, ms in _round(one, units, tasklets).items():
+            parts[part] += ms
+    return parts
+
+
+def _round(w: prim_workloads.Workload, dpus: int, tasklets: int) -> dict[str, float]:
+    """The four parts (ms) of one round of ``w`` on ``dpus`` DPUs running ``tasklets`` threads each."""
+    device = on_units(load_device(PROFILE), dpus)
     device = device.__class__(**{**device.__dict__, "pim": device.pim.__class__(
         **{**device.pim.__dict__, "tasklets": tasklets})})
-    w = prim_workloads.workload(row["workload"], dpus, size_of(row["size"]))
     inputs = w.inputs()
     with OpCounter(devices=device, runtime=RUNTIME) as counter:
         w.module(*inputs)

@@ -204,3 +204,20 @@ def test_a_serial_read_back_pays_a_fixed_cost_per_dpu():
     assert serial_gather_s(spec, 1e6, 4) == pytest.approx(1e6 / 0.5e9 + 4 * 100e-6)   # 2 ms + 0.4 ms
     with pytest.raises(PimSpecError, match="gives no serial unit -> host bandwidth"):
         serial_gather_s(small().pim, 1e6, 4)
+
+
+def test_an_integer_division_is_charged_once_a_float_one_with_its_rounding():
+    from dispatchprof.sim.device import dtype_key
+    from dispatchprof.sim.pim_timing import charged_counts
+    device = load_device("UPMEM-2556")
+    for dtype, charged_other in ((torch.int32, 0), (torch.float32, 1000)):
+        x = torch.empty(1000, dtype=dtype, device="meta")
+        with OpCounter() as c:
+            torch.div(x, 8, rounding_mode="floor")
+        [r] = c.profile.records
+        assert (r.cost.div, r.cost.other) == (1000, 1000)                  # the count: a DIV and its rounding
+        key = dtype_key(r.dtype)                                            # as the simulator passes it
+        assert charged_counts(r, key)["other"] == charged_other
+        t = pim_op_times(r, device, key, 1.0, 0.0)
+        rate = {torch.int32: 11.27e6, torch.float32: 0.34e6}[dtype]     # div MOPS of one DPU
+        assert t.units == 1000 and t.t_compute == pytest.approx((1 + charged_other / 1000) / rate)

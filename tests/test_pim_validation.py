@@ -62,3 +62,23 @@ def test_docs_pim_shows_the_table_as_shipped():
         assert f"| {split}: total by family | {cell} |" in doc, cell
         for part, label in (("dpu_ms", "DPU"), ("cpu_dpu_ms", "CPU-DPU"), ("dpu_cpu_ms", "DPU-CPU")):
             assert f"| {split}: {label} part (signed) | {result[part]:+.1%} |" in doc, (split, label)
+
+
+def test_transpose_runs_in_rounds_of_the_dpus_it_has():
+    import prim_workloads as pw
+    trns = next(r for r in rows() if r["workload"] == "TRNS" and r["split"] == "held-out")
+    assert pw.workload("TRNS", 60, vp.size_of(trns["size"])).rounds == (60, 4)            # N_ = 64 tiles
+    assert pw.workload("TRNS", 480, {"M_": 12288, "m": 16, "N_": 2048, "n": 8}).rounds == (480,) * 4 + (128,)
+
+
+def test_transpose_on_60_dpus_by_hand():
+    trns = next(r for r in rows() if r["workload"] == "TRNS" and r["split"] == "held-out")
+    got = vp.predict(trns)
+    block = 12288 * 16 * 8                          # elements of one DPU's column tile, every round
+    # step 2 per element: 2 int32 multiplies (25.8 MOPS), 1 division (11.27), 1 subtraction (58.56);
+    # steps 2 and 3 each read and write every 8-byte element once at 0.434 GB/s; two rounds (60, 4 DPUs)
+    per_round = block * (2 / 25.8e6 + 1 / 11.27e6 + 1 / 58.56e6) + 2 * 16 * block / 0.434e9     # 404.4 ms
+    assert got["dpu_ms"] == pytest.approx(2 * per_round * 1e3, rel=1e-3)
+    # in: 60 then 4 DPUs' blocks, each round on one rank (4 DPUs reach 4 x 0.33 GB/s serially at most)
+    assert got["cpu_dpu_ms"] == pytest.approx((60 * 8 * block / 2.14e9 + 4 * 8 * block / (4 * 0.33e9)) * 1e3)
+    assert got["dpu_cpu_ms"] == pytest.approx((60 * 8 * block / 1.75e9 + 4 * 8 * block / (4 * 0.149e9)) * 1e3)

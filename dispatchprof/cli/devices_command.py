@@ -30,7 +30,7 @@ def run(argv: Sequence[str]) -> int:
         memory = "UNKNOWN" if "memory_capacity_gb" in unknown else (
             "-" if d.memory_capacity_gb is None else f"{d.memory_capacity_gb:g} GB")
         rows.append([d.name, d.kind, memory, f"{d.memory_bandwidth_gb_per_s:g} GB/s", f"{matrix[1]:g} ({matrix[0]})",
-                     f"{d.pj_per_flop:g}", f"{d.memory_pj_per_bit:g}",
+                     *("UNKNOWN" if f in unknown else f"{getattr(d, f):g}" for f in ("pj_per_flop", "memory_pj_per_bit")),
                      "UNKNOWN" if "static_power_w" in unknown else f"{d.static_power_w:g}"])
     emit(render(rows, ["device", "kind", "memory", "bandwidth", "peak TFLOPS", "pJ/FLOP", "pJ/bit", "static W"],
                 table_fmt(args.format))

@@ -163,7 +163,7 @@ def _render(g, args, prefill_sim, last_sim, scenarios) -> str:
     if args.format == "json":
         return as_json({**generation_to_dict(g, args.model), "dtype": args.dtype})
     if args.format == "csv":
-        return generation_csv(g)
+        return generation_csv(g, devices_of(scenarios))
     head = generation_summary(g, model=args.model, fmt=table_fmt(args.format), devices=devices_of(scenarios))
     parts = [head, *_tables(g.prefill, prefill_sim, args, "Prefill")]
     if g.last_step is not None:        # its count holds the prefill before it: its decode records only

@@ -29,6 +29,7 @@ from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.tensors import tensor_kind
 from dispatchprof.report.dataframe import counter_frame
 from dispatchprof.report.html import counter_html
+from dispatchprof.report.tables import simulation_line
 from dispatchprof.results import query
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import check_phase
@@ -320,9 +321,7 @@ class OpCounter:
                 f"{units.nbytes(t.bytes)} moved, peak {units.nbytes(p.peak_bytes)}, "
                 f"{len(p.unknown)} unknown ops")
         for sim in self.simulations():
-            tot = sim.total
-            text += (f"\n  {sim.name}: {units.seconds(tot.time_s)}, {units.joules(tot.energy_j)}, "
-                     f"{units.watts(tot.power_w)}")
+            text += f"\n  {sim.name}: {simulation_line(sim)}"
         return text
 
     def simulated(self, device: str | None = None) -> Simulation:

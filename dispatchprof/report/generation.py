@@ -21,7 +21,7 @@ from dispatchprof import units
 from dispatchprof.errors import DeviceProfileError
 from dispatchprof.report.pim_notes import pim_time_note
 from dispatchprof.report.render import printable, render, wrap
-from dispatchprof.report.unknowns import energy_cell
+from dispatchprof.report.unknowns import energy_cell, known_energy
 from dispatchprof.results.capacity import CapacityCheck
 from dispatchprof.results.generation import DeviceGeneration, GenerationProfile
 from dispatchprof.sim.catalog import load_device
@@ -142,8 +142,11 @@ def _fits(checks: tuple[CapacityCheck, ...]) -> str:
     return "fits" if all(states) else "capacity unknown"
 
 
-def generation_csv(g: GenerationProfile) -> str:
-    """One row per simulated device (raw units) with the phase counts repeated."""
+def generation_csv(g: GenerationProfile, devices: Mapping[str, Sequence[Device]] | None = None) -> str:
+    """One row per simulated device (raw units) with the phase counts repeated. An energy the
+    scenario's profiles could not source (``devices`` as in `generation_summary`) is an empty cell,
+    never 0: ``energy_per_token_j`` when the dynamic or the static part is unknown, ``static_j`` and
+    ``dynamic_j`` each when theirs is (dispatchprof.sim.energy_known)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(["device", "batch", "prompt_len", "new_tokens", "prefill_flops", "prefill_macs", "decode_flops",
@@ -154,8 +157,16 @@ def generation_csv(g: GenerationProfile) -> str:
         w.writerow([d.name if d else "", g.batch, g.prompt_len, g.new_tokens, g.prefill_totals.flops,
                     g.prefill_totals.macs, g.decode_totals.flops, g.decode_totals.macs, g.kv_cache_bytes,
                     *([d.ttft_s, d.tpot_first_s, d.tpot_mean_s, d.tpot_last_s, d.tokens_per_s, d.decode_tokens_per_s,
-                       d.energy_per_token_j, max(c.required_bytes for c in d.capacity),
-                       d.capacity[0].capacity_bytes, d.runtime, d.tp, d.prefill.static_j + d.decode.static_j,
-                       d.prefill.energy_j + d.decode.energy_j - d.prefill.static_j - d.decode.static_j]
+                       *_energy_numbers(d, devices)[:1], max(c.required_bytes for c in d.capacity),
+                       d.capacity[0].capacity_bytes, d.runtime, d.tp, *_energy_numbers(d, devices)[1:]]
                       if d else [""] * 13)])
     return out.getvalue()
+
+
+def _energy_numbers(d: DeviceGeneration, devices: Mapping[str, Sequence[Device]] | None) -> list[float | str]:
+    """[energy per token, static J, dynamic J] of ``d``, each "" (an empty CSV cell) where unknown."""
+    known = known_energy(_scenario_devices(d.name, devices))
+    static = d.prefill.static_j + d.decode.static_j
+    values = ((d.energy_per_token_j, known.total), (static, known.static),
+              (d.prefill.energy_j + d.decode.energy_j - static, known.dynamic))
+    return [v if ok else "" for v, ok in values]

@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 from dispatchprof import units
 from dispatchprof.report.render import render
-from dispatchprof.report.unknowns import energy_cell
+from dispatchprof.report.unknowns import total_energy_cell
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals, sum_records
 from dispatchprof.results.tree import Node, build_tree, walk
@@ -48,6 +48,20 @@ def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: st
     return text
 
 
+def simulation_line(sim: Simulation) -> str:
+    """'time, energy, average power' of ``sim``'s totals (the counter's text), with UNKNOWN where the
+    placement's profiles could not source an energy figure (dispatchprof.report.unknowns)."""
+    return ", ".join([units.seconds(sim.total.time_s), *_energy_cells(sim)])
+
+
+def _energy_cells(sim: Simulation) -> tuple[str, str]:
+    """(energy, average power) cells of ``sim``'s totals (dispatchprof.report.unknowns)."""
+    tot, devices = sim.total, sim.placement.devices
+    dynamic_w = tot.dynamic_j / tot.time_s if tot.time_s else 0.0
+    return (total_energy_cell(tot.energy_j, tot.dynamic_j, devices),
+            total_energy_cell(tot.power_w, dynamic_w, devices, units.watts))
+
+
 def _device_row(sim: Simulation, tokens: Mapping[str, int] | None) -> list[str]:
     tot = sim.total
     rate = "-"
@@ -56,9 +70,7 @@ def _device_row(sim: Simulation, tokens: Mapping[str, int] | None) -> list[str]:
         parts = [f"{p} {n / phases[p].time_s:,.1f}" for p, n in tokens.items() if p in phases and phases[p].time_s]
         rate = ", ".join(parts) or "-"
     fits = {True: "yes", False: "NO", None: "unknown"}[sim.fits()]
-    devices = sim.placement.devices
-    return [sim.name, units.seconds(tot.time_s), energy_cell(tot.energy_j, devices),
-            energy_cell(tot.power_w, devices, units.watts),
+    return [sim.name, units.seconds(tot.time_s), *_energy_cells(sim),
             units.percent(tot.compute_bound_s, tot.time_s), units.percent(tot.memory_bound_s, tot.time_s),
             rate, fits]
 
@@ -120,8 +132,18 @@ def module_tree(profile: Profile, sim: Simulation | None = None, *, depth: int =
     if not isinstance(depth, int) or depth < -1:
         raise ValueError(f"depth must be -1 (all) or a depth >= 0, got {depth!r}")
     root = build_tree(profile, sim.by_module() if sim is not None else None, fold, phase)
-    rows = [[label, *(COLUMNS[c][1](node, root) for c in columns)] for label, node, _ in walk(root, depth)]
-    return render(rows, ["module", *(COLUMNS[c][0] for c in columns)], fmt)
+    cells = dict(COLUMNS)
+    if sim is not None:                 # energy: no silent zero for a figure the profile could not source
+        cells["energy"] = ("energy", _energy_column(sim))
+    rows = [[label, *(cells[c][1](node, root) for c in columns)] for label, node, _ in walk(root, depth)]
+    return render(rows, ["module", *(cells[c][0] for c in columns)], fmt)
+
+
+def _energy_column(sim: Simulation) -> Column:
+    """The energy cell of a module of ``sim`` (dispatchprof.report.unknowns: UNKNOWN, or the dynamic part
+    and ``+ static UNKNOWN``, where the placement's profiles could not source a figure)."""
+    devices = sim.placement.devices
+    return lambda n, root: "-" if n.sim is None else total_energy_cell(n.sim.energy_j, n.sim.dynamic_j, devices)
 
 
 # --- operators ----------------------------------------------------------------------------------

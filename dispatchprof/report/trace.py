@@ -5,7 +5,10 @@ track in it, and a "host" process when the runtime gives the host work (its laun
 each device track: phase slices (prefill, decode, ...) hold module slices, which hold op slices;
 each op slice starts when the host/device timeline (dispatchprof.sim.timeline) starts it and lasts
 its simulated time (compute or memory, plus overhead, transfers and collectives, in its args). A
-counter per device plots the cumulative energy (dynamic + static power x time). Times are kept in
+counter per device plots the cumulative energy (dynamic + static power x time), "energy (J)"; where
+the device's profile could not source its static power the counter is the dynamic part alone, named
+"dynamic energy (J), static UNKNOWN", and where it could not source its dynamic energy there is no
+counter (dispatchprof.sim.energy_known: never a silent zero). Times are kept in
 integer nanoseconds so that every slice nests exactly (trace timestamps are microseconds: ns / 1000).
 """
 
@@ -16,6 +19,7 @@ import os
 from typing import Any
 
 from dispatchprof.results.files import write_atomic
+from dispatchprof.sim.energy_known import UNKNOWN, known_energy
 from dispatchprof.sim.simulate import Simulation
 from dispatchprof.sim.timeline import schedule
 
@@ -47,6 +51,7 @@ def trace_events(sim: Simulation) -> list[dict[str, Any]]:
     last_end: dict[str, int] = dict.fromkeys(pids, 0)
     dynamic: dict[str, float] = dict.fromkeys(pids, 0.0)
     static = {d.name: d.static_power_w for d in sim.placement.devices}
+    known = {d.name: known_energy([d]) for d in sim.placement.devices}
     records, parents = sim.records, dict(sim.parents)
     for timing, (issued_s, start_s, end_s) in zip(sim.ops, timeline_of(sim.ops, sim.step_starts)):
         r = records[timing.record]
@@ -71,8 +76,12 @@ def trace_events(sim: Simulation) -> list[dict[str, Any]]:
                 "comm_ns": timing.t_comm * 1e9, "flops": r.cost.flops, "bytes": timing.traffic_bytes}))
             dynamic[track] += timing.dynamic_j
             last_end[track] = end_ns
-            joules = dynamic[track] + static[_device_of(track)] * end_s     # static power drawn all along
-            events.append({"ph": "C", "name": "energy (J)", "pid": pids[track], "tid": 1, "ts": end_ns / 1000,
+            part = known[_device_of(track)]
+            if not part.dynamic:
+                continue                    # nothing known to plot
+            joules = dynamic[track] + (static[_device_of(track)] * end_s if part.static else 0.0)  # static drawn all along
+            name = "energy (J)" if part.static else f"dynamic energy (J), static {UNKNOWN}"
+            events.append({"ph": "C", "name": name, "pid": pids[track], "tid": 1, "ts": end_ns / 1000,
                            "args": {"J": joules}})
     for track, stack in open_slices.items():
         while stack:

@@ -34,7 +34,8 @@ t_compute and t_memory take the place of the roofline's in `dispatchprof.sim.tim
 (busy = max of the two: a unit's DMA engine runs beside its pipeline); the exchange is the op's
 t_comm (communication among the units, like a collective's), so a simulation's ``comm_s`` is the
 inter-unit time and ``transfer_s`` the host's inputs. Dtypes narrower than 32-bit integers (bool,
-int8, int16) run on the 32-bit ALU (`ALIASES`). A dtype the profile has no rate for raises, naming
+int8, int16) run on the 32-bit ALU (`ALIASES`); the rounding of an integer division is part of the
+division (`charged_counts`: its OTHER is not charged). A dtype the profile has no rate for raises, naming
 the ones it has.
 """
 
@@ -51,6 +52,10 @@ from dispatchprof.sim.pim import CLASS_OF, PimSpec, PimSpecError
 
 #: Integer dtypes narrower than 32 bits run as 32-bit ALU operations when the profile lists int32 only.
 ALIASES = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "int32"}
+#: Integer dtypes (a division in them gives a rounded quotient: `charged_counts`).
+INTEGER_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+#: Ops that divide and round: the count adds an OTHER per element for the rounding.
+ROUNDING_DIVISIONS = ("aten.floor_divide", "aten.div")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +128,19 @@ def parallelism(r: OpRecord) -> int:
     return max(1, r.out_elements, largest)
 
 
+def charged_counts(r: OpRecord, dtype: str) -> dict[str, int]:
+    """The counted categories of ``r`` the units are charged for, by category name (CLASS_OF's
+    keys). One rule beyond the count: a rounding division of integers (``aten.floor_divide``, or
+    ``aten.div`` with a rounding mode, in an integer dtype) counts a DIV and an OTHER (its rounding)
+    per element, but an integer division already gives the rounded quotient (UPMEM's runtime
+    divides unsigned integers in one emulated routine), so those OTHERs are not charged."""
+    c = r.cost
+    other = c.other
+    if r.op in ROUNDING_DIVISIONS and dtype in INTEGER_DTYPES:
+        other = max(0, other - (c.div or 0))
+    return {"add": c.add, "cmp": c.cmp, "mult": c.mult, "div": c.div, "sqrt": c.sqrt, "exp": c.exp, "other": other}
+
+
 def rate_dtype(spec: PimSpec, dtype: str) -> str:
     """The dtype whose rates time an op of ``dtype`` (`ALIASES` where the profile lacks it)."""
     if dtype in spec.dtypes("add") or dtype not in ALIASES:
@@ -138,9 +156,7 @@ def pim_op_times(r: OpRecord, d: Device, dtype: str, work_scale: float, traffic:
     assert spec is not None
     units = min(spec.usable_units, parallelism(r))
     key = rate_dtype(spec, dtype)
-    c = r.cost
-    counts = {"add": c.add, "cmp": c.cmp, "mult": c.mult, "div": c.div, "sqrt": c.sqrt, "exp": c.exp,
-              "other": c.other}
+    counts = charged_counts(r, dtype)
     t_compute = 0.0
     for category, n in counts.items():
         if n:
