@@ -31,6 +31,7 @@ import json
 import multiprocessing
 import os
 import pickle
+import re
 import statistics
 import subprocess
 import sys
@@ -277,6 +278,7 @@ def main() -> None:
     p.add_argument("--setups", metavar="DIR", help="keep the counted models here (re-simulating skips counting)")
     p.add_argument("--jobs", type=int, default=1, help="processes simulating in parallel")
     p.add_argument("--limit", type=int, help="only the first N expressible rows (a quick look)")
+    p.add_argument("--match", metavar="REGEX", help="only the rows whose id matches REGEX (re.search)")
     p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--errors", metavar="FILE", help="write every row's errors to FILE (CSV)")
@@ -288,6 +290,12 @@ def main() -> None:
     rows = rows[:args.limit] if args.limit else rows
     rows += published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
     rows += sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv"))
+    if args.match:
+        try:
+            wanted = re.compile(args.match)
+        except re.error as e:
+            p.error(f"--match: not a regular expression ({e})")
+        rows = [r for r in rows if wanted.search(r.id)]
     if args.fit_hosts:
         for engine, (step, seq, err, n) in fit_hosts(rows, args.setups, args.jobs, args.fit_hosts).items():
             print(f"{engine}: step_host_us {step}, sequence_host_us {seq}: mean error {100 * err:.1f}% "
