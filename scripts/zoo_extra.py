@@ -7,7 +7,9 @@ Flux transformers (joint attention, rotary embeddings on Flux), and a 2-step sam
 UNet under a DDIM scheduler, then its latents through the VAE decoder). Every one runs forward,
 a loss and backward, like the other zoo models; the sampling loop backpropagates through both
 steps. timm: a dozen families by ``timm.create_model(name, pretrained=False)`` at a small image
-size. scripts/coverage.py runs them; tests/test_zoo_extra.py a few.
+size; where torchvision cannot load (torch 2.13 CPU has no CPU torchvision wheel on the registry),
+timm imports against placeholder torchvision modules (scripts/torchvision_absent.py), installed
+when the first timm model is built. scripts/coverage.py runs them; tests/test_zoo_extra.py a few.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ TEXT_LEN, TEXT_DIM = 4, 32
 
 
 def _has(module: str) -> bool:
-    """True when ``module`` imports here (timm needs a torchvision that loads on this torch)."""
+    """True when ``module`` imports here."""
     if importlib.util.find_spec(module) is None:
         return False
     try:
@@ -156,11 +158,17 @@ TIMM_MODELS = {
 }
 
 
-def _timm_build(model_name: str, side: int) -> Callable[[], nn.Module]:
+#: Fewer blocks for the base-size transformers (the zoo wants every op, not the depth).
+TIMM_KWARGS = {"timm-beit": {"depth": 2}, "timm-vit": {"depth": 2}, "timm-deit": {"depth": 2}, "timm-eva": {"depth": 2}}
+
+
+def _timm_build(name: str, model_name: str, side: int) -> Callable[[], nn.Module]:
     def build() -> nn.Module:
+        import torchvision_absent
+        torchvision_absent.install()        # timm imports torchvision; see that module
         import timm
         kwargs = {"img_size": side} if _is_transformer(model_name) else {}   # CNNs take any size
-        return timm.create_model(model_name, pretrained=False, num_classes=10, **kwargs)
+        return timm.create_model(model_name, pretrained=False, num_classes=10, **kwargs, **TIMM_KWARGS.get(name, {}))
     return build
 
 
@@ -171,14 +179,14 @@ def _is_transformer(model_name: str) -> bool:
 def _timm_entries(entry_cls: type) -> dict[str, Any]:
     out = {}
     for name, (model_name, side) in TIMM_MODELS.items():
-        out[name] = entry_cls(name, _timm_build(model_name, side),
+        out[name] = entry_cls(name, _timm_build(name, model_name, side),
                               lambda side=side: {"x": torch.randn(BATCH, 3, side, side)},
                               lambda logits: logits.float().logsumexp(-1).mean())
     return out
 
 
 HAS_DIFFUSERS = _has("diffusers")
-HAS_TIMM = _has("timm")
+HAS_TIMM = importlib.util.find_spec("timm") is not None     # imported when a timm model is built
 DIFFUSERS_NAMES = ("sd-unet", "sd-vae", "dit", "sd3", "flux", "sd-sampling")
 #: The names this environment can build (diffusers and timm are optional).
 NAMES = (DIFFUSERS_NAMES if HAS_DIFFUSERS else ()) + (tuple(TIMM_MODELS) if HAS_TIMM else ())
