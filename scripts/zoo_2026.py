@@ -195,5 +195,5 @@ def entries(entry_cls: type) -> dict[str, Any]:
 
 
 NAMES = ("mixtral", "qwen2-moe", "qwen3-moe", "deepseek-v2", "deepseek-v3", "gpt-oss", "phimoe", "jamba",
-         "mamba", "mamba2", "zamba2", "rwkv", "recurrent-gemma", "gemma3", "gemma3n", "llama4", "llava", "qwen2-vl", "blip2", "sam", "dinov2",
-         "wav2vec2-ctc", "bigbird", "longformer", "patchtst")
+         "mamba", "mamba2", "zamba2", "rwkv", "recurrent-gemma", "gemma3", "gemma3n", "llama4", "llava", "qwen2-vl",
+         "blip2", "sam", "dinov2", "wav2vec2-ctc", "bigbird", "longformer", "patchtst")

@@ -97,7 +97,8 @@ def _flux():
 
 def _flux_inputs() -> dict:
     side = LATENT // 2          # Flux packs 2x2 latent patches of 4 channels into 16-channel tokens
-    img_ids = torch.stack(torch.meshgrid(torch.zeros(1), torch.arange(float(side)), torch.arange(float(side)), indexing="ij"), -1)
+    axes = (torch.zeros(1), torch.arange(float(side)), torch.arange(float(side)))   # (frame, row, column) ids
+    img_ids = torch.stack(torch.meshgrid(*axes, indexing="ij"), -1)
     return {"hidden_states": torch.randn(BATCH, side * side, 16),
             "encoder_hidden_states": torch.randn(BATCH, TEXT_LEN, TEXT_DIM),
             "pooled_projections": torch.randn(BATCH, 16), "timestep": torch.tensor([0.1, 0.9]),

@@ -41,6 +41,8 @@ def test_detr_trains_and_clip_runs_on_meta(name, kind):
     ("bart", "meta", "masking_utils"),              # the causal-mask shortcut calls .item()
     ("detr", "meta", "masking_utils"),              # the bidirectional-mask shortcut calls .all()
     ("detr", "fake", "isfinite"),                   # each training encoder layer tests isfinite().all()
+    ("qwen2-vl", "meta", "grid_thw.tolist()"),      # vision position ids from the image grid's values
+    ("blip2", "meta", "masking_utils"),             # the Q-Former's bidirectional-mask shortcut calls .all()
 ])
 def test_the_zoo_error_cells_fail_without_the_counter(name, kind, where):
     # docs/zoo.md: these cells are transformers reading tensor values, not the counter
@@ -78,6 +80,7 @@ def test_detr_forward_in_eval_mode_counts_on_fake_tensors():
 @pytest.mark.parametrize("name, kind", [
     ("mixtral", "fake"), ("gpt-oss", "fake"), ("jamba", "fake"), ("mamba2", "fake"), ("rwkv", "fake"),
     ("llama4", "fake"), ("dinov2", "meta"), ("patchtst", "real"), ("wav2vec2-ctc", "real"),
+    ("qwen2-vl", "real"), ("blip2", "fake"), ("sam", "fake"),
 ])
 def test_2026_families_have_no_unknown_ops(name, kind):
     # scripts/coverage.py runs every family on every kind; these cover the MoE grouped products,
