@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 import zoo_2026
+import zoo_extra
 
 KINDS = ("real", "meta", "fake")
 BATCH, SEQ, VOCAB = 2, 8, 128
@@ -168,6 +169,7 @@ def _entries() -> dict[str, Entry]:
                       lambda out: out.square().mean())
     e.update(_extended_entries())
     e.update(zoo_2026.entries(Entry))
+    e.update(zoo_extra.entries(Entry))
     return e
 
 
@@ -249,7 +251,9 @@ EXTENDED_NAMES = ("convnext", "resnet-hf", "swin", "segformer", "detr", "whisper
                   "gru", "unet", "audio-conv")
 #: Issue #40's families: MoE, state-space and hybrid decoders, vision-language, audio, ... (scripts/zoo_2026.py).
 FAMILIES_2026 = zoo_2026.NAMES
-ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES + FAMILIES_2026
+#: diffusers and timm families, where those libraries import (scripts/zoo_extra.py).
+EXTRA_NAMES = zoo_extra.NAMES
+ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES + FAMILIES_2026 + EXTRA_NAMES
 
 
 def entry(name: str) -> Entry:

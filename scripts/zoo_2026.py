@@ -3,7 +3,8 @@ tiny sizes, each with a training step, as scripts/zoo.py's entries.
 
 MoE decoders run transformers' default experts path (``aten._grouped_mm``); state-space and
 hybrid decoders run their torch fallbacks (no CUDA kernels here); vision-language models train
-on text and image together. scripts/coverage.py runs them all; tests/test_zoo_extended.py a few.
+on text and image together (LLaVA, Qwen2-VL, BLIP-2); SAM trains its masks and IoU scores
+from point prompts. scripts/coverage.py runs them all; tests/test_zoo_extended.py a few.
 """
 
 from __future__ import annotations
@@ -99,6 +100,58 @@ def _llava_inputs() -> dict:
     return {"input_ids": ids, "labels": ids, **_image()}
 
 
+def _qwen2_vl():
+    import transformers as tf
+    vision = dict(depth=1, embed_dim=16, hidden_size=32, num_heads=2, patch_size=4, spatial_merge_size=2,
+                  temporal_patch_size=2)
+    text = dict(**TINY, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]})
+    return tf.Qwen2VLForConditionalGeneration(tf.Qwen2VLConfig(
+        text_config=text, vision_config=vision, image_token_id=VOCAB - 1, video_token_id=VOCAB - 2,
+        vision_start_token_id=VOCAB - 3, vision_end_token_id=VOCAB - 4))
+
+
+def _qwen2_vl_inputs() -> dict:
+    # one 16x16 image per row: a 4x4 grid of 4x4 patches (x2 frames), merged 2x2 into 4 image tokens
+    ids = torch.cat([torch.full((BATCH, 1), VOCAB - 3), torch.full((BATCH, 4), VOCAB - 1),
+                     torch.full((BATCH, 1), VOCAB - 4), torch.randint(3, VOCAB - 4, (BATCH, SEQ))], 1)
+    return {"input_ids": ids, "labels": ids, "pixel_values": torch.randn(BATCH * 16, 3 * 2 * 4 * 4),
+            "image_grid_thw": torch.tensor([[1, 4, 4]] * BATCH), "mm_token_type_ids": (ids == VOCAB - 1).int()}
+
+
+def _blip2():
+    import transformers as tf
+    return tf.Blip2ForConditionalGeneration(tf.Blip2Config(
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=32, patch_size=8),
+        qformer_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                            encoder_hidden_size=32, vocab_size=VOCAB, max_position_embeddings=64),
+        text_config=tf.OPTConfig(hidden_size=32, ffn_dim=64, num_hidden_layers=1, num_attention_heads=2,
+                                 vocab_size=VOCAB, max_position_embeddings=64, word_embed_proj_dim=32,
+                                 pad_token_id=0, bos_token_id=1, eos_token_id=2),
+        num_query_tokens=4, image_token_index=VOCAB - 1))
+
+
+def _blip2_inputs() -> dict:
+    ids = torch.cat([torch.full((BATCH, 4), VOCAB - 1), torch.randint(3, VOCAB - 1, (BATCH, SEQ))], 1)
+    return {"input_ids": ids, "labels": ids, **_image()}
+
+
+def _sam():
+    import transformers as tf
+    return tf.SamModel(tf.SamConfig(
+        vision_config=dict(hidden_size=32, output_channels=16, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=32, patch_size=8, window_size=2, global_attn_indexes=(1,), mlp_dim=64,
+                           num_pos_feats=8),
+        prompt_encoder_config=dict(hidden_size=16, image_size=32, patch_size=8, mask_input_channels=4),
+        mask_decoder_config=dict(hidden_size=16, mlp_dim=32, num_hidden_layers=1, num_attention_heads=2,
+                                 iou_head_hidden_dim=16)))
+
+
+def _sam_inputs() -> dict:
+    return {**_image(), "input_points": torch.rand(BATCH, 1, 2, 2) * 32,
+            "input_labels": torch.ones(BATCH, 1, 2, dtype=torch.long)}
+
+
 def _other_entries(entry_cls: type) -> dict[str, Any]:
     import transformers as tf
 
@@ -106,6 +159,10 @@ def _other_entries(entry_cls: type) -> dict[str, Any]:
     hidden = lambda out: out.last_hidden_state.float().square().mean()   # noqa: E731
     return {
         "llava": entry_cls("llava", _llava, _llava_inputs, loss),
+        "qwen2-vl": entry_cls("qwen2-vl", _qwen2_vl, _qwen2_vl_inputs, loss),
+        "blip2": entry_cls("blip2", _blip2, _blip2_inputs, loss),
+        "sam": entry_cls("sam", _sam, _sam_inputs,
+                         lambda out: out.pred_masks.float().square().mean() + out.iou_scores.float().mean()),
         "dinov2": entry_cls("dinov2", lambda: tf.Dinov2Model(tf.Dinov2Config(
             hidden_size=32, num_hidden_layers=1, num_attention_heads=2, mlp_ratio=2, image_size=32, patch_size=8)),
             _image, hidden),
@@ -138,5 +195,5 @@ def entries(entry_cls: type) -> dict[str, Any]:
 
 
 NAMES = ("mixtral", "qwen2-moe", "qwen3-moe", "deepseek-v2", "deepseek-v3", "gpt-oss", "phimoe", "jamba",
-         "mamba", "mamba2", "zamba2", "rwkv", "recurrent-gemma", "gemma3", "gemma3n", "llama4", "llava", "dinov2",
-         "wav2vec2-ctc", "bigbird", "longformer", "patchtst")
+         "mamba", "mamba2", "zamba2", "rwkv", "recurrent-gemma", "gemma3", "gemma3n", "llama4", "llava", "qwen2-vl",
+         "blip2", "sam", "dinov2", "wav2vec2-ctc", "bigbird", "longformer", "patchtst")

@@ -15,10 +15,18 @@ def test_extended_zoo_has_no_unknown_ops(name, kind):
 
 
 def test_every_zoo_name_builds_an_entry():
-    assert set(zoo.ALL_NAMES) == set(zoo.ZOO_NAMES) | set(zoo.EXTENDED_NAMES) | set(zoo.FAMILIES_2026)
+    assert set(zoo.ALL_NAMES) == (set(zoo.ZOO_NAMES) | set(zoo.EXTENDED_NAMES) | set(zoo.FAMILIES_2026)
+                                  | set(zoo.EXTRA_NAMES))
     assert set(zoo._entries()) == set(zoo.ALL_NAMES)
     with pytest.raises(KeyError, match="unknown zoo model 'nope'; known: llama"):
         zoo.entry("nope")
+
+
+def test_convnext_builds_on_fake_tensors_and_counts_as_on_real():
+    # its constructor reads drop-path rates from a linspace (.tolist()): fake_model keeps those real
+    _, unknown, real = coverage_script.run_totals("convnext", "real", "adamw")
+    _, _, fake = coverage_script.run_totals("convnext", "fake", "adamw")
+    assert unknown == [] and coverage_script.versus_real(fake, real) == "= real"
 
 
 @pytest.mark.parametrize("name, kind", [("detr", "real"), ("clip", "meta")])
@@ -30,14 +38,14 @@ def test_detr_trains_and_clip_runs_on_meta(name, kind):
 
 
 @pytest.mark.parametrize("name, kind, where", [
-    ("convnext", "fake", "drop_path_rates"),        # the constructor calls .tolist() on a linspace
     ("bart", "meta", "masking_utils"),              # the causal-mask shortcut calls .item()
     ("detr", "meta", "masking_utils"),              # the bidirectional-mask shortcut calls .all()
     ("detr", "fake", "isfinite"),                   # each training encoder layer tests isfinite().all()
+    ("qwen2-vl", "meta", "grid_thw.tolist()"),      # vision position ids from the image grid's values
+    ("blip2", "meta", "masking_utils"),             # the Q-Former's bidirectional-mask shortcut calls .all()
 ])
 def test_the_zoo_error_cells_fail_without_the_counter(name, kind, where):
-    # docs/zoo.md: these cells are transformers reading tensor values, not the counter (convnext's
-    # fake build goes through fake_model, i.e. the constructor under torch's FakeTensorMode)
+    # docs/zoo.md: these cells are transformers reading tensor values, not the counter
     import traceback
     import warnings
 
@@ -72,6 +80,7 @@ def test_detr_forward_in_eval_mode_counts_on_fake_tensors():
 @pytest.mark.parametrize("name, kind", [
     ("mixtral", "fake"), ("gpt-oss", "fake"), ("jamba", "fake"), ("mamba2", "fake"), ("rwkv", "fake"),
     ("llama4", "fake"), ("dinov2", "meta"), ("patchtst", "real"), ("wav2vec2-ctc", "real"),
+    ("qwen2-vl", "real"), ("blip2", "fake"), ("sam", "fake"),
 ])
 def test_2026_families_have_no_unknown_ops(name, kind):
     # scripts/coverage.py runs every family on every kind; these cover the MoE grouped products,

@@ -3,7 +3,9 @@
 ``fake_model(build)`` runs ``build()`` (a callable returning an nn.Module, a transformers
 config, or a path to a config.json) inside a ``FakeTensorMode``: parameters get shapes and
 dtypes but no storage, so a 405B-parameter model builds in seconds and a few hundred MB.
-Run the model inside ``fake_mode(model)`` with inputs from ``fake_inputs``.
+Run the model inside ``fake_mode(model)`` with inputs from ``fake_inputs``. A constructor that
+reads values it computed from Python numbers (drop-path rates from a ``linspace``) is built again
+with those values real (``count/build_values.py``); the parameters stay fake.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from typing import Any, Callable
 import torch
 from torch import nn
 from torch._subclasses import FakeTensor, FakeTensorMode
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+
+from dispatchprof.count.build_values import ConstructorValues
 
 
 def fake_model(build: Callable[[], nn.Module] | Any, *, dtype: torch.dtype | None = None) -> nn.Module:
@@ -28,14 +33,24 @@ def fake_model(build: Callable[[], nn.Module] | Any, *, dtype: torch.dtype | Non
     try:
         if dtype is not None:
             torch.set_default_dtype(dtype)   # restored below; fake parameters cannot be cast later
-        with mode:
-            with _skip_weight_init():
-                model = _build(build)
-            if hasattr(model, "tie_weights"):   # transformers ties inside the init we skipped
-                model.tie_weights()
+        try:
+            model = _build_in(mode, build, values=False)
+        except (DataDependentOutputException, DynamicOutputShapeException):
+            # the constructor reads values it computed from Python numbers: keep those real
+            model = _build_in(FakeTensorMode(allow_non_fake_inputs=True), build, values=True)
     finally:
         torch.set_default_dtype(saved_dtype)
     model.eval()
+    return model
+
+
+def _build_in(mode: FakeTensorMode, build: Any, *, values: bool) -> nn.Module:
+    """``build`` under ``mode``; with ``values``, under `ConstructorValues` too."""
+    with mode, (ConstructorValues() if values else contextlib.nullcontext()):
+        with _skip_weight_init():
+            model = _build(build)
+        if hasattr(model, "tie_weights"):   # transformers ties inside the init we skipped
+            model.tie_weights()
     return model
 
 

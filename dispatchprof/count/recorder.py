@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from dispatchprof.count.aliasing import returns_only_mutated
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
@@ -476,8 +477,11 @@ def _written(info: OpInfo, args: tuple, kwargs: dict, out_tensors: list[Tensor])
     """(bytes, elements) written: every output and mutated argument, each tensor once."""
     targets = out_tensors
     if info.mutated_positions or info.mutated_names:
-        targets = out_tensors + iter_tensors([args[i] for i in info.mutated_positions if i < len(args)]
-                                             + [kwargs.get(k) for k in info.mutated_names])
+        mutated = iter_tensors([args[i] for i in info.mutated_positions if i < len(args)]
+                               + [kwargs.get(k) for k in info.mutated_names])
+        # an op that returns only its mutated arguments (``copy_``, ``add_``, ``out=``) writes them once,
+        # even where a fake kernel returns a new object for a real tensor it mutated
+        targets = mutated if returns_only_mutated(info.func) else out_tensors + mutated
     seen: set[int] = set()
     nbytes = elements = 0
     for t in targets:
