@@ -33,4 +33,7 @@ else
   .venv/bin/pip install -q --disable-pip-version-check torch==2.13.0
 fi
 .venv/bin/pip install -q --disable-pip-version-check -c .ci/constraints.txt -e '.[test]'
+# timm for the zoo's timm rows, without its torchvision dependency: no CPU torchvision is built for
+# torch 2.13, and timm's classification models run without it (scripts/torchvision_absent.py)
+.venv/bin/pip install -q --disable-pip-version-check --no-deps -c .ci/constraints.txt timm
 echo "dispatchprof: .venv is ready."

@@ -2,9 +2,12 @@
 tensor kind): no unknown op, and fake = real, ViT's constructor reading its drop-path rates
 included (dispatchprof/count/build_values.py)."""
 
+import importlib.util
+
 import pytest
 
-pytest.importorskip("timm", reason="timm is not installed: the timm zoo families need it")
+if importlib.util.find_spec("timm") is None:     # not imported here: timm needs torchvision's placeholder first
+    pytest.skip("timm is not installed: the timm zoo families need it", allow_module_level=True)
 
 import coverage as coverage_script  # noqa: E402
 import zoo  # noqa: E402
