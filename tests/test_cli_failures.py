@@ -65,12 +65,20 @@ def test_the_subject_is_the_first_argument_that_is_not_an_option():
     assert subject(["calibrate", "--gpu"]) == "dispatchprof calibrate"
 
 
+def _interruptible() -> None:
+    """In the child before it runs: Ctrl-C's default action, as in a terminal. A test run started
+    in the background by a shell without job control inherits SIGINT ignored, and Python keeps an
+    ignored SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "dispatchprof: interrupted"),
                                              (signal.SIGTERM, 143, "dispatchprof: terminated")])
 def test_ctrl_c_and_sigterm_during_a_count_exit_130_and_143_leaving_nothing(tmp_path, sig, code, line):
     out = tmp_path / "r.json"
     proc = subprocess.Popen([sys.executable, "-m", "dispatchprof", *HUGE, "--json", "-o", str(out)], cwd=tmp_path,
-                            env={**os.environ, "PYTHONPATH": ROOT}, stderr=subprocess.PIPE, text=True)
+                            env={**os.environ, "PYTHONPATH": ROOT}, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)
     time.sleep(15)                            # past start-up: counting a 405B model takes minutes
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
@@ -137,7 +145,7 @@ def _start_up(tmp_path, sig, entry, dependency, module, *command):
     """(exit status, stderr) of the STARTUP child signalled while it imports ``module``."""
     proc = subprocess.Popen([sys.executable, "-c", STARTUP, entry, dependency, module, *command], cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": ROOT})
+                            env={**os.environ, "PYTHONPATH": ROOT}, preexec_fn=_interruptible)
     assert proc.stdout.readline() == f"importing {module}\n"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=40)
