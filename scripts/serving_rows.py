@@ -205,13 +205,13 @@ def sim2real_rows(path: str) -> list[ServingRow]:
 def _unexpressed(r: dict) -> str | None:
     """Why a silicon-sample row is not predicted, or None."""
     if r["mode"] != "agg":
-        return "disaggregated prefill/decode (not simulated yet)"
+        return "disaggregated prefill/decode (serve simulates it, not yet validated here)"
     if r["model_path"] not in MODELS:
-        return f"{r['model_path']}: a mixture-of-experts model (the serving cost model covers dense models)"
+        return f"{r['model_path']}: a mixture-of-experts model (not yet validated here)"
     if r["system"] not in DEVICES:
         return f"{r['system']}: no bundled device profile"
     if r["gemm_quant_mode"] not in WEIGHTS:
         return f"weights {r['gemm_quant_mode']}: no simulated weight dtype"
     if r["pp_size"] not in ("", "1") or r["attention_dp_size"] not in ("", "0", "1"):
-        return "pipeline or attention data parallelism (not simulated yet)"
+        return "pipeline or attention data parallelism (serve simulates them, not yet validated here)"
     return None

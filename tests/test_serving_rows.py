@@ -62,9 +62,9 @@ def test_rows_not_expressed_keep_their_reason(tmp_path):
         row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo")]))
     assert rows == []
     assert [s.reason for s in skipped] == [
-        "disaggregated prefill/decode (not simulated yet)",
-        "deepseek-ai/DeepSeek-R1: a mixture-of-experts model (the serving cost model covers dense models)",
-        "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (not simulated yet)",
+        "disaggregated prefill/decode (serve simulates it, not yet validated here)",
+        "deepseek-ai/DeepSeek-R1: a mixture-of-experts model (not yet validated here)",
+        "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
         "weights int4_wo: no simulated weight dtype"]
 
 
