@@ -12,12 +12,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from dispatchprof.count.aliasing import returns_only_mutated
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
 from dispatchprof.count.tensors import dtype_name, first_kind, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
+from dispatchprof.count.traffic import EVERYTHING, Existing, bytes_read, bytes_written, input_keys
 from dispatchprof.count.stand_ins import runner
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
@@ -28,7 +28,6 @@ from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACE
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
-_CONTAINERS = (list, tuple, dict)
 _graph_task_id = torch._C._current_graph_task_id
 #: Ops whose output depends on tensor values: impossible on meta tensors.
 DATA_DEPENDENT = frozenset({aten._local_scalar_dense, aten.nonzero, aten.masked_select,
@@ -166,10 +165,10 @@ class Recorder:
         out_tensors = iter_tensors(out)
         if fn is None:
             if info.zero_cost:
-                self._track(out_tensors, UNRECORDED, _ALL)          # views never allocate
+                self._track(out_tensors, UNRECORDED, EVERYTHING)          # views never allocate
                 self.zero_cost[info.name] += 1
             else:
-                self._track(out_tensors, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
+                self._track(out_tensors, UNRECORDED, Existing(input_keys(args, kwargs), self.tracker.resident))
                 self._unknown(info.name, "no formula registered")
             return
         if _graph_task_id() != -1:
@@ -190,11 +189,12 @@ class Recorder:
             else:
                 cost = fn(*meta_args, result=to_meta(out), **kwargs)   # tensors in kwargs go as they are
         except UnsupportedCall as e:
-            self._track(out_tensors, UNRECORDED, _Existing(_input_keys(args, kwargs), self.tracker.resident))
+            self._track(out_tensors, UNRECORDED, Existing(input_keys(args, kwargs), self.tracker.resident))
             self._unknown(info.name, str(e))
             return
-        total, sources, param_bytes, param_elements, keys, first = _reads(info, args, kwargs, self)
-        written, out_elements = _written(info, args, kwargs, out_tensors)
+        total, sources, param_bytes, param_elements, keys, first = bytes_read(info, args, kwargs, self.tracker.resident,
+                                                                                self.ledger.producer_of)
+        written, out_elements = bytes_written(info, args, kwargs, out_tensors)
         if cost.bytes_read is None or cost.bytes_written is None:
             cost = cost.with_bytes(total if cost.bytes_read is None else cost.bytes_read,
                                    written if cost.bytes_written is None else cost.bytes_written)
@@ -258,7 +258,7 @@ class Recorder:
         if self.tensor_kind is None:
             self._set_kind(first_kind((args, out)))
         self._track(list(outs), len(self.records) - 1,
-                    _Existing(_input_keys(args, {}), self.tracker.resident))
+                    Existing(input_keys(args, {}), self.tracker.resident))
 
     def _unknown(self, name: str, reason: str) -> None:
         scope, _ = self.scope_and_phase()
@@ -326,7 +326,7 @@ class Recorder:
         for a read whose producer is the host). Views of existing storages change nothing."""
         out = func(*args, **kwargs)
         producer, mark = self.fused_record, self.ledger.mark
-        inputs = _input_keys(args, kwargs)
+        inputs = input_keys(args, kwargs)
         for t in iter_tensors(out):
             if storage_key(t) not in inputs:
                 mark(t, producer)
@@ -395,103 +395,6 @@ class OpInfo:
                      and not self.data_dependent)
 
 
-def _reads(info: OpInfo, args: tuple, kwargs: dict, recorder: Recorder) -> tuple:
-    """The generic read rule and where each read tensor comes from: every tensor input once
-    (stride-0 dims once), except write-only ``out=`` arguments and overwritten targets. One
-    walk over the arguments; returns (bytes read, sources, parameter bytes, parameter elements,
-    the storages that existed before the op, the first tensor of ``args``)."""
-    total = param_bytes = param_elements = 0
-    sources: list[tuple[int, int, int]] = []     # (producer record, bytes, storage id)
-    first = None
-    inputs: set[int | None] = set()
-    resident = recorder.tracker.resident
-    producer_of = recorder.ledger.producer_of
-    skip = 0 if info.skips_first else -1
-    read: list[tuple[Tensor, int | None]] = []
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            tensors: Any = (a,)
-        elif isinstance(a, _CONTAINERS):
-            tensors = iter_tensors(a)
-        else:
-            continue
-        for t in tensors:
-            if first is None:
-                first = t
-            key = storage_key(t)
-            inputs.add(key)
-            if i != skip:
-                read.append((t, key))
-    if kwargs:
-        write_only = info.write_only
-        for k, v in kwargs.items():
-            for t in iter_tensors(v):
-                key = storage_key(t)
-                inputs.add(key)
-                if k not in write_only:
-                    read.append((t, key))
-    for t, key in read:
-        nbytes = stored_bytes(t)
-        total += nbytes
-        if key in resident or _is_parameter(t):
-            param_bytes += nbytes
-            size = t.element_size()
-            param_elements += nbytes // size if size else 0
-        else:
-            sources.append((producer_of(key), nbytes, key or 0))
-    return total, sources, param_bytes, param_elements, _Existing(inputs, resident), first
-
-
-def _is_parameter(t: Tensor) -> bool:
-    """``isinstance(t, nn.Parameter)`` without Parameter's Python ``__instancecheck__``."""
-    return issubclass(type(t), nn.Parameter) or getattr(t, "_is_param", False)
-
-
-class _Existing:
-    """Storages that existed before an op: its inputs (read or not) and every parameter."""
-
-    __slots__ = ("inputs", "resident")
-
-    def __init__(self, inputs: set[int | None], resident: set[int]) -> None:
-        self.inputs, self.resident = inputs, resident
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.inputs or key in self.resident
-
-
-class _Everything:
-    """A set that contains every key: views never allocate."""
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-
-_ALL = _Everything()
-
-
-def _input_keys(args: tuple, kwargs: dict) -> set[int | None]:
-    return {storage_key(t) for t in iter_tensors((args, kwargs))}
-
-
-def _written(info: OpInfo, args: tuple, kwargs: dict, out_tensors: list[Tensor]) -> tuple[int, int]:
-    """(bytes, elements) written: every output and mutated argument, each tensor once."""
-    targets = out_tensors
-    if info.mutated_positions or info.mutated_names:
-        mutated = iter_tensors([args[i] for i in info.mutated_positions if i < len(args)]
-                               + [kwargs.get(k) for k in info.mutated_names])
-        # an op that returns only its mutated arguments (``copy_``, ``add_``, ``out=``) writes them once,
-        # even where a fake kernel returns a new object for a real tensor it mutated
-        targets = mutated if returns_only_mutated(info.func) else out_tensors + mutated
-    seen: set[int] = set()
-    nbytes = elements = 0
-    for t in targets:
-        if id(t) not in seen:
-            seen.add(id(t))
-            nbytes += stored_bytes(t)
-            elements += t.numel()
-    return nbytes, elements
-
-
 def _world() -> dict[str, int]:
     """world_size and rank of the default process group (1 and 0 without one)."""
     import torch.distributed as dist
@@ -510,8 +413,6 @@ def _shapes(meta_args: tuple) -> tuple[tuple[int, ...], ...]:
         elif isinstance(a, (list, tuple)):
             out.extend(x.shape for x in a if isinstance(x, TensorMeta))
     return tuple(out)
-
-
 
 
 def _first_dtype(args: tuple) -> str:
