@@ -6,12 +6,14 @@ aiconfigurator-core wheel (systems/silicon_sample.csv, Apache-2.0): each row is 
 benchmark of ``silicon_concurrency`` clients (named in its ``silicon_data_source``; where it is
 not, its ``batch_size``, which equals it in 3,410 of the 3,619 aggregated rows) with fixed input
 and output lengths, and its mean TTFT and TPOT in milliseconds. A row is predicted when
-dispatchprof can express it: an aggregated engine (not disaggregated prefill/decode), a dense
-model of the catalog, tensor parallelism only, a device with a bundled profile; every other row
-is kept with the reason it is not (`Skipped`). The engine runs as AIConfigurator's generator
-configures a benchmark of a row (`benchmark_figures`, from its rule files in the wheel,
-aiconfigurator/generator/rule_plugin/benchmark/{vllm,trtllm}.rule: "agg max_num_tokens =
-(max_batch_size or 0) + (SlaConfig.isl or 0) + 1500", rounded up to whole blocks of 32 for
+dispatchprof can express it: an aggregated engine (not disaggregated prefill/decode), a model of
+the catalog (`MODELS`), a device with a bundled profile, tensor parallelism, and for a
+mixture-of-experts model (`MOE`) its experts either tensor-parallel over the same GPUs
+(moe_tp_size = tp_size) or spread whole over them (moe_ep_size = tp_size: `ServingRow.ep`,
+`serve --ep`); every other row is kept with the reason it is not (`Skipped`). The engine runs
+as AIConfigurator's generator configures a benchmark of a row (`benchmark_figures`, from its rule
+files in the wheel, aiconfigurator/generator/rule_plugin/benchmark/{vllm,trtllm}.rule: "agg
+max_num_tokens = (max_batch_size or 0) + (SlaConfig.isl or 0) + 1500", rounded up to whole blocks of 32 for
 TensorRT-LLM, and "cuda_graph_batch_sizes = range(1, max_batch_size + 1)"): vLLM's step budget
 (--max-num-batched-tokens) and capture sizes, TensorRT-LLM's max_num_tokens. SGLang's rule sets no
 chunk size (chunked prefill off, max_prefill_tokens = ISL + 1500), which the simulated scheduler
@@ -45,7 +47,9 @@ from dataclasses import dataclass, field
 #: silicon-sample model -> catalog model (the -Instruct and FP8/NVFP4 checkpoints share the architecture)
 MODELS = {"Qwen/Qwen3-32B": "qwen3-32b", "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
           "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
-          "meta-llama/Llama-3.1-70B": "llama-3.1-70b"}
+          "meta-llama/Llama-3.1-70B": "llama-3.1-70b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b"}
+#: the mixture-of-experts models of MODELS: their moe_tp_size and moe_ep_size say how the experts spread
+MOE = {"Qwen/Qwen3-235B-A22B-FP8"}
 #: silicon-sample system -> bundled device profile
 DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
 #: gemm_quant_mode -> simulated weight dtype (None: the model's bf16)
@@ -98,11 +102,18 @@ class ServingRow:
     stages: tuple = ()                               # open loop: (requests/s, seconds simulated) per stage
     prefix_hit: float = 0.0                          # share of each prompt found in the prefix cache
     rounds: int = 0                                  # closed loop: the benchmark's requests per client
+    ep: int = 1                                      # GPUs the routed experts spread over (1: experts tensor-parallel)
+
+    @property
+    def layout(self) -> str:
+        """How the replica spreads the model: its experts over ``ep`` GPUs, or everything tensor-parallel."""
+        return f"experts over {self.ep} GPUs (EP)" if self.ep > 1 else "tensor-parallel"
 
     @property
     def setup_key(self) -> tuple:
         """Rows with one key share one counted model."""
-        return self.model, self.device, self.tp, self.weight_dtype, self.kv_dtype
+        key = self.model, self.device, self.tp, self.weight_dtype, self.kv_dtype
+        return key + (f"ep{self.ep}",) if self.ep > 1 else key
 
 
 @dataclass(frozen=True)
@@ -165,7 +176,8 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                 weights, kv_dtype_of(r["backend"], weights),
                 int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), SIMULATED_ROUNDS * clients,
                 {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
-                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"])), rounds=ROUNDS))
+                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"])), rounds=ROUNDS,
+                ep=int(r["moe_ep_size"] or 1) if r["model_path"] in MOE else 1))
     return rows, skipped
 
 
@@ -207,11 +219,15 @@ def _unexpressed(r: dict) -> str | None:
     if r["mode"] != "agg":
         return "disaggregated prefill/decode (serve simulates it, not yet validated here)"
     if r["model_path"] not in MODELS:
-        return f"{r['model_path']}: a mixture-of-experts model (not yet validated here)"
+        return f"{r['model_path']}: no catalog model mapped to it here (MODELS)"
     if r["system"] not in DEVICES:
         return f"{r['system']}: no bundled device profile"
     if r["gemm_quant_mode"] not in WEIGHTS:
         return f"weights {r['gemm_quant_mode']}: no simulated weight dtype"
     if r["pp_size"] not in ("", "1") or r["attention_dp_size"] not in ("", "0", "1"):
         return "pipeline or attention data parallelism (serve simulates them, not yet validated here)"
+    tp, moe_tp, ep = (int(r[k] or 1) for k in ("tp_size", "moe_tp_size", "moe_ep_size"))
+    if r["model_path"] in MOE and (moe_tp, ep) not in ((tp, 1), (1, tp)):
+        return (f"experts over moe_tp {moe_tp} x moe_ep {ep} at tp {tp}: serve spreads them tensor-parallel over tp "
+                f"or expert-parallel over tp GPUs")
     return None

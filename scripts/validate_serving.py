@@ -82,7 +82,8 @@ def counted_setup(r: ServingRow, folder: str | None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         setup = prepare_serving(r.model, r.device, weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype,
-                                runtime="serving", tp=r.tp, engine=r.engine, engine_version=r.engine_version)
+                                runtime="serving", tp=r.tp, engine=r.engine, engine_version=r.engine_version,
+                                ep=r.ep)
     if path:
         os.makedirs(folder, exist_ok=True)
         prediction_cache.save_bytes(pickle.dumps(setup), path)
@@ -247,7 +248,7 @@ def table(rows: list[ServingRow], ours: dict, theirs: dict, markdown: bool) -> s
     over the rows both predict (AIConfigurator estimates the silicon-sample rows)."""
     groups: dict[str, list[ServingRow]] = collections.OrderedDict()
     groups["held-out"] = [r for r in rows if r.split == "held-out"]
-    for key in ("engine", "device", "source"):
+    for key in ("engine", "device", "model", "layout", "source"):
         for value in sorted({getattr(r, key) for r in rows}):
             groups[f"held-out, {value}"] = [r for r in groups["held-out"] if getattr(r, key) == value]
     groups["fit"] = [r for r in rows if r.split == "fit"]

@@ -63,9 +63,28 @@ def test_rows_not_expressed_keep_their_reason(tmp_path):
     assert rows == []
     assert [s.reason for s in skipped] == [
         "disaggregated prefill/decode (serve simulates it, not yet validated here)",
-        "deepseek-ai/DeepSeek-R1: a mixture-of-experts model (not yet validated here)",
+        "deepseek-ai/DeepSeek-R1: no catalog model mapped to it here (MODELS)",
         "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
         "weights int4_wo: no simulated weight dtype"]
+
+
+def test_mixture_of_experts_rows_spread_their_experts_as_measured(tmp_path):
+    moe = dict(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="4", gemm_quant_mode="fp8_block")
+    rows, skipped = sr.aic_rows(write(tmp_path, [
+        row(id="ep", moe_tp_size="1", moe_ep_size="4", **moe), row(id="tp", moe_tp_size="4", moe_ep_size="1", **moe),
+        row(id="mixed", moe_tp_size="2", moe_ep_size="2", **moe)]))
+    assert [(r.id, r.model, r.tp, r.ep, r.weight_dtype, r.layout) for r in rows] == [
+        ("ep", "qwen3-235b-a22b", 4, 4, "fp8", "experts over 4 GPUs (EP)"),
+        ("tp", "qwen3-235b-a22b", 4, 1, "fp8", "tensor-parallel")]
+    # expert parallelism is part of what is counted; a TP-only key stays as it was (cached counts keep their names)
+    assert rows[0].setup_key == ("qwen3-235b-a22b", "H100-SXM", 4, "fp8", "fp8", "ep4")
+    assert rows[1].setup_key == ("qwen3-235b-a22b", "H100-SXM", 4, "fp8", "fp8")
+    assert [(s.id, s.reason) for s in skipped] == [
+        ("mixed", "experts over moe_tp 2 x moe_ep 2 at tp 4: serve spreads them tensor-parallel over tp or "
+                  "expert-parallel over tp GPUs")]
+    # a dense model's moe_* columns say nothing (the sample fills them arbitrarily)
+    dense = sr.aic_rows(write(tmp_path, [row(moe_tp_size="0", moe_ep_size="0")]))[0][0]
+    assert (dense.tp, dense.ep) == (2, 1)
 
 
 def test_the_split_depends_on_the_id_alone():
