@@ -302,6 +302,17 @@ def test_mha_fast_path_conditions_are_torchs(name):
     assert seen["predicted"] == (name in ("positional", "keywords"))
 
 
+def test_keyword_arguments_come_from_the_module_call_only():
+    from dispatchprof.count.fastpath_checks import call_kwargs
+    seen = []
+    model = _mha().eval()
+    model.register_forward_pre_hook(lambda module, args: seen.append(call_kwargs(1)))
+    x = torch.randn(B, L, E)
+    model(x, x, x, need_weights=False)
+    assert seen == [{"need_weights": False}]
+    assert call_kwargs(0) is None                  # not called by nn.Module: nothing is read
+
+
 def test_native_mha_counts_by_hand():
     model, run = _real("mha-padding")
     with torch.no_grad():
