@@ -36,6 +36,7 @@ from typing import Any
 import torch
 import torch.utils.backend_registration as backend_registration
 from torch import nn
+from torch._subclasses import FakeTensor
 from torch.nn import functional as F
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.overrides import _get_current_function_mode, _pop_mode, _push_mode
@@ -90,7 +91,7 @@ class MaskValuesError(RuntimeError):
 
 def without_values(tensors: Any) -> bool:
     """Whether any of ``tensors`` has no values (a meta tensor or a fake tensor)."""
-    return any(t.device.type == "meta" or type(t) not in (torch.Tensor, nn.Parameter) for t in tensors)
+    return any(t.device.type == "meta" or isinstance(t, FakeTensor) for t in tensors)
 
 
 def fast_path_tensors(module: nn.Module, args: tuple) -> list[torch.Tensor] | None:
