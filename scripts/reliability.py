@@ -189,7 +189,11 @@ RULES = [
     "- **Saved totals.** Totals a file states must equal the sums of its records exactly; a disagreement is "
     "refused naming the field and both values, never recomputed (the file was edited or is corrupt, and no "
     "reader can tell which figure is right). A plain profile, and so every rank file `merge` reads, states no "
-    "totals: they are always computed from its records.", ""]
+    "totals: they are always computed from its records.", "",
+    "- **The counter never changes which code runs.** The fast paths of nn.MultiheadAttention, nn.TransformerEncoderLayer and nn.TransformerEncoder (fused kernels, the nested-tensor encoder) run with the counter as without it: outputs are bit-identical and the recorded ops are the uncounted run's ops, over the zoo and these modules (`tests/test_fast_paths.py`). nn.MultiheadAttention's fast-path conditions are torch 2.13's, checked against torch over 14 calls (`test_mha_fast_path_conditions_are_torchs`); the checks transformers, diffusers and timm make to pick a path read the same with and without the counter (`test_library_path_checks_read_the_same_under_the_counter`).",
+    "- **Real = fake = meta for torch's transformer modules.** On meta tensors these modules take the path the real device takes (torch's device check is shown meta as a supported device for the module's call only, and put back when it returns or raises: `test_meta_leaves_torch_as_it_was`): the same records, op by op, with the same counts and bytes, on real, fake and meta tensors (`test_real_fake_meta_count_record_by_record`). Where torch's slow path runs, meta adds one copy of the attention output. The padding-mask encoder packs sequences by the mask's values: on meta and fake tensors it stops with an error saying so (`test_padding_mask_encoder_refuses_tensors_without_values`).",
+    "- **Attention calls.** `F.scaled_dot_product_attention` is counted however it is called (positional, `query=`/`key=`/`value=`, mixed); its parameters come from torch's schema, so a new one fails a test, not a user (`tests/test_sdpa_calls.py`).",
+    ""]
 
 
 def input_sections(inputs: int, fuzz_table: str | None) -> tuple[list[str], bool, int, int]:

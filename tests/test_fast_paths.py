@@ -10,7 +10,7 @@ or the math backend's ops): a third run marks where each attention call begins a
 torch-function mode that must leave the op stream as it was (checked).
 """
 
-import dataclasses
+import types
 from collections import Counter
 
 import pytest
@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import zoo
 from conftest import count
 from dispatchprof import fake_model, fake_mode
+from dispatchprof.count.fastpath import mha_forward_body
 from op_formulas import state_of
 
 SDPA = "aten.scaled_dot_product_attention"
@@ -48,6 +49,9 @@ class AttentionSpans(TorchFunctionMode):
         self.stream = stream
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.nn.functional.multi_head_attention_forward:   # its body, with this mode on
+            with self:
+                return mha_forward_body()(*args, **(kwargs or {}))
         if func is not torch.nn.functional.scaled_dot_product_attention:
             return func(*args, **(kwargs or {}))
         self.stream.ops.append("<")
@@ -123,14 +127,12 @@ def _mha():
     return nn.MultiheadAttention(E, H, batch_first=True)
 
 
-def _padding(x):
-    kpm = torch.zeros(B, L, dtype=torch.bool, device=x.device)
-    kpm[1, 3:] = True                          # the second sequence has 3 tokens
-    return kpm
-
-
-def _causal(x):
-    return torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
+def _masks(device) -> types.SimpleNamespace:
+    """The padding mask (the second sequence has 3 tokens) and the causal mask, made before a
+    count (fake tensors make an indexed write with other ops than real ones)."""
+    pad = torch.zeros(B, L, dtype=torch.bool, device=device)
+    pad[1, 3:] = True
+    return types.SimpleNamespace(pad=pad, causal=torch.ones(L, L, dtype=torch.bool, device=device).triu(1))
 
 
 def _layer(**kw):
@@ -139,36 +141,46 @@ def _layer(**kw):
 
 #: name -> (build, call(model, x)); all self-attention, batch first, eval, no grad
 MODELS = {
-    "mha-padding": (_mha, lambda m, x: m(x, x, x, key_padding_mask=_padding(x), need_weights=False)[0]),
-    "mha-weights": (_mha, lambda m, x: m(x, x, x, attn_mask=_causal(x))),
-    "mha-keywords": (_mha, lambda m, x: m(query=x, key=x, value=x, need_weights=False)[0]),
-    "layer-mask": (_layer, lambda m, x: m(x, src_mask=_causal(x))),
+    "mha-padding": (_mha, lambda m, x, k: m(x, x, x, key_padding_mask=k.pad, need_weights=False)[0]),
+    "mha-weights": (_mha, lambda m, x, k: m(x, x, x, attn_mask=k.causal)),
+    "mha-keywords": (_mha, lambda m, x, k: m(query=x, key=x, value=x, need_weights=False)[0]),
+    "layer-mask": (_layer, lambda m, x, k: m(x, src_mask=k.causal)),
     "encoder-gelu-mask": (lambda: nn.TransformerEncoder(_layer(activation="gelu"), 2, enable_nested_tensor=False),
-                          lambda m, x: m(x, mask=_causal(x), is_causal=False)),  # no value check
+                          lambda m, x, k: m(x, mask=k.causal, is_causal=False)),  # no value check
     "encoder-nested": (lambda: nn.TransformerEncoder(_layer(), 2),
-                       lambda m, x: m(x, src_key_padding_mask=_padding(x))),
+                       lambda m, x, k: m(x, src_key_padding_mask=k.pad)),
+    "mha-plain": (_mha, lambda m, x, k: m(x, x, x, need_weights=False)[0]),
+    "mha-both-masks": (_mha, lambda m, x, k: m(x, x, x, attn_mask=k.causal, key_padding_mask=k.pad,
+                                            need_weights=False)[0]),
+    "mha-seq-first": (lambda: nn.MultiheadAttention(E, H), lambda m, x, k: m(x, x, x, need_weights=False)[0]),
+    "encoder-padding-no-nested": (lambda: nn.TransformerEncoder(_layer(), 2, enable_nested_tensor=False),
+                                  lambda m, x, k: m(x, src_key_padding_mask=k.pad)),
+    "layer-seq-first": (lambda: nn.TransformerEncoderLayer(E, H, F_), lambda m, x, k: m(x)),   # slow path
 }
 FAST_OPS = {"mha-padding": "aten._native_multi_head_attention", "mha-keywords": "aten._native_multi_head_attention",
             "mha-weights": "aten._native_multi_head_attention",
             "layer-mask": "aten._transformer_encoder_layer_fwd",
             "encoder-gelu-mask": "aten._transformer_encoder_layer_fwd",
-            "encoder-nested": "aten._transformer_encoder_layer_fwd"}
+            "encoder-nested": "aten._transformer_encoder_layer_fwd",
+            "mha-plain": "aten._native_multi_head_attention", "mha-both-masks": "aten._native_multi_head_attention",
+            "encoder-padding-no-nested": "aten._transformer_encoder_layer_fwd"}
 
 
 def _real(name):
     build, call = MODELS[name]
     torch.manual_seed(0)
     model = build().eval()
-    x = torch.randn(B, L, E)
-    return model, lambda: call(model, x)
+    x, masks = torch.randn(B, L, E), _masks("cpu")
+    return model, lambda: call(model, x, masks)
 
 
 @pytest.mark.parametrize("name", MODELS)
 def test_torch_fast_paths_run_and_count_as_uncounted(name):
     model, run = _real(name)
     with torch.no_grad():
-        c = check_invisible(run, attention_calls=False)
-    assert FAST_OPS[name] in [r.op for r in c.profile.records]     # the fast path ran, counted
+        c = check_invisible(run, attention_calls=name not in FAST_OPS)   # marking a slow path changes nothing
+    ops = [r.op for r in c.profile.records]
+    assert FAST_OPS[name] in ops if name in FAST_OPS else not set(FAST_OPS.values()) & set(ops)
 
 
 def _kind(name, kind):
@@ -178,31 +190,127 @@ def _kind(name, kind):
     if kind == "fake":
         model = fake_model(build)
         with fake_mode(model):
-            x = torch.randn(B, L, E)
+            x, masks = torch.randn(B, L, E), _masks("cpu")
     else:
         model = build().to(kind)
-        x = torch.randn(B, L, E, device=kind)
+        x, masks = torch.randn(B, L, E, device=kind), _masks(kind)
     model.eval()
 
     def run():
         if kind != "fake":
-            return call(model, x)
+            return call(model, x, masks)
         with fake_mode(model):
-            return call(model, x)
+            return call(model, x, masks)
     with torch.no_grad():
         return count(run)
 
 
-@pytest.mark.parametrize("name", ["mha-padding", "mha-weights", "mha-keywords", "layer-mask", "encoder-gelu-mask"])
-def test_real_fake_meta_count_the_same_arithmetic(name):
+#: Models counted record by record on real, fake and meta tensors (the padding-mask encoder
+#: packs by the mask's values: `test_padding_mask_encoder_refuses_tensors_without_values`).
+KINDS_MODELS = ["mha-padding", "mha-weights", "mha-keywords", "mha-plain", "mha-both-masks",
+                "mha-seq-first", "layer-mask", "encoder-gelu-mask", "encoder-padding-no-nested", "layer-seq-first"]
+
+
+def _record(r):
+    """What a record says, but host time (measured) and storage ids (addresses)."""
+    return (r.op, r.scope, r.phase, r.dtype, r.cost, r.causal, r.param_bytes, r.param_elements,
+            r.out_elements, r.shapes, [i[:2] for i in r.inputs])
+
+
+@pytest.mark.parametrize("name", KINDS_MODELS)
+def test_real_fake_meta_count_record_by_record(name):
     real, fake, meta = (_kind(name, k) for k in ("cpu", "fake", "meta"))
-    ops = [[r.op for r in c.profile.records] for c in (real, fake, meta)]
-    assert FAST_OPS[name] in ops[0] and ops[0] == ops[1]            # real and fake: the fast path
-    assert FAST_OPS[name] not in ops[2]                              # meta: torch's slow path
-    totals = [c.total() for c in (real, fake, meta)]
-    assert totals[0] == totals[1]
-    arithmetic = [dataclasses.replace(t, bytes_read=0, bytes_written=0, calls=0) for t in totals]
-    assert arithmetic[0] == arithmetic[2]
+    records = [[_record(r) for r in c.profile.records] for c in (real, fake, meta)]
+    ops = [r[0] for r in records[0]]
+    if name in FAST_OPS:
+        assert FAST_OPS[name] in ops                                 # the fast path, on all three
+    else:             # torch's slow path: meta's attention output has other strides, and is copied
+        assert not set(FAST_OPS.values()) & set(ops) and SDPA in ops
+        after = [r[0] for r in records[2]].index(SDPA) + 1
+        assert records[2].pop(after)[0] == "aten.clone"                  # and read by the next op:
+        records = [[r[:-1] for r in kind] for kind in records]              # producers shift by one
+    assert records[0] == records[1] == records[2]
+    if name in FAST_OPS:                                                # and the same views
+        assert real.profile.zero_cost_calls == meta.profile.zero_cost_calls   # (fake adds prim.device)
+
+
+def test_meta_leaves_torch_as_it_was():
+    from torch.utils import backend_registration
+    before = backend_registration._privateuse1_backend_name
+    _kind("encoder-gelu-mask", "meta")
+    model = _mha().to("meta").eval()
+    x = torch.randn(B, L, E, device="meta")
+
+    def stop(module, args):
+        assert backend_registration._privateuse1_backend_name == "meta"     # inside the call
+        raise RuntimeError("stopped")
+    model.register_forward_pre_hook(stop)        # runs after the counter's, before forward
+    with torch.no_grad(), pytest.raises(RuntimeError, match="stopped"):
+        count(lambda: model(x, x, x))
+    assert backend_registration._privateuse1_backend_name == before
+    with torch.no_grad():                                   # without the counter: torch's slow path
+        stream = OpStream()
+        y = torch.randn(B, L, E, device="meta")
+        with stream:
+            _mha().to("meta").eval()(y, y, y)         # (no hook here)
+    assert FAST_OPS["mha-plain"] not in stream.ops
+
+
+@pytest.mark.parametrize("kind", ["meta", "fake"])
+def test_padding_mask_encoder_refuses_tensors_without_values(kind):
+    with pytest.raises(RuntimeError, match="packs each sequence by the values of src_key_padding_mask"):
+        _kind("encoder-nested", kind)
+
+
+def _variant(**kw):
+    return lambda: nn.MultiheadAttention(E, kw.pop("heads", H), batch_first=kw.pop("batch_first", True), **kw)
+
+
+#: name -> (build, call(model, x, masks)): each takes or misses the fast path for one reason
+MHA_CALLS = {
+    "positional": (_variant(), lambda m, x, k: m(x, x, x, k.pad, False)),
+    "keywords": (_variant(), lambda m, x, k: m(query=x, key=x, value=x, attn_mask=k.causal)),
+    "float-mask": (_variant(), lambda m, x, k: m(x, x, x, attn_mask=torch.zeros(L, L))),
+    "float-padding": (_variant(), lambda m, x, k: m(x, x, x, key_padding_mask=torch.zeros(B, L))),
+    "unbatched": (_variant(), lambda m, x, k: m(x[0], x[0], x[0])),
+    "cross": (_variant(), lambda m, x, k: m(x, x.clone(), x.clone())),
+    "seq-first": (_variant(batch_first=False), lambda m, x, k: m(x, x, x)),
+    "odd-heads": (_variant(heads=1), lambda m, x, k: m(x, x, x)),
+    "no-bias": (_variant(bias=False), lambda m, x, k: m(x, x, x)),
+    "bias-kv": (_variant(add_bias_kv=True), lambda m, x, k: m(x, x, x)),
+    "zero-attn": (_variant(add_zero_attn=True), lambda m, x, k: m(x, x, x)),
+    "kdim": (_variant(kdim=8, vdim=8), lambda m, x, k: m(x, x[..., :8], x[..., :8])),
+    "training": (_variant(), lambda m, x, k: m.train()(x, x, x)),
+    "grad": (_variant(), lambda m, x, k: m(x.requires_grad_(), x, x)),
+}
+
+
+@pytest.mark.parametrize("name", MHA_CALLS)
+def test_mha_fast_path_conditions_are_torchs(name):
+    from dispatchprof.count.fastpath_checks import mha_takes_fast_path
+    build, call = MHA_CALLS[name]
+    model, x, masks = build().eval(), torch.randn(B, L, E), _masks("cpu")
+    seen = {}
+
+    def spy(module, args, kwargs):
+        seen["predicted"] = mha_takes_fast_path(module, args, kwargs)
+    model.register_forward_pre_hook(spy, with_kwargs=True)
+    stream = OpStream()
+    with torch.set_grad_enabled(name == "grad"), stream:
+        call(model, x, masks)
+    assert seen["predicted"] == ("aten._native_multi_head_attention" in stream.ops)
+    assert seen["predicted"] == (name in ("positional", "keywords"))
+
+
+def test_keyword_arguments_come_from_the_module_call_only():
+    from dispatchprof.count.fastpath_checks import call_kwargs
+    seen = []
+    model = _mha().eval()
+    model.register_forward_pre_hook(lambda module, args: seen.append(call_kwargs(1)))
+    x = torch.randn(B, L, E)
+    model(x, x, x, need_weights=False)
+    assert seen == [{"need_weights": False}]
+    assert call_kwargs(0) is None                  # not called by nn.Module: nothing is read
 
 
 def test_native_mha_counts_by_hand():
@@ -243,9 +351,10 @@ def _mha_step(kind):
         model = nn.MultiheadAttention(E, H, batch_first=True, dropout=0.0).to(kind)
         x = torch.randn(B, L, E, device=kind, requires_grad=True)
     model.train()
+    k = _masks("cpu" if kind == "fake" else kind)
 
     def step():
-        out = model(x, x, x, key_padding_mask=_padding(x), need_weights=False)[0]
+        out = model(x, x, x, key_padding_mask=k.pad, need_weights=False)[0]
         out.square().sum().backward()
         return [out, x.grad, *[p.grad for p in model.parameters()]]
     return step
@@ -302,10 +411,16 @@ def test_nested_encoder_counts_each_sequence_with_its_own_length():
         c = count(run)
     layers = [r for r in c.profile.records if r.op == FAST_OPS["encoder-nested"]]
     assert len(layers) == 2
-    # independent: the slow path, op by op, on meta, one sequence at a time (no padding, no mask)
+    # independent: the slow path (fast path switched off), op by op, one sequence at a time
     layer = model.layers[0].to("meta")
-    with torch.no_grad():
-        alone = [count(layer, torch.randn(1, n, E, device="meta")).total() for n in (5, 3)]
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad():
+            alone = [count(layer, torch.randn(1, n, E, device="meta")) for n in (5, 3)]
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert all(FAST_OPS["encoder-nested"] not in [r.op for r in c.profile.records] for c in alone)
+    alone = [c.total() for c in alone]
     for field in ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs"):
         assert getattr(layers[0].cost, field) == getattr(alone[0], field) + getattr(alone[1], field)
     gather = [r for r in c.profile.records if r.op == "aten._nested_tensor_from_mask"][0].cost
@@ -327,3 +442,43 @@ def test_the_fast_path_still_runs_after_a_slow_path_call_in_the_same_count():
             run()                              # the fast path, as without the counter
     ops = [r.op for r in c.profile.records]
     assert ops.count(SDPA) == 1 and ops.count(FAST_OPS["mha-padding"]) == 1
+
+
+# --- what other libraries check before picking a path ----------------------------------------
+def _library_checks(x):
+    """The predicates transformers 5.23, diffusers and timm read to pick a path (docs/counting.md,
+    "What libraries check"), evaluated on the tensor a model sees."""
+    from transformers.utils import import_utils
+    return {
+        "torch.compiler.is_compiling": torch.compiler.is_compiling(),
+        "torch.jit.is_tracing": torch.jit.is_tracing(),
+        "torch.jit.is_scripting": torch.jit.is_scripting(),
+        "torch.fx is_fx_tracing": torch.fx._symbolic_trace.is_fx_tracing(),
+        "transformers is_tracing(x)": import_utils.is_tracing(x),
+        "transformers is_torch_fx_proxy(x)": import_utils.is_torch_fx_proxy(x),
+        "transformers is_fake_tensor(x)": import_utils.is_fake_tensor(x),
+        "x.device.type": x.device.type,
+        "type(x)": type(x),
+    }
+
+
+class _Probe(nn.Module):
+    def forward(self, x):
+        self.seen = _library_checks(x)
+        return x + 1
+
+
+@pytest.mark.parametrize("kind", ["cpu", "meta", "fake"])
+def test_library_path_checks_read_the_same_under_the_counter(kind):
+    from torch._subclasses import FakeTensorMode
+    probe = _Probe()
+    if kind == "fake":
+        with FakeTensorMode():
+            x = torch.randn(2, 3)
+    else:
+        x = torch.randn(2, 3, device=kind)
+    probe(x)
+    alone = probe.seen
+    count(lambda: probe(x))
+    assert probe.seen == alone
+    assert alone["transformers is_tracing(x)"] == (kind == "fake")   # fake tensors: the user's choice

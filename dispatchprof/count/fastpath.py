@@ -1,18 +1,29 @@
-"""Keep the counter invisible to torch's fast paths.
+"""Keep the counter invisible to torch's fast paths, and count on meta what the real device runs.
 
 ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder`` run a
 fused kernel (``aten._native_multi_head_attention``, ``aten._transformer_encoder_layer_fwd``,
 the nested-tensor encoder) only when ``torch.overrides.has_torch_function`` is False, which an
 active torch-function mode makes True. The counter's FusedAttentionMode therefore steps off the
-torch-function stack while such a module runs, when it is the innermost mode and the module's
-other conditions that do not depend on the counter allow the fast path (eval mode, the fast path
-switched on, no autocast, tensors not on the meta device, no gradient needed). Its dispatch mode
-stays (torch's checks look for make_fx's proxy mode only), so the fast path's aten ops are
-counted as they run. The other checks torch makes (forward hooks attached to the module itself,
-tensor subclasses, make_fx tracing) see nothing of the counter: its module hooks are global,
-it makes no tensor subclass, and its dispatch mode is not make_fx's.
+torch-function stack while such a module runs, when it is the innermost mode and torch will take
+the fast path (nn.MultiheadAttention: `mha_takes_fast_path`) or may take it (the encoder layer and
+encoder: eval mode, the fast path switched on, no autocast, no gradient needed; a module called
+inside a suspended layer means the slow path, and the mode goes back first: `FastPathGuard`).
+Its dispatch mode stays (torch's checks look for
+make_fx's proxy mode only), so the fast path's aten ops are counted as they run. The other checks
+torch makes (forward hooks attached to the module itself, tensor subclasses, make_fx tracing) see
+nothing of the counter: its module hooks are global, it makes no tensor subclass, and its
+dispatch mode is not make_fx's.
 
-Where the module's slow path runs (training, gradients, meta tensors), the mode stays active and
+Meta tensors stand for a model on a real device, where torch takes the fast path; torch's device
+check (``x.device.type`` among cpu, cuda and ``torch.utils.backend_registration.
+_privateuse1_backend_name``) refuses meta. For the call of such a module on meta tensors only, the
+guard names meta as that third device type (`meta_as_device`) and puts the name back when the
+call returns or raises, so torch's own code takes the path the real device takes: the same ops,
+counts and bytes as real tensors. The fast path's fused kernels have meta kernels; the
+padding-mask encoder's packing reads the mask's values, which meta and fake tensors lack
+(`MaskValuesError`).
+
+Where the module's slow path runs (training, gradients, batch_first=False), the mode is active and
 ``F.multi_head_attention_forward`` runs its own body with the mode still on (`mha_forward_body`):
 the attention it calls is recorded as one fused op, as everywhere else.
 """
@@ -23,18 +34,28 @@ import types
 from typing import Any
 
 import torch
+import torch.utils.backend_registration as backend_registration
 from torch import nn
+from torch._subclasses import FakeTensor
 from torch.nn import functional as F
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.overrides import _get_current_function_mode, _pop_mode, _push_mode
 
+from dispatchprof.count.fastpath_checks import call_kwargs, mha_takes_fast_path
+
 #: The modules whose forward picks a fast path by ``has_torch_function`` (exact types: a subclass
 #: may call attention itself in its forward, which the mode must then see).
 FAST_PATH_MODULES = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerEncoder)
+#: The fast-path modules whose forward calls submodules (the layers; a slow path's attention, norms
+#: and linears), and whose fused kernels call none.
+_CALLING_MODULES = (nn.TransformerEncoderLayer, nn.TransformerEncoder)
 MHA_FORWARD = F.multi_head_attention_forward
 #: The ops nn.TransformerEncoder's padding-mask fast path runs on the nested tensor it makes
 #: itself: counted (each sequence with its own length); any other op refuses nested tensors.
 NESTED_FAST_PATH_OPS = frozenset({"aten._transformer_encoder_layer_fwd", "aten.to_padded_tensor"})
+#: The padding-mask encoder's ops whose result depends on the mask's values (whether it is left
+#: aligned; each sequence's length): refused on meta and fake tensors (`MaskValuesError`).
+MASK_VALUE_OPS = frozenset({"aten._nested_tensor_from_mask_left_aligned", "aten._nested_tensor_from_mask"})
 _body: list[Any] = []
 
 
@@ -57,32 +78,64 @@ def _no_torch_function(*args: Any) -> bool:
     return False
 
 
-def fast_path_possible(module: nn.Module, args: tuple) -> bool:
-    """Whether ``module`` may take its fast path as far as conditions that do not depend on the
-    counter go, checked on what torch checks (for nn.TransformerEncoder: its first layer): eval
-    mode, ``torch.backends.mha`` fast path on, no autocast, no tensor on the meta device, and no
-    gradient needed (grad off, or no parameter or tensor argument requires it). A global pre-hook
-    sees positional arguments only: tensors passed by keyword are judged by the parameters'
-    device. The module checks the rest itself."""
+class MaskValuesError(RuntimeError):
+    """nn.TransformerEncoder's padding-mask fast path on tensors without values (meta, fake)."""
+
+    def __init__(self, op: str) -> None:
+        super().__init__(
+            f"dispatchprof: {op}: nn.TransformerEncoder's padding-mask fast path packs each sequence "
+            f"by the values of src_key_padding_mask, which meta and fake tensors do not have; count "
+            f"on real tensors, or build the encoder with enable_nested_tensor=False to count the "
+            f"padded batch")
+
+
+def without_values(tensors: Any) -> bool:
+    """Whether any of ``tensors`` has no values (a meta tensor or a fake tensor)."""
+    return any(t.device.type == "meta" or isinstance(t, FakeTensor) for t in tensors)
+
+
+def fast_path_tensors(module: nn.Module, args: tuple) -> list[torch.Tensor] | None:
+    """The tensors torch's fast-path checks look at (positional tensor arguments and the checked
+    module's parameters) when ``module`` may take its fast path as far as conditions that do not
+    depend on the counter or the device go, checked on what torch checks (for
+    nn.TransformerEncoder: its first layer): eval mode, ``torch.backends.mha`` fast path on, no
+    autocast, and no gradient needed (grad off, or no parameter or tensor argument requires it);
+    None when it may not. A global pre-hook sees positional arguments only: tensors passed by
+    keyword are judged by the parameters. The module checks the rest itself."""
     checked = module.layers[0] if isinstance(module, nn.TransformerEncoder) and len(module.layers) else module
     if checked.training or not torch.backends.mha.get_fastpath_enabled() or torch.is_autocast_enabled():
-        return False
+        return None
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     tensors.extend(checked.parameters())
-    if any(t.device.type == "meta" for t in tensors):
-        return False
-    return not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        return None
+    return tensors
+
+
+def meta_as_device(name: str | None) -> str:
+    """Set the device type torch's fast-path checks accept besides cpu and cuda to ``name``
+    (``"meta"`` while a module on meta tensors runs); returns the previous name."""
+    old = backend_registration._privateuse1_backend_name
+    if name is not None:
+        backend_registration._privateuse1_backend_name = name
+    return old
 
 
 class FastPathGuard:
     """Global forward pre- and post-hooks that take ``mode`` off the torch-function stack for the
-    call of a fast-path module (see the module docstring) and put it back after, also when the
-    forward raises. Nested fast-path modules inside one already running leave the stack alone."""
+    call of a fast-path module (see the module docstring), on meta tensors name meta as a fast-path
+    device for that call, and undo both after, also when the forward raises.
+
+    nn.MultiheadAttention steps off only when torch takes its fast path (`mha_takes_fast_path`).
+    nn.TransformerEncoderLayer and nn.TransformerEncoder step off when they may take it: a module
+    called inside a layer so suspended means the layer took its slow path (the fused kernel calls
+    no module), and inside an encoder it is a layer, which decides for itself; either way the mode
+    goes back on the stack first, so the slow path's attention is one record as everywhere."""
 
     def __init__(self, mode: Any) -> None:
         self._mode = mode
         self._handles: list[Any] = []
-        self._suspended: list[nn.Module] = []
+        self._suspended: list[list[Any]] = []   # [module, device name to restore, mode off the stack]
 
     def install(self) -> None:
         self._handles.append(register_module_forward_pre_hook(self._pre))
@@ -90,20 +143,33 @@ class FastPathGuard:
 
     def remove(self) -> None:
         while self._suspended:             # an exit mid-forward: the stack as it was found
-            self._suspended.pop()
-            _push_mode(self._mode)
+            self._leave(self._suspended.pop())
         while self._handles:
             self._handles.pop().remove()
 
+    def _leave(self, entry: list[Any]) -> None:
+        meta_as_device(entry[1])
+        if entry[2]:
+            _push_mode(self._mode)
+
     def _pre(self, module: nn.Module, args: tuple) -> None:
+        if self._suspended and self._suspended[-1][2] and type(self._suspended[-1][0]) in _CALLING_MODULES:
+            self._suspended[-1][2] = False          # a module called inside: the mode goes back
+            _push_mode(self._mode)
         if type(module) not in FAST_PATH_MODULES or _get_current_function_mode() is not self._mode:
             return None
-        if fast_path_possible(module, args):
-            _pop_mode()
-            self._suspended.append(module)
+        tensors = fast_path_tensors(module, args)
+        if tensors is None:
+            return None
+        if type(module) is nn.MultiheadAttention:
+            kwargs = call_kwargs(1)
+            if kwargs is None or not mha_takes_fast_path(module, args, kwargs):
+                return None
+        on_meta = any(t.device.type == "meta" for t in tensors)
+        _pop_mode()
+        self._suspended.append([module, meta_as_device("meta") if on_meta else None, True])
         return None
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:
-        if self._suspended and self._suspended[-1] is module:
-            self._suspended.pop()
-            _push_mode(self._mode)
+        if self._suspended and self._suspended[-1][0] is module:
+            self._leave(self._suspended.pop())

@@ -19,7 +19,8 @@ from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode, _pop_mode, _push_mode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dispatchprof.count.fastpath import MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, mha_forward_body
+from dispatchprof.count.fastpath import (MASK_VALUE_OPS, MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, MaskValuesError,
+                                         mha_forward_body, without_values)
 from dispatchprof.count.flex import FLEX_OPS, run_flex
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.sdpa_args import sdpa_call
@@ -89,6 +90,8 @@ class CountingMode(TorchDispatchMode):
             return out
         if info.data_dependent and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(info.name, state.scope_and_phase()[0])
+        if info.name in MASK_VALUE_OPS and without_values(iter_tensors(args)):
+            raise MaskValuesError(info.name)
         if info.formula is None and info.decomposable:
             with self:
                 out = func.decompose(*args, **kwargs)
