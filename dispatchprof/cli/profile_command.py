@@ -24,7 +24,7 @@ from dispatchprof.llm.forward import ForwardProfile, forward_to_dict, generates,
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
-from dispatchprof.results.generation import generation_to_dict
+from dispatchprof.report.generation_json import generation_json
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import RUNTIMES
 from dispatchprof.sim.simulate import simulate
@@ -161,7 +161,7 @@ def devices_of(scenarios) -> dict:
 
 def _render(g, args, prefill_sim, last_sim, scenarios) -> str:
     if args.format == "json":
-        return as_json({**generation_to_dict(g, args.model), "dtype": args.dtype})
+        return as_json({**generation_json(g, args.model, devices_of(scenarios)), "dtype": args.dtype})
     if args.format == "csv":
         return generation_csv(g, devices_of(scenarios))
     head = generation_summary(g, model=args.model, fmt=table_fmt(args.format), devices=devices_of(scenarios))
