@@ -1,10 +1,14 @@
-"""A generation's JSON writes null for energy a profile cannot source, never the simulation's 0, and
+"""A generation's (and an encoder forward pass's) JSON writes null for energy a profile cannot source, never the simulation's 0, and
 reads back to the same in-memory figures (dispatchprof.results.energy_null,
 dispatchprof.report.generation_json)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+
+import pytest
 
 from conftest import run_cli as run
 from dispatchprof.results.energy_null import null_unknown, stand_ins
@@ -68,3 +72,22 @@ def test_command_json_and_report_round_trip(capsys, tmp_path):
     code, text, _ = run(capsys, "report", str(saved), "--top", "0")
     pim_line = next(line for line in text.split("static/token")[1].splitlines() if line.startswith("PIM-AI-1chip"))
     assert pim_line.split()[3] == "UNKNOWN"                                      # static/token
+
+
+def test_encoder_forward_json_and_csv(capsys, tmp_path):
+    from tests.test_cli_commands import BERT
+    bert = tmp_path / "bert.json"
+    bert.write_text(json.dumps(BERT))
+    argv = (str(bert), "--prompt-len", "8", "--device", "PIM-AI-1chip", "--device", "UPMEM-640", "--device", "L4")
+    code, out, _ = run(capsys, *argv, "--format", "json")
+    devices = json.loads(out)["devices"]
+    pim, upmem, l4 = (devices[n] for n in ("PIM-AI-1chip", "UPMEM-640", "L4"))
+    assert code == 0 and (pim["energy_j"], pim["energy_per_token_j"]) == (None, None)
+    # PIM-AI: the dynamic part kept beside the null total, per token = energy / 8 tokens processed
+    assert pim["dynamic_energy_per_token_j"] == pytest.approx(pim["dynamic_energy_j"] / 8) and pim["dynamic_energy_j"] > 0
+    assert (upmem["energy_j"], "dynamic_energy_j" in upmem) == (None, False)           # nothing known
+    assert l4["energy_j"] > 0 and "dynamic_energy_j" not in l4
+    code, out, _ = run(capsys, *argv, "--format", "csv")
+    rows = {r["device"]: r for r in csv.DictReader(io.StringIO(out))}
+    assert (rows["PIM-AI-1chip"]["energy_j"], rows["UPMEM-640"]["energy_per_token_j"]) == ("", "")
+    assert float(rows["L4"]["energy_j"]) == pytest.approx(l4["energy_j"])
