@@ -26,9 +26,17 @@ def sweep_table(path: Path = ROOT / "docs" / "sweep.csv") -> str:
             if (r["model"], int(r["batch"]), int(r["prompt_len"])) == (model, batch, prompt):
                 fits = {"True": "yes", "False": "NO", "": "unknown"}[r["fits"]]
                 lines.append(f"| {model} | {r['device']} | {batch} | {prompt} | {float(r['tokens_per_s']):,.1f} | "
-                             f"{float(r['energy_per_token_j']) * 1e3:,.2f} | {float(r['tpot_mean_s']) * 1e3:.3f} | "
-                             f"{fits} |")
+                             f"{_mj_per_token(r)} | {float(r['tpot_mean_s']) * 1e3:.3f} | {fits} |")
     return "\n".join(lines)
+
+
+def _mj_per_token(r: dict[str, str]) -> str:
+    """The mJ/token cell: the figure; its dynamic part and '+ static UNKNOWN' where the CSV gives
+    only that (dispatchprof.results.sweep); UNKNOWN where it gives neither."""
+    if r["energy_per_token_j"]:
+        return f"{float(r['energy_per_token_j']) * 1e3:,.2f}"
+    dynamic = r.get("dynamic_energy_per_token_j", "")
+    return f"{float(dynamic) * 1e3:,.2f} + static UNKNOWN" if dynamic else "UNKNOWN"
 
 
 def html_example() -> str:

@@ -5,7 +5,10 @@ scripts/data/prim_rows.csv (never on held-out rows), and print them for devices/
 
 Rules (each figure a median over the fit rows it names, so one odd run moves it little):
 
-    host_to_rank_gb_per_s        bytes sent / CPU-DPU time, rows on one rank (<= 64 DPUs)
+    host_to_unit_gb_per_s        bytes sent / CPU-DPU time, rows on one DPU (a transfer to one DPU
+                                 is limited by that DPU's own figure, pim_timing.scatter_s); the
+                                 one-DPU rows take part in this fit only
+    host_to_rank_gb_per_s        bytes sent / CPU-DPU time, rows on one rank (2 .. 64 DPUs)
     host_to_units_max_gb_per_s   the same, rows on more than one rank (the host's ceiling)
     rank_to_host_gb_per_s        bytes read back / DPU-CPU time, one-rank rows read in parallel
                                  with DPU-CPU >= 10 ms (smaller reads are latency, not bandwidth)
@@ -18,6 +21,8 @@ Rules (each figure a median over the fit rows it names, so one odd run moves it 
     unit_mops.mul.int32          GEMV rows: multiplies per DPU / (measured DPU time - the time of
                                  its additions at the shipped int32 add rate)
 
+Every figure but host_to_unit_gb_per_s is fitted on the rows on more than one DPU (the
+one-DPU rows were added after those figures were fitted; they leave them as they were).
 Bytes sent and read back are each workload's (scripts/prim_workloads.py); times are the rows'.
 TRNS rows take part in none of these fits: its measured CPU-DPU part is mostly the host's own
 rearrangement of the matrix into per-DPU buffers (vPIM's TRNS host/app.c step 1), not a transfer,
@@ -96,7 +101,8 @@ def _mul_int32(rows: list[dict[str, str]]) -> float:
 
 def fitted() -> dict[str, float]:
     """Every fitted figure, by its name in devices/upmem.yaml's ``pim`` mapping."""
-    rows = fit_rows()
+    single = [r for r in fit_rows() if int(r["dpus"]) == 1]
+    rows = [r for r in fit_rows() if int(r["dpus"]) > 1]
     one = [r for r in rows if int(r["dpus"]) <= ONE_RANK]
     many = [r for r in rows if int(r["dpus"]) > ONE_RANK]
     serial = [r for r in rows if prim_workloads.workload(r["workload"], 1, vp.size_of(r["size"])).serial_out]
@@ -104,6 +110,7 @@ def fitted() -> dict[str, float]:
     b, lat = _serial(serial)
     mram = load_device(vp.PROFILE).pim.mram_gb_per_s
     return {
+        "host_to_unit_gb_per_s": _rate(single, "bytes_in", "cpu_dpu_ms"),
         "host_to_rank_gb_per_s": _rate(one, "bytes_in", "cpu_dpu_ms"),
         "host_to_units_max_gb_per_s": _rate(many, "bytes_in", "cpu_dpu_ms"),
         "rank_to_host_gb_per_s": _rate([r for r in read if r in one], "bytes_out", "dpu_cpu_ms"),

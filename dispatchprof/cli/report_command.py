@@ -10,10 +10,11 @@ from dispatchprof.cli.options import add_format, as_json, check_outputs, check_t
 from dispatchprof.cli.parser import Parser
 from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
+from dispatchprof.report.generation_json import generation_json
 from dispatchprof.results.files import READ_LIMITS, read_json
 from dispatchprof.results.frame import ROWS
 from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
-from dispatchprof.results.generation import generation_from_dict, generation_to_dict
+from dispatchprof.results.generation import generation_from_dict
 from dispatchprof.results.profile import SCHEMA as PROFILE_SCHEMA
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import TOTALS_FIELDS, Totals
@@ -64,7 +65,7 @@ def run(argv: Sequence[str]) -> int:
         emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,
                       "totals": dataclasses.asdict(profile.total()),
                       "simulations": {s.name: dataclasses.asdict(s.total) for s in sims},
-                      "generation": generation_to_dict(g, model) if g is not None else None}))
+                      "generation": generation_json(g, model) if g is not None else None}))
         return 0
     fmt = table_fmt(args.format)
     parts = [generation_summary(g, model=model, fmt=fmt)] if g is not None else [report.summary(profile, sims, fmt=fmt)]

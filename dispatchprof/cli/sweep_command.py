@@ -15,7 +15,7 @@ from dispatchprof.cli.options import (
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.llm.sweep import check_sweep_size, sweep
 from dispatchprof.report.render import render
-from dispatchprof.report.sweep import plot_sweep, sweep_csv
+from dispatchprof.report.sweep import energy_per_token_cell, plot_sweep, sweep_csv
 from dispatchprof.results.sweep import sweep_to_dict
 from dispatchprof.sim.runtime import RUNTIMES
 
@@ -85,7 +85,7 @@ def _render(rows, fmt: str) -> str:
     if fmt == "csv":
         return sweep_csv(rows)
     table = [[r.model, r.device, r.batch, r.prompt_len, r.new_tokens, f"{r.tokens_per_s:,.1f}",
-              f"{r.energy_per_token_j * 1e3:.4g}", "-" if r.tpot_mean_s is None else f"{r.tpot_mean_s * 1e3:.4g}",
+              energy_per_token_cell(r), "-" if r.tpot_mean_s is None else f"{r.tpot_mean_s * 1e3:.4g}",
               {True: "yes", False: "NO", None: "unknown"}[r.fits], "*" if r.pareto else ""] for r in rows]
     return render(table, ["model", "device", "batch", "prompt", "new tokens", "tokens/s", "mJ/token",
                           "TPOT ms", "fits", "Pareto"], table_fmt(fmt)) + "\n"

@@ -34,7 +34,7 @@ from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import MODEL_DTYPES, build_model
 from dispatchprof.llm.shape_generic import DecoderStream, ForwardStream
 from dispatchprof.llm.sweep_vector import decoder_rows
-from dispatchprof.report.sweep import mark_pareto
+from dispatchprof.report.sweep import mark_known_energy, mark_pareto
 from dispatchprof.results.sweep import SweepRow
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import check_runtime
@@ -181,7 +181,8 @@ def sweep(models: Sequence[str], devices: Sequence[str], batches: Sequence[int] 
         if own:
             pool.shutdown(cancel_futures=True)
     rows = [r for k in range(len(todo)) for r in results[k]]
-    return mark_pareto(rows)
+    scenarios = scenarios_of(list(devices))
+    return mark_pareto(mark_known_energy(rows, {n: scenarios[n].devices for n in scenarios}))
 
 
 __all__ = ["Shape", "SweepRow", "run_model", "run_shape", "shapes", "sweep"]

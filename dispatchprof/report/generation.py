@@ -118,6 +118,10 @@ def _scenario_devices(name: str, devices: Mapping[str, Sequence[Device]] | None)
         return ()
 
 
+#: The lookup above under a public name (dispatchprof.report.generation_json reads it).
+scenario_devices = _scenario_devices
+
+
 def _unknown_fields(name: str, devices: Mapping[str, Sequence[Device]] | None) -> set[str]:
     return {f for dev in _scenario_devices(name, devices) for f in unknown_figures(dev)}
 

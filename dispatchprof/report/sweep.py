@@ -5,6 +5,12 @@ The Pareto front of one model on one device (`front_group`): the rows that fit i
 mean time per output token, lower is better) and cost (J/token, lower is better). A larger batch
 costs less per token but each token takes longer: the front is that trade-off. A row that does not fit is drawn and written, marked, never on
 the front. The plot needs matplotlib.
+
+Energy a device's profile cannot source (dispatchprof.sim.energy_known; `mark_known_energy` sets
+each row's flags from its devices): a row whose total energy is unknown (`SweepRow.energy_known`
+False) has no J/token, so it is never on a front and not drawn (the plot names its device); its
+CSV cells ``energy_j`` and ``energy_per_token_j`` are empty and its table cell reads
+``<dynamic> + static UNKNOWN`` (only the static power unknown) or UNKNOWN (`energy_per_token_cell`).
 """
 
 from __future__ import annotations
@@ -13,10 +19,34 @@ import csv
 import dataclasses
 import io
 import os
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from dispatchprof.results.files import write_atomic
-from dispatchprof.results.sweep import COLUMNS, SweepRow
+from dispatchprof.results.sweep import COLUMNS, SweepRow, row_values
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.energy_known import KnownEnergy, known_energy, total_text
+
+
+def mark_known_energy(rows: Sequence[SweepRow], devices: Mapping[str, Sequence[Device]]) -> list[SweepRow]:
+    """The rows with ``dynamic_energy_known`` and ``static_energy_known`` set from the devices of
+    their scenario (``devices``: scenario name -> its devices; a name not in it is left as it is),
+    and ``dynamic_energy_per_token_j`` where the static power alone is unknown."""
+    out = []
+    for r in rows:
+        if r.device in devices:
+            known = known_energy(devices[r.device])
+            dynamic = r.energy_per_token_j if known.dynamic and not known.static else None
+            r = dataclasses.replace(r, dynamic_energy_known=known.dynamic, static_energy_known=known.static,
+                                    dynamic_energy_per_token_j=dynamic)
+        out.append(r)
+    return out
+
+
+def energy_per_token_cell(row: SweepRow) -> str:
+    """The table's mJ/token cell: the figure (4 significant digits) when known; with only the static
+    power unknown, the dynamic part and ``+ static UNKNOWN``; else UNKNOWN."""
+    mj = row.energy_per_token_j * 1e3        # an unknown static part counts 0 here: this is the dynamic part
+    return total_text(mj, mj, KnownEnergy(row.dynamic_energy_known, row.static_energy_known), lambda v: f"{v:.4g}")
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
@@ -38,10 +68,11 @@ def latency(row: SweepRow) -> float:
 
 
 def mark_pareto(rows: Sequence[SweepRow]) -> list[SweepRow]:
-    """The rows with ``pareto`` set per (device, model) (rows that do not fit never are)."""
+    """The rows with ``pareto`` set per (device, model) (rows that do not fit, or whose energy is
+    unknown, never are)."""
     out = list(rows)
     for group in dict.fromkeys(map(front_group, rows)):
-        idx = [i for i, r in enumerate(rows) if front_group(r) == group and r.fits is not False]
+        idx = [i for i, r in enumerate(rows) if front_group(r) == group and r.fits is not False and r.energy_known]
         for k in pareto_front([(latency(rows[i]), rows[i].energy_per_token_j) for i in idx]):
             out[idx[k]] = dataclasses.replace(rows[idx[k]], pareto=True)
     return out
@@ -54,12 +85,13 @@ def front_group(row: SweepRow) -> tuple[str, str]:
 
 
 def sweep_csv(rows: Sequence[SweepRow]) -> str:
-    """One CSV row per combination, raw units, empty cells where a figure does not apply."""
+    """One CSV row per combination, raw units, empty cells where a figure does not apply or is
+    not known (`row_values`)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(COLUMNS)
     for r in rows:
-        w.writerow(["" if v is None else v for v in dataclasses.astuple(r)])
+        w.writerow(["" if v is None else v for v in row_values(r).values()])
     return out.getvalue()
 
 
@@ -76,7 +108,8 @@ def plot_sweep(rows: Sequence[SweepRow], path: str | os.PathLike, *, title: str 
     colors = {d: f"C{k % 10}" for k, d in enumerate(dict.fromkeys(r.device for r in rows))}
     markers = {m: "os^Dvp"[k % 6] for k, m in enumerate(dict.fromkeys(r.model for r in rows))}
     fig, ax = plt.subplots(figsize=(9, 6))
-    shown = [r for r in rows if latency(r) > 0 and r.energy_per_token_j > 0]
+    shown = [r for r in rows if latency(r) > 0 and r.energy_known and r.energy_per_token_j > 0]
+    unknown = sorted({r.device for r in rows if not r.energy_known})
     for (device, model) in dict.fromkeys(map(front_group, shown)):
         mine = [r for r in shown if front_group(r) == (device, model)]
         color, marker = colors[device], markers[model]
@@ -99,7 +132,8 @@ def plot_sweep(rows: Sequence[SweepRow], path: str | os.PathLike, *, title: str 
     ax.set_yscale("log")
     ax.set_xlabel("seconds per output token: mean TPOT (lower is better)")
     ax.set_ylabel("energy per token, J (lower is better)")
-    ax.set_title(title or "sweep: lines join the Pareto front of each model on each device (ringed points)")
+    ax.set_title((title or "sweep: lines join the Pareto front of each model on each device (ringed points)")
+                 + (f"\nnot drawn, J/token UNKNOWN (not published): {', '.join(unknown)}" if unknown else ""))
     ax.legend(fontsize=7)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")

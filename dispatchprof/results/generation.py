@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from dispatchprof.results import frame
 from dispatchprof.results.capacity import CapacityCheck
+from dispatchprof.results.energy_null import stand_ins
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals
 from dispatchprof.results.validate import check_generation_data, check_generation_totals
@@ -103,6 +104,8 @@ def generation_from_dict(data: dict[str, Any], where: str = "generation") -> tup
     if not isinstance(version, int) or not 1 <= version <= VERSION:
         raise ValueError(f"{where}: generation schema version {version!r} is not supported: this dispatchprof "
                          f"reads version {VERSION}; a newer version needs a newer dispatchprof")
+    if isinstance(data.get("devices"), dict):       # null energies (results.energy_null) -> their stand-ins
+        data = {**data, "devices": {n: stand_ins(d) for n, d in data["devices"].items()}}
     check_generation_data(data, where)
     try:
         devices = {n: DeviceGeneration(
