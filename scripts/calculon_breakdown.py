@@ -28,7 +28,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from calculon_side_by_side import CALCULON_MODE, CALCULON_MODEL
+from calculon_side_by_side import CALCULON_MODE, CALCULON_MODEL, STORED as OUTPUT, end_to_end
 from dispatchprof.train import profile_training
 from dispatchprof.train.factors import FACTORS
 from validate_training import DATA, Steps, layout_of, scale_out_of
@@ -94,6 +94,7 @@ def main() -> int:
             STORED.write_text(json.dumps(stats, indent=1, sort_keys=True) + "\n")
     else:
         stats = json.loads(STORED.read_text())
+    table5 = end_to_end(OUTPUT.read_text())          # (model, mode) -> (published s, Calculon s, error)
     steps = Steps(args.cache)
     for r in (r for r in csv.DictReader(DATA.open()) if r["source"] == "megatron-lm"):
         key = f"{CALCULON_MODEL[r['id'].split('-')[3]]}/{CALCULON_MODE[r['recompute']]}"
@@ -101,7 +102,7 @@ def main() -> int:
         res = profile_training(r["model"], r["device"], layout_of(r), counted=steps.step(r, FACTORS),
                                scale_out_gb_per_s=scale_out_of(r))
         ours = our_parts(res.breakdown)
-        published = int(r["global_batch"]) * int(r["seq_len"]) / float(r["tokens_per_s_per_gpu"]) / int(r["devices"])
+        published = table5[tuple(key.split("/"))][0]
         print(f"{r['id']} ({r['split']}): published {published:.2f} s, Calculon {stats[key]['total_time']:.2f} s, "
               f"dispatchprof {res.step_s:.2f} s")
         print(f"  {'part':<10} {'Calculon s':>10} {'ours s':>8} {'ours - Calculon':>15}")
