@@ -274,14 +274,24 @@ def test_tp_collectives_move_at_the_tp_groups_link():
     # tp 16 over two nodes of 8: min(scale-up 240, 8 ranks per node x 10 x 0.8 = 64) GB/s
     across = TrainLayout(16, 1, 1, 2048, tp=16)
     assert tp_link_scale(a100, across, links_of(a100, 10.0)) == pytest.approx(300 / (8 * 10 * BUS_EFFICIENCY))
+    # H100 (NVLink 900 GB/s, reduction in the switch): 1 inside a node; across nodes the NICs' rate
+    assert tp_link_scale(H100, inside, links_of(H100)) == 1.0
+    assert tp_link_scale(H100, across, links_of(H100, 10.0)) == pytest.approx(450 / (8 * 10 * BUS_EFFICIENCY))
 
 
 def test_tp_comm_of_the_step_is_the_counted_time_times_the_link_scale(counted):
     from dispatchprof.sim.links import BUS_EFFICIENCY, links_of
+    a100 = placement_of("A100-80GB").devices[0]
+    lay = TrainLayout(2, 2, 2, 32, tp=2)
+    step = time_model(counted, a100, tp=2)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    res = split_step(step, a100, lay, links_of(a100))
+    assert res.breakdown["tp comm"] == pytest.approx((fwd.tp_comm_s + bwd.tp_comm_s) / BUS_EFFICIENCY)
+    # H100's NVSwitch reduces in the switch: the all-reduces keep the simulator's datasheet rate
     step = time_model(counted, H100, tp=2)
     fwd, bwd = step.phases["forward"], step.phases["backward"]
-    res = split_step(step, H100, TrainLayout(2, 2, 2, 32, tp=2), links_of(H100))
-    assert res.breakdown["tp comm"] == pytest.approx((fwd.tp_comm_s + bwd.tp_comm_s) / BUS_EFFICIENCY)
+    res = split_step(step, H100, lay, links_of(H100))
+    assert res.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s)
 
 
 def test_scale_out_bandwidth_sets_the_pipeline_sends_across_nodes(counted):

@@ -59,6 +59,12 @@ OPTIMIZER_WIDTH = 2
 #: Bytes per gradient element reduced: FSDP2 reduces in fp32 (torchtitan's default
 #: mixed_precision_reduce), Megatron's data parallel in the weights' bf16 (grad_reduce_in_fp32 off).
 REDUCE_BYTES = {0: 2, 1: 2, 2: 2, 3: 4}
+#: NVLink 4 and later (900 GB/s both ways and up: H100, H200, B200, GB200) are switched by
+#: NVSwitches that reduce in the switch (NVLink SHARP): nccl-tests' 8x H100 all_reduce bus bandwidth,
+#: 460-480 GB/s (dispatchprof.sim.links, nvlink4), is above the 450 GB/s one-way link, so a TP
+#: all-reduce inside such a node keeps the datasheet rate; earlier NVLink (A100: 600) reaches
+#: `BUS_EFFICIENCY` of it, as the step's other collectives.
+IN_SWITCH_REDUCTION_GB_PER_S = 900
 
 
 @dataclass(frozen=True)
@@ -181,10 +187,15 @@ def tp_link_scale(dev: Device, lay: TrainLayout, links: Links) -> float:
     (``interconnect_gb_per_s / 2``: `dispatchprof.sim.timing.allreduce`); the step times every
     other collective at `Links` (dispatchprof.sim.links: its ``BUS_EFFICIENCY`` applied, scale-out
     for a group that spans nodes), so the TP collectives are scaled by the ratio of the two rates.
-    NB: the per-collective latency is scaled with them (microseconds beside milliseconds)."""
+    Inside a node whose NVLink reduces in the switch (`IN_SWITCH_REDUCTION_GB_PER_S`) the datasheet
+    rate stands (factor 1). NB: the per-collective latency is scaled with the bandwidth term
+    (microseconds beside milliseconds)."""
     if lay.tp == 1:
         return 1.0
-    bw, _ = links.link(*lay.group(1, lay.tp))
+    spans, per_node = lay.group(1, lay.tp)
+    if not spans and dev.interconnect_gb_per_s >= IN_SWITCH_REDUCTION_GB_PER_S:
+        return 1.0
+    bw, _ = links.link(spans, per_node)
     return dev.interconnect_gb_per_s / 2 * 1e9 / bw
 
 
