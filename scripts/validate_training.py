@@ -1,7 +1,8 @@
 """Validate `dispatchprof train` against published training throughput.
 
 Reads scripts/data/published_training.csv (one row per published configuration: source URL, the
-quoted table line, device, model, parallel sizes, batch, recompute, FP8, measured tokens/s per GPU),
+quoted table line, device, model, parallel sizes, batch, recompute, FP8, the network bandwidth per
+GPU across nodes where the source names its cluster, measured tokens/s per GPU),
 predicts every row with the public API (`dispatchprof.train.profile_training`, shipped defaults),
 and prints per row the prediction and its error, then the median |error| of tokens/s/GPU on the
 held-out rows by source and over all of them.
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from dispatchprof.sim.links import SCALE_OUT_GB_PER_S
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
 from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, op_table, simulate_model, step_from,
@@ -80,6 +82,12 @@ def layout_of(r: dict) -> TrainLayout:
                        schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
                        fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
                        tp_overlap=r["tp_overlap"] == "1")
+
+
+def scale_out_of(r: dict) -> float:
+    """The row's network bandwidth per GPU across nodes, GB/s one way: its ``scale_out_gb_per_s``
+    (a cluster its source names), else the default of `profile_training` (one 400 Gb/s NIC per GPU)."""
+    return float(r["scale_out_gb_per_s"]) if r["scale_out_gb_per_s"] else SCALE_OUT_GB_PER_S
 
 
 def measured_rows() -> list[dict]:
@@ -164,7 +172,8 @@ class Steps:
 
 def predict(r: dict, steps: Steps, factors: Factors) -> tuple[float, float]:
     """(predicted tokens/s/GPU, relative error) of a row under ``factors``."""
-    res = profile_training(r["model"], r["device"], layout_of(r), counted=steps.step(r, factors))
+    res = profile_training(r["model"], r["device"], layout_of(r), counted=steps.step(r, factors),
+                           scale_out_gb_per_s=scale_out_of(r))
     return res.tokens_per_s_per_gpu, res.tokens_per_s_per_gpu / float(r["tokens_per_s_per_gpu"]) - 1
 
 

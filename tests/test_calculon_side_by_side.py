@@ -32,3 +32,26 @@ def test_every_calculon_row_is_a_training_row_with_its_published_time():
         # tokens/s/GPU = global batch x 2048 / published seconds / GPUs, to the CSV's two decimals
         tokens = int(r["global_batch"]) * int(r["seq_len"]) / published / int(r["devices"])
         assert float(r["tokens_per_s_per_gpu"]) == pytest.approx(tokens, abs=0.005)
+
+
+def test_stored_breakdowns_are_the_runs_the_validation_output_reports():
+    """scripts/data/calculon/tab5_breakdown_caa4b11.json (Calculon's stats per Table 5 row) gives
+    the same totals as its llm-validation output, and its parts add up to them."""
+    import json
+
+    import calculon_breakdown as cb
+    stats = json.loads(cb.STORED.read_text())
+    calc = cs.end_to_end(cs.STORED.read_text())
+    assert len(stats) == len(calc) == 8
+    for (model, mode), (_, seconds, _) in calc.items():
+        s = stats[f"{model}/{mode}"]
+        assert round(s["total_time"], 2) == pytest.approx(seconds)
+        assert abs(cb.calculon_parts(s)["other"]) < 1e-9 * s["total_time"]
+
+
+def test_our_parts_gather_our_breakdown():
+    import calculon_breakdown as cb
+    parts = cb.our_parts({"compute": 1.0, "recompute": 0.5, "tp comm": 0.25, "cp comm": 0.125, "pp p2p": 0.0625,
+                          "bubble": 2.0, "dp comm exposed": 4.0, "optimizer": 8.0, "host": 16.0})
+    assert parts == {"compute": 1.0, "recompute": 0.5, "tp comm": 0.25, "pp p2p": 0.0625, "bubble": 2.0,
+                     "dp comm": 4.0, "optimizer": 8.0, "other": 16.125}

@@ -19,6 +19,9 @@ from dispatchprof.train.step import fsdp_layer_bytes, split_step
 from tests.conftest import TINY_LLAMA, tiny_model
 
 H100 = placement_of("H100-SXM").devices[0]
+#: links whose scale-up is the rate the simulator times the TP all-reduces at (H100 900 GB/s both
+#: ways: 450e9 one way), so that the step keeps them as counted (`tp_link_scale` 1)
+RAW = Links(H100.interconnect_gb_per_s / 2 * 1e9, 0.0, 1.0, 0.0)
 
 
 def test_fsdp_bytes_per_layer_by_hand():
@@ -163,7 +166,7 @@ def test_data_parallel_keeps_tokens_per_gpu_and_adds_communication(counted):
 def test_tp_overlap_hides_what_the_layers_compute_covers(counted):
     step = time_model(counted, H100, tp=2)
     lay = TrainLayout(2, 2, 2, 32, tp=2)
-    links = Links(1.0, 0.0, 1.0, 0.0)
+    links = RAW
     fwd, bwd = step.phases["forward"], step.phases["backward"]
     exposed = split_step(step, H100, lay, links)
     assert exposed.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s) and fwd.tp_comm_s > 0
@@ -217,7 +220,7 @@ def test_op_table_sums_every_op_once(counted):
 def test_full_recompute_runs_the_forward_collectives_again(counted):
     step = time_model(counted, H100, tp=2)
     lay = TrainLayout(2, 2, 2, 32, tp=2)
-    links = Links(1.0, 0.0, 1.0, 0.0)
+    links = RAW
     fwd, bwd = step.phases["forward"], step.phases["backward"]
     none = split_step(step, H100, lay, links)
     full = split_step(step, H100, dataclasses.replace(lay, recompute="full"), links)
@@ -258,3 +261,49 @@ def test_op_recompute_keeps_layer_inputs_and_half_the_matmul_outputs(counted):
     mem = memory_per_gpu(1e9, 1e8, 10, 4e9, dp=1, tp=1, pp=1, cp=1, vp=1, m=1, zero=0, recompute="op",
                          layer_input_bytes=1e6, reduce_bytes=2, head_bytes=1e8, op_saved_bytes=3e8)
     assert mem.activations == pytest.approx(10 * 1e6 + 3e8 + 4e8)
+
+
+def test_tp_collectives_move_at_the_tp_groups_link():
+    """The simulator times a TP all-reduce at interconnect / 2; the step puts it on `Links`."""
+    from dispatchprof.sim.links import BUS_EFFICIENCY, links_of
+    from dispatchprof.train.step import tp_link_scale
+    a100 = placement_of("A100-80GB").devices[0]                     # NVLink 600 GB/s both ways: 300 one way
+    inside = TrainLayout(8, 1, 1, 2048, tp=8)
+    assert tp_link_scale(a100, inside, links_of(a100)) == pytest.approx(1 / BUS_EFFICIENCY)     # 300 / (300 x 0.8)
+    assert tp_link_scale(a100, TrainLayout(8, 1, 8, 2048), links_of(a100)) == 1.0                # no tp
+    # tp 16 over two nodes of 8: min(scale-up 240, 8 ranks per node x 10 x 0.8 = 64) GB/s
+    across = TrainLayout(16, 1, 1, 2048, tp=16)
+    assert tp_link_scale(a100, across, links_of(a100, 10.0)) == pytest.approx(300 / (8 * 10 * BUS_EFFICIENCY))
+    # H100 (NVLink 900 GB/s, reduction in the switch): 1 inside a node; across nodes the NICs' rate
+    assert tp_link_scale(H100, inside, links_of(H100)) == 1.0
+    assert tp_link_scale(H100, across, links_of(H100, 10.0)) == pytest.approx(450 / (8 * 10 * BUS_EFFICIENCY))
+
+
+def test_tp_comm_of_the_step_is_the_counted_time_times_the_link_scale(counted):
+    from dispatchprof.sim.links import BUS_EFFICIENCY, links_of
+    a100 = placement_of("A100-80GB").devices[0]
+    lay = TrainLayout(2, 2, 2, 32, tp=2)
+    step = time_model(counted, a100, tp=2)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    res = split_step(step, a100, lay, links_of(a100))
+    assert res.breakdown["tp comm"] == pytest.approx((fwd.tp_comm_s + bwd.tp_comm_s) / BUS_EFFICIENCY)
+    # H100's NVSwitch reduces in the switch: the all-reduces keep the simulator's datasheet rate
+    step = time_model(counted, H100, tp=2)
+    fwd, bwd = step.phases["forward"], step.phases["backward"]
+    res = split_step(step, H100, lay, links_of(H100))
+    assert res.breakdown["tp comm"] == pytest.approx(fwd.tp_comm_s + bwd.tp_comm_s)
+
+
+def test_scale_out_bandwidth_sets_the_pipeline_sends_across_nodes(counted):
+    """pp 2 over 2 nodes of 1 GPU: each micro-batch sends its output forward and its gradient back,
+    2 x (2 x 32 x hidden x 2 bytes / (GB/s x 0.8 x 1e9) + 10 us)."""
+    from dispatchprof.sim.links import BUS_EFFICIENCY, SCALE_OUT_LATENCY_US
+    step = time_model(counted, H100)
+    lay = TrainLayout(2, 2, 2, 32, pp=2, gpus_per_node=1)
+    act = 2 * 32 * TINY_LLAMA["hidden_size"] * 2
+    for gb_per_s in (25.0, 50.0):
+        res = profile_training("tiny", H100, lay, counted=step, scale_out_gb_per_s=gb_per_s)
+        want = 2 * (act / (gb_per_s * 1e9 * BUS_EFFICIENCY) + SCALE_OUT_LATENCY_US * 1e-6)
+        assert res.breakdown["pp p2p"] == pytest.approx(want)
+    with pytest.raises(ValueError, match="scale_out_gb_per_s must be > 0 GB/s, got 0"):
+        profile_training("tiny", H100, lay, counted=step, scale_out_gb_per_s=0)

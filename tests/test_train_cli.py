@@ -44,6 +44,7 @@ def test_table_and_json(capsys, tiny):
     (["--devices", "4", "--pp", "4", "--global-batch", "4"], "pp x vp = 4 is larger than the model's 2 layers"),
     (["--device", "A100-80GB", "--fp8"], "--fp8 needs a device with fp8"),
     (["--zero", "5"], "argument --zero: invalid choice"),
+    (["--scale-out", "0"], "--scale-out must be > 0 GB/s, got 0.0"),
 ])
 def test_bad_input_is_one_line_exit_2(capsys, tiny, args, message):
     argv = ["train", tiny, "--device", "H100-SXM", "--seq-len", "64", *args]
@@ -78,3 +79,18 @@ def test_trace_slices_end_at_the_step_time(capsys, tiny, tmp_path):
     assert sum(e["dur"] for e in slices) == pytest.approx(step_us)      # the parts laid end to end
     names = {e["name"] for e in slices}
     assert {"warm-up", "forward 0", "backward 3", "cool-down", "optimizer"} <= names     # m = 4 micro-batches
+
+
+def test_scale_out_sets_the_links_across_nodes(capsys, tiny):
+    """pp 2 over 2 nodes of one GPU: the pipeline sends cross nodes at --scale-out; one micro-batch
+    sends 2 x 64 x hidden x 2 bytes each way, at 0.8 of the bandwidth, plus 10 us each."""
+    sends = {}
+    for gb_per_s in ("25", "50"):
+        code, out, err = run_cli(capsys, "train", tiny, "--device", "H100-SXM", "--devices", "2", "--nodes", "2",
+                                 "--pp", "2", "--micro-batch", "2", "--seq-len", "64", "--global-batch", "2",
+                                 "--scale-out", gb_per_s, "--json")
+        assert code == 0, err
+        sends[gb_per_s] = json.loads(out)["breakdown_s"]["pp p2p"]
+    act = 2 * 64 * TINY["hidden_size"] * 2
+    for gb_per_s, seconds in sends.items():
+        assert seconds == pytest.approx(2 * (act / (float(gb_per_s) * 1e9 * 0.8) + 10e-6))

@@ -15,6 +15,7 @@ from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.train.layout import Recompute, TrainLayout
 from dispatchprof.train.render import DEFAULT_TOKENS, training_csv, training_table, training_to_dict
 from dispatchprof.results.files import write_atomic
+from dispatchprof.sim.links import SCALE_OUT_GB_PER_S
 from dispatchprof.train.step import profile_training
 from dispatchprof.train.trace import trace_json
 
@@ -27,6 +28,9 @@ def parser() -> Parser:
     p.add_argument("--device", required=True, metavar="NAME|FILE", help="the GPU every rank runs on")
     p.add_argument("--devices", type=size(), default=1, help="GPUs in all")
     p.add_argument("--nodes", type=size(), help="nodes the GPUs are spread over (default: devices / 8, at least 1)")
+    p.add_argument("--scale-out", type=float, default=SCALE_OUT_GB_PER_S, metavar="GB/S",
+                   help="each GPU's network bandwidth across nodes, GB/s one way (default %(default)g: one 400 Gb/s "
+                        "NIC per GPU, as DGX H100; DGX A100: 25)")
     par = p.add_argument_group("parallelism")
     z = par.add_mutually_exclusive_group()
     z.add_argument("--fsdp", action="store_true", help="fully sharded data parallel (the same as --zero 3)")
@@ -77,9 +81,12 @@ def run(argv: Sequence[str]) -> int:
     check_outputs({"-o": args.output, "--trace": args.trace}, inputs=[args.device, *input_files(args.model)])
     if not args.tokens > 0:
         raise UsageError(f"--tokens must be > 0, got {args.tokens!r}")
+    if not args.scale_out > 0:
+        raise UsageError(f"--scale-out must be > 0 GB/s, got {args.scale_out!r}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = profile_training(args.model, args.device, layout_of(args), runtime=args.runtime)
+        result = profile_training(args.model, args.device, layout_of(args), runtime=args.runtime,
+                                  scale_out_gb_per_s=args.scale_out)
     if args.format == "json":
         text = as_json(training_to_dict(result, args.tokens))
     elif args.format == "csv":

@@ -11,7 +11,8 @@ Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM 
         output of every other matmul and of attention; none: 0
     T = tp_comm / (pp cp)  (two all-reduces per block, forward and backward, exposed; full
         recompute runs the forward's again; with tp_overlap, as Megatron's userbuffers overlap
-        them with the block's GEMMs, only what exceeds the layers' compute, recompute included)
+        them with the block's GEMMs, only what exceeds the layers' compute, recompute included),
+        at the TP group's link as every other collective of the step (`tp_link_scale`)
     P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1
     C = cp: all-gather of K and V forward and reduce-scatter of their gradients backward, per
         layer, overlapped with that layer's attention (`exposed_s`)
@@ -48,7 +49,7 @@ from dispatchprof.units import nbytes
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train.count import CountedStep, build, count_step
 from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
-from dispatchprof.sim.links import Links, links_of, ring_allreduce_s, ring_gather_s, send_s
+from dispatchprof.sim.links import SCALE_OUT_GB_PER_S, Links, links_of, ring_allreduce_s, ring_gather_s, send_s
 from dispatchprof.train.memory import PARAM_BYTES, Memory, memory_per_gpu
 from dispatchprof.train.schedule import bubble_fraction, exposed_s, pipeline_s
 
@@ -58,6 +59,12 @@ OPTIMIZER_WIDTH = 2
 #: Bytes per gradient element reduced: FSDP2 reduces in fp32 (torchtitan's default
 #: mixed_precision_reduce), Megatron's data parallel in the weights' bf16 (grad_reduce_in_fp32 off).
 REDUCE_BYTES = {0: 2, 1: 2, 2: 2, 3: 4}
+#: NVLink 4 and later (900 GB/s both ways and up: H100, H200, B200, GB200) are switched by
+#: NVSwitches that reduce in the switch (NVLink SHARP): nccl-tests' 8x H100 all_reduce bus bandwidth,
+#: 460-480 GB/s (dispatchprof.sim.links, nvlink4), is above the 450 GB/s one-way link, so a TP
+#: all-reduce inside such a node keeps the datasheet rate; earlier NVLink (A100: 600) reaches
+#: `BUS_EFFICIENCY` of it, as the step's other collectives.
+IN_SWITCH_REDUCTION_GB_PER_S = 900
 
 
 @dataclass(frozen=True)
@@ -100,10 +107,15 @@ class TrainingResult:
 
 
 def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: str = "compiled",
-                     counted: CountedStep | None = None, name: str | None = None) -> TrainingResult:
+                     counted: CountedStep | None = None, name: str | None = None,
+                     scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S) -> TrainingResult:
     """Simulate one training step of ``model`` (a catalog name, config path or hub id) on
     ``layout.devices`` GPUs like ``device`` (module docstring). ``counted`` reuses a count of the
-    same model, micro-batch, sequence length, tp and fp8."""
+    same model, micro-batch, sequence length, tp and fp8. ``scale_out_gb_per_s``: each GPU's
+    network bandwidth across nodes, GB/s one way (default one 400 Gb/s NIC per GPU, as DGX H100;
+    a DGX A100 has one 200 Gb/s HDR NIC per GPU: 25)."""
+    if not scale_out_gb_per_s > 0:
+        raise ValueError(f"scale_out_gb_per_s must be > 0 GB/s, got {scale_out_gb_per_s!r}")
     dev = placement_of(device).devices[0]
     if counted is None:
         net = build(model)
@@ -113,7 +125,7 @@ def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: s
         counted = count_step(net, name or str(model), layout.micro_batch, layout.seq_len, dev, tp=layout.tp,
                              fp8=layout.fp8, runtime=runtime)
     check_layout(layout, counted.layers, counted.heads)
-    links = links_of(dev) if layout.devices > 1 else Links(1.0, 0.0, 1.0, 0.0)
+    links = links_of(dev, scale_out_gb_per_s) if layout.devices > 1 else Links(1.0, 0.0, 1.0, 0.0)
     return split_step(counted, dev, layout, links)
 
 
@@ -129,7 +141,7 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
     op = (fwd.layer_s - fwd.linear_s / 2 - fwd.attention_s) / stage
     recompute = {"none": 0.0, "selective": fwd.attention_s / stage, "op": op, "full": f_layers}[lay.recompute]
     again = fwd.tp_comm_s if lay.recompute == "full" else 0.0      # the recomputed forward's collectives
-    tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s + again) / stage
+    tp_comm = (fwd.tp_comm_s + bwd.tp_comm_s + again) / stage * tp_link_scale(dev, lay, links)
     if lay.tp_overlap:                               # hidden under the layers' compute, unless longer
         tp_comm = max(0.0, tp_comm - f_layers - b_layers - recompute)
     act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
@@ -167,6 +179,24 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
                           per_token * tokens / step / lay.devices / peak,
                           counted_flops / step / lay.devices / peak, per_token, energy, mem, cap,
                           bubble_fraction(m, pp, vp) if pp > 1 else 0.0, s)
+
+
+def tp_link_scale(dev: Device, lay: TrainLayout, links: Links) -> float:
+    """The factor that puts the counted step's tensor-parallel collectives on the TP group's link.
+    The simulator times each all-reduce at the profile's one-way interconnect rate
+    (``interconnect_gb_per_s / 2``: `dispatchprof.sim.timing.allreduce`); the step times every
+    other collective at `Links` (dispatchprof.sim.links: its ``BUS_EFFICIENCY`` applied, scale-out
+    for a group that spans nodes), so the TP collectives are scaled by the ratio of the two rates.
+    Inside a node whose NVLink reduces in the switch (`IN_SWITCH_REDUCTION_GB_PER_S`) the datasheet
+    rate stands (factor 1). NB: the per-collective latency is scaled with the bandwidth term
+    (microseconds beside milliseconds)."""
+    if lay.tp == 1:
+        return 1.0
+    spans, per_node = lay.group(1, lay.tp)
+    if not spans and dev.interconnect_gb_per_s >= IN_SWITCH_REDUCTION_GB_PER_S:
+        return 1.0
+    bw, _ = links.link(spans, per_node)
+    return dev.interconnect_gb_per_s / 2 * 1e9 / bw
 
 
 def fsdp_layer_bytes(layer_params: float, dp: int) -> tuple[float, float]:
