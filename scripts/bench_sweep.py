@@ -42,15 +42,15 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     warnings.simplefilter("ignore")
     todo = shapes([model_name], BATCHES, PROMPTS, OUTPUTS)
     scenarios = scenarios_of(list(DEVICES))
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     model = build_model(model_name)
-    built = time.perf_counter()
+    built, cpu_built = time.perf_counter(), time.process_time()
     stream = DecoderStream(model)
     fit = stream.regime()[0]
-    fitted = time.perf_counter()
+    fitted, cpu_fitted = time.perf_counter(), time.process_time()
     timed = todo[:limit] if limit else todo
     fast, _ = decoder_rows(stream, timed, scenarios, "bf16", None, False, "eager")
-    answered = time.perf_counter()
+    answered, cpu_answered = time.perf_counter(), time.process_time()
     left = [s for k, s in enumerate(timed) if k not in fast]
     counted = left[:direct_limit]
     rows = list(fast.values()) + [run_shape(s, scenarios, model=model, stream=stream) for s in counted]
@@ -60,6 +60,8 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     timed_configs = (len(fast) + len(counted)) * len(DEVICES)
     per_config = sweep_s / (len(timed) * len(DEVICES))
     return {"build_s": built - start, "fit_s": fitted - built, "fit_counts": fit.counts, "reason": fit.reason,
+            "depth": stream.full_depth_reason, "cpu_s": cpu_answered - cpu_start,
+            "cpu_parts": (cpu_built - cpu_start, cpu_fitted - cpu_built, cpu_answered - cpu_fitted),
             "configs": len(todo) * len(DEVICES), "timed": timed_configs, "per_config_s": per_config,
             "total_s": fitted - start + per_config * len(todo) * len(DEVICES), "rows": sum(map(len, rows)),
             "vector": len(fast) * len(DEVICES), "vector_s": answered - fitted, "direct": len(left) * len(DEVICES),
@@ -77,15 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--limit must be >= 0 and --direct-limit >= 1, got {args.limit} and {args.direct_limit}")
     from tabulate import tabulate
 
-    headers = ["model", "build s", "fit s", "counted directly because", "ms per configuration",
-               "total s (build + fit + all)", "configurations", "vector: configs, s", "direct: configs, s each"]
+    headers = ["model", "build s", "fit s", "layers counted", "counted directly because", "ms per configuration",
+               "total s (build + fit + all)", "CPU s = build + fit + vector", "configurations", "vector: configs, s",
+               "direct: configs, s each"]
     for k, name in enumerate(args.model or MODELS):
         r = measure(name, args.limit or None, args.direct_limit)
         projected = r["timed"] < r["configs"]
         # the vector simulator answers its configurations all at once; the counted ones are timed per shape
         row = [name, f"{r['build_s']:.1f}", f"{r['fit_s']:.1f} ({r['fit_counts']} counts)",
+               "2 and 3, repeated" if not r["depth"] else f"all: {r['depth'][:40]}",
                (r["reason"][:60] + "...") if r["reason"] else "-", f"{r['per_config_s'] * 1e3:.1f} (over {r['timed']})",
-               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"), r["configs"],
+               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"),
+               f"{r['cpu_s']:.1f} = " + " + ".join(f"{x:.1f}" for x in r["cpu_parts"]), r["configs"],
                f"{r['vector']}, {r['vector_s']:.2f}", f"{r['direct']}, {r['direct_s']:.1f}" if r["direct"] else "0"]
         lines = tabulate([row], headers=headers, tablefmt="github").splitlines()
         print("\n".join(lines if k == 0 else lines[2:]), flush=True)       # one row as each model ends

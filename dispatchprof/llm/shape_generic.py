@@ -50,6 +50,7 @@ from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer, repeat_layers
 from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
 from dispatchprof.llm.models import token_ids
+from dispatchprof.llm.odd_batch import BatchFit, fit_batch
 from dispatchprof.results.profile import Profile
 
 #: The fit's grid and held-out point (module docstring).
@@ -72,6 +73,17 @@ def held_out(lengths: int, batch_step: int = 1) -> Sizes:
     return (HELD_BATCH * batch_step, HELD_LENGTH) + (HELD_LENGTH - 9,) * (lengths - 1)
 
 
+def experts_of(model: torch.nn.Module) -> tuple[int, int] | None:
+    """(experts E, experts per token k) of a mixture-of-experts model, else None."""
+    config = getattr(model, "config", None)
+    experts = next((getattr(config, a) for a in ("num_local_experts", "num_experts", "n_routed_experts")
+                    if isinstance(getattr(config, a, None), int)), None)
+    top_k = getattr(config, "num_experts_per_tok", None)
+    if not experts or not isinstance(top_k, int) or top_k < 1:
+        return None
+    return experts, top_k
+
+
 def batch_step(model: torch.nn.Module) -> int:
     """The batch sizes a decoder's fit holds for are the multiples of this: 1, or for a
     mixture-of-experts model (E experts, top k) E / gcd(E, k), the smallest batch whose decode step
@@ -79,13 +91,8 @@ def batch_step(model: torch.nn.Module) -> int:
     (`dispatchprof.llm.models.balanced_split`): then every pass's tokens T (batch, batch x n) split
     evenly, T k / E each, a polynomial; other batch sizes give some experts one pair more (a floor,
     not a polynomial) or none (their GEMMs skipped: another op stream)."""
-    config = getattr(model, "config", None)
-    experts = next((getattr(config, a) for a in ("num_local_experts", "num_experts", "n_routed_experts")
-                    if isinstance(getattr(config, a, None), int)), None)
-    top_k = getattr(config, "num_experts_per_tok", None)
-    if not experts or not isinstance(top_k, int) or top_k < 1:
-        return 1
-    return experts // math.gcd(experts, top_k)
+    moe = experts_of(model)
+    return 1 if moe is None else moe[0] // math.gcd(*moe)
 
 
 def _cache_layer_bytes(cache) -> tuple[int, ...]:
@@ -141,6 +148,8 @@ class DecoderStream:
         self.model, self.host_time = model, host_time
         self.high = _window(model)
         self.batch_step = batch_step(model)
+        self.moe = experts_of(model)          # (experts, top k) of a MoE model, else None
+        self.odd: dict[int, BatchFit] = {}    # fits of MoE batch sizes that are not multiples of batch_step
         self.fits: tuple[GenericFit, GenericFit] | None = None     # (decode step, prefill)
         self.memo = Memo()
         self.repeat = ShallowCounts(model, host_time) if repeat_layers else None
@@ -186,23 +195,59 @@ class DecoderStream:
         """Why every shape is counted directly ('' when the fit answers its region)."""
         return self.regime()[0].reason
 
+    def fits_for(self, batch: int) -> tuple[GenericFit, GenericFit]:
+        """The fits (decode step, prefill) that answer ``batch``: the stream's, or for a MoE batch
+        size that balanced routing does not split evenly, that batch size's own
+        (dispatchprof.llm.odd_batch), made on first use."""
+        if batch % self.batch_step == 0:
+            return self.regime()
+        odd = self.batch_fit(batch)
+        return (odd.step, odd.prefill) if odd is not None else (GenericFit(None, "no fit"), GenericFit(None, "no fit"))
+
+    def batch_fit(self, batch: int) -> BatchFit | None:
+        """The fits of one MoE batch size outside the stream's (None where the stream has no fit)."""
+        if self.regime()[0].profile is None or self.moe is None:
+            return None
+        if batch not in self.odd:
+            count = self.count if self.full_depth_reason else self.repeat.count
+
+            def flat(b: int, n: int) -> tuple[Profile, tuple[int, ...], Profile, tuple[int, ...], int]:
+                prefill, step = count(b, n)
+                return (step.profile, (step.step_start, *step.prefill_kv, *step.kv), prefill.profile,
+                        prefill.prefill_kv, step.step_start)
+
+            self.odd[batch] = fit_batch(flat, batch, *self.moe, self.high)
+        return self.odd[batch]
+
     def covers(self, batch: int, n: int) -> bool:
-        """True when (batch, n) is answered from the fit (False: counted directly)."""
-        fit = self.regime(batch)[0].profile
-        return fit is not None and batch % self.batch_step == 0 and fit.covers((batch, n))
+        """True when (batch, n) is answered from the fit, the whole prefill and decode step profile
+        (False: counted directly)."""
+        fit = self.fits_for(batch)[0].profile
+        if fit is None or not fit.covers((batch, n)):
+            return False
+        return batch % self.batch_step == 0 or n % self.batch_fit(batch).modulus == 0
+
+    def covers_step(self, batch: int, past: int) -> bool:
+        """True when the decode step's own records at cache length ``past`` (from its step_start)
+        are answered from the fit: where `covers`, and at a MoE batch size of its own at every
+        length of its region once checked (dispatchprof.llm.odd_batch)."""
+        if batch % self.batch_step == 0 or self.covers(batch, past):
+            return self.covers(batch, past)
+        odd = self.batch_fit(batch)
+        return odd is not None and odd.steps_everywhere and odd.step.profile.covers((batch, past))
 
     def prefill(self, batch: int, n: int) -> DecoderStep:
         """The prefill of ``n`` tokens (step_start 0, kv = prefill_kv)."""
         if not self.covers(batch, n):
             return self.count(batch, n)[0]
-        profile, kv = self.regime(batch)[1].profile.evaluate((batch, n))
+        profile, kv = self.fits_for(batch)[1].profile.evaluate((batch, n))
         return DecoderStep(profile, 0, kv, kv)
 
     def step(self, batch: int, past: int) -> DecoderStep:
         """The decode step at cache length ``past`` (its setup prefill included)."""
         if not self.covers(batch, past):
             return self.count(batch, past)[1]
-        profile, extra = self.regime(batch)[0].profile.evaluate((batch, past))
+        profile, extra = self.fits_for(batch)[0].profile.evaluate((batch, past))
         layers = (len(extra) - 1) // 2
         return DecoderStep(profile, extra[0], extra[1:1 + layers], extra[1 + layers:])
 
@@ -298,5 +343,5 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "ShallowCounts", "batch_step", "count_decoder",
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "ShallowCounts", "batch_step", "count_decoder", "experts_of",
            "fit_regime", "held_out"]
