@@ -8,13 +8,16 @@ then every configuration answered from it (dispatchprof.llm.shape_generic).
 A configuration is one (batch, prompt, output, device) row: 5 batch sizes x 5 prompt lengths x 10
 output lengths x 4 devices = 1,000 per model. Each model runs in this process, one after the other
 (the sweep() API runs models side by side in processes; one at a time times each alone). Prints one
-row per model: model build, fit (its counts, and the reason where the model is counted directly),
-per-configuration time after the fit, the sweep's total (build + fit + every configuration), the
-configurations the vector simulator answered (dispatchprof.llm.sweep_vector: all at once) and
-the seconds it took, and the configurations counted shape by shape (outside the fit's region:
-Mixtral's batch 1, whose balanced routing leaves experts idle) with the seconds each took. Those
-take tens of seconds each, so only the first --direct-limit of them are timed and the rest are
-projected at that rate: the "total" column says "projected" then, "measured" otherwise.
+row per model: model build, fit (its counts: the decoder's fit from counts of the model built with
+2 and 3 layers, repeated to full depth and checked against one count of the full model, and a
+MoE model's fits of the batch sizes balanced routing does not split evenly, Mixtral's batch 1;
+the layers counted; the reason where the model is counted directly), per-configuration time after
+the fit, the sweep's total (build + fit + every configuration) and its CPU seconds per stage (the
+wall time on a loaded machine is what other jobs leave), the configurations the vector simulator
+answered (dispatchprof.llm.sweep_vector: all at once) and the seconds it took, and the
+configurations counted shape by shape (outside every fit's region) with the seconds each took.
+Those take tens of seconds each, so only the first --direct-limit of them are timed and the rest
+are projected at that rate: the "total" column says "projected" then, "measured" otherwise.
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     built, cpu_built = time.perf_counter(), time.process_time()
     stream = DecoderStream(model)
     fit = stream.regime()[0]
+    for batch in BATCHES:                     # a MoE model's batch sizes with fits of their own
+        stream.fits_for(batch)
     fitted, cpu_fitted = time.perf_counter(), time.process_time()
     timed = todo[:limit] if limit else todo
     fast, _ = decoder_rows(stream, timed, scenarios, "bf16", None, False, "eager")
@@ -59,7 +64,8 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     sweep_s = answered - fitted + per_direct * len(left)                # the timed shapes, projected where left out
     timed_configs = (len(fast) + len(counted)) * len(DEVICES)
     per_config = sweep_s / (len(timed) * len(DEVICES))
-    return {"build_s": built - start, "fit_s": fitted - built, "fit_counts": fit.counts, "reason": fit.reason,
+    counts = fit.counts + sum(f.step.counts + 1 for f in stream.odd.values())   # + 1: the check of every length
+    return {"build_s": built - start, "fit_s": fitted - built, "fit_counts": counts, "reason": fit.reason,
             "depth": stream.full_depth_reason, "cpu_s": cpu_answered - cpu_start,
             "cpu_parts": (cpu_built - cpu_start, cpu_fitted - cpu_built, cpu_answered - cpu_fitted),
             "configs": len(todo) * len(DEVICES), "timed": timed_configs, "per_config_s": per_config,

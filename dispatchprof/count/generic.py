@@ -371,12 +371,7 @@ def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequenc
                for exps in monos]
     denominator = math.lcm(*(w.denominator for row in weights for w in row))
     wint = [[int(w * denominator) for w in row] for row in weights]
-    values = list(zip(*rows))                                          # per field: its value at each point
-    numer = [[sum(w * v for w, v in zip(wrow, field)) for wrow in wint] for field in values]
-    g = math.gcd(denominator, *(c for row in numer for c in row))
-    numer = [[c // g for c in row] for row in numer]
-    big = max((abs(c) for row in numer for c in row), default=0) >= 2 ** 62
-    arr = np.array(numer, dtype=object if big else np.int64).reshape(len(numer), len(monos))
+    arr, g = _numerators(wint, rows, denominator)
     fit = GenericProfile(tuple(variables), degrees, tuple(low), tuple(high), template, n_extra, arr,
                          denominator // g, tuple(held_out))
     profile, extra = count(tuple(held_out))
@@ -398,6 +393,27 @@ def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequenc
                                 f"is {want[i]}, the fit gives {Fraction(got[i], fit.denominator)}: not a polynomial "
                                 f"of degrees {degrees}", len(points) + 1)
     return GenericFit(fit, "", len(points) + 1)
+
+
+def _numerators(wint: list[list[int]], rows: list[list[int]], denominator: int) -> tuple[np.ndarray, int]:
+    """(numerators (fields, monomials) = the integer weights ``wint`` (monomials, points) applied to
+    every field's values at the points ``rows`` (points, fields), divided by g; g = their gcd with
+    ``denominator``), in int64 where no sum can reach 2**62, else in Python integers (both exact)."""
+    try:
+        values = np.array(rows, dtype=np.int64)                        # (points, fields)
+    except OverflowError:
+        values = None
+    wmax = max((abs(w) for row in wint for w in row), default=0)
+    if values is not None and values.size and \
+            float(np.abs(values.astype(np.float64)).max()) * wmax * len(rows) < 2.0 ** 62:
+        numer = (np.array(wint, dtype=np.int64) @ values).T           # (fields, monomials), exact
+        g = math.gcd(denominator, int(np.gcd.reduce(numer, axis=None)))
+        return numer // g, g
+    numer = [[sum(w * v for w, v in zip(wrow, field)) for wrow in wint] for field in zip(*rows)]
+    g = math.gcd(denominator, *(c for row in numer for c in row))
+    numer = [[c // g for c in row] for row in numer]
+    big = max((abs(c) for row in numer for c in row), default=0) >= 2 ** 62
+    return np.array(numer, dtype=object if big else np.int64).reshape(len(numer), len(wint)), g
 
 
 def _is_peak(name: str) -> bool:

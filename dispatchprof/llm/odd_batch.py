@@ -27,9 +27,6 @@ from dispatchprof.count.generic import GenericFit, GenericProfile, Sizes, fit_ge
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import OpRecord
 
-#: The decoder grid's lengths and held-out length (as dispatchprof.llm.shape_generic).
-LENGTHS, HELD_LENGTH = (32, 64, 128), 200
-
 
 @dataclass(frozen=True)
 class BatchFit:
@@ -50,16 +47,18 @@ def modulus(batch: int, experts: int, top_k: int) -> int:
 
 
 def fit_batch(count: Callable[[int, int], tuple[Profile, tuple[int, ...], Profile, tuple[int, ...], int]],
-              batch: int, experts: int, top_k: int, high: int | None) -> BatchFit:
-    """The fits at ``batch`` (module docstring). ``count(batch, n)`` gives (decode-step profile with
-    its setup prefill, its extras (step start, KV per layer after the prefill, after the step),
-    prefill profile, its extras (KV per layer), step start)."""
+              batch: int, experts: int, top_k: int, high: int | None, lengths: tuple[int, ...],
+              held_length: int) -> BatchFit:
+    """The fits at ``batch`` (module docstring) on the grid ``lengths``, held out at the multiple of
+    s_b at or above ``held_length``. ``count(batch, n)`` gives (decode-step profile with its setup
+    prefill, its extras (step start, KV per layer after the prefill, after the step), prefill
+    profile, its extras (KV per layer), step start)."""
     s = modulus(batch, experts, top_k)
-    if any(n % s for n in LENGTHS):
-        reason = f"lengths {LENGTHS} are not all multiples of {s}"
+    if any(n % s for n in lengths):
+        reason = f"lengths {lengths} are not all multiples of {s}"
         none = GenericFit(None, reason)
         return BatchFit(none, none, s, False, reason)
-    held = -(-HELD_LENGTH // s) * s
+    held = -(-held_length // s) * s
     snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
 
     def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
@@ -67,7 +66,7 @@ def fit_batch(count: Callable[[int, int], tuple[Profile, tuple[int, ...], Profil
         snapshots[sizes] = (prefill, prefill_extra)
         return step, extra
 
-    args = (("batch", "n"), ((batch,), LENGTHS), (batch, held), (batch, LENGTHS[0]), (batch, high))
+    args = (("batch", "n"), ((batch,), lengths), (batch, held), (batch, lengths[0]), (batch, high))
     step = fit_generic(count_step, *args)
     prefill = fit_generic(lambda sz: snapshots[sz], *args) if step.profile else step
     if step.profile is None or prefill.profile is None:

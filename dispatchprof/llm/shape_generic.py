@@ -216,7 +216,7 @@ class DecoderStream:
                 return (step.profile, (step.step_start, *step.prefill_kv, *step.kv), prefill.profile,
                         prefill.prefill_kv, step.step_start)
 
-            self.odd[batch] = fit_batch(flat, batch, *self.moe, self.high)
+            self.odd[batch] = fit_batch(flat, batch, *self.moe, self.high, LENGTHS, HELD_LENGTH)
         return self.odd[batch]
 
     def covers(self, batch: int, n: int) -> bool:
