@@ -8,13 +8,16 @@ then every configuration answered from it (dispatchprof.llm.shape_generic).
 A configuration is one (batch, prompt, output, device) row: 5 batch sizes x 5 prompt lengths x 10
 output lengths x 4 devices = 1,000 per model. Each model runs in this process, one after the other
 (the sweep() API runs models side by side in processes; one at a time times each alone). Prints one
-row per model: model build, fit (its counts, and the reason where the model is counted directly),
-per-configuration time after the fit, the sweep's total (build + fit + every configuration), the
-configurations the vector simulator answered (dispatchprof.llm.sweep_vector: all at once) and
-the seconds it took, and the configurations counted shape by shape (outside the fit's region:
-Mixtral's batch 1, whose balanced routing leaves experts idle) with the seconds each took. Those
-take tens of seconds each, so only the first --direct-limit of them are timed and the rest are
-projected at that rate: the "total" column says "projected" then, "measured" otherwise.
+row per model: model build, fit (its counts: the decoder's fit from counts of the model built with
+2 and 3 layers, repeated to full depth and checked against one count of the full model, and a
+MoE model's fits of the batch sizes balanced routing does not split evenly, Mixtral's batch 1;
+the layers counted; the reason where the model is counted directly), per-configuration time after
+the fit, the sweep's total (build + fit + every configuration) and its CPU seconds per stage (the
+wall time on a loaded machine is what other jobs leave), the configurations the vector simulator
+answered (dispatchprof.llm.sweep_vector: all at once) and the seconds it took, and the
+configurations counted shape by shape (outside every fit's region) with the seconds each took.
+Those take tens of seconds each, so only the first --direct-limit of them are timed and the rest
+are projected at that rate: the "total" column says "projected" then, "measured" otherwise.
 """
 
 from __future__ import annotations
@@ -42,15 +45,17 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     warnings.simplefilter("ignore")
     todo = shapes([model_name], BATCHES, PROMPTS, OUTPUTS)
     scenarios = scenarios_of(list(DEVICES))
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     model = build_model(model_name)
-    built = time.perf_counter()
+    built, cpu_built = time.perf_counter(), time.process_time()
     stream = DecoderStream(model)
     fit = stream.regime()[0]
-    fitted = time.perf_counter()
+    for batch in BATCHES:                     # a MoE model's batch sizes with fits of their own
+        stream.fits_for(batch)
+    fitted, cpu_fitted = time.perf_counter(), time.process_time()
     timed = todo[:limit] if limit else todo
     fast, _ = decoder_rows(stream, timed, scenarios, "bf16", None, False, "eager")
-    answered = time.perf_counter()
+    answered, cpu_answered = time.perf_counter(), time.process_time()
     left = [s for k, s in enumerate(timed) if k not in fast]
     counted = left[:direct_limit]
     rows = list(fast.values()) + [run_shape(s, scenarios, model=model, stream=stream) for s in counted]
@@ -59,7 +64,10 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     sweep_s = answered - fitted + per_direct * len(left)                # the timed shapes, projected where left out
     timed_configs = (len(fast) + len(counted)) * len(DEVICES)
     per_config = sweep_s / (len(timed) * len(DEVICES))
-    return {"build_s": built - start, "fit_s": fitted - built, "fit_counts": fit.counts, "reason": fit.reason,
+    counts = fit.counts + sum(f.step.counts + 1 for f in stream.odd.values())   # + 1: the check of every length
+    return {"build_s": built - start, "fit_s": fitted - built, "fit_counts": counts, "reason": fit.reason,
+            "depth": stream.full_depth_reason, "cpu_s": cpu_answered - cpu_start,
+            "cpu_parts": (cpu_built - cpu_start, cpu_fitted - cpu_built, cpu_answered - cpu_fitted),
             "configs": len(todo) * len(DEVICES), "timed": timed_configs, "per_config_s": per_config,
             "total_s": fitted - start + per_config * len(todo) * len(DEVICES), "rows": sum(map(len, rows)),
             "vector": len(fast) * len(DEVICES), "vector_s": answered - fitted, "direct": len(left) * len(DEVICES),
@@ -77,15 +85,18 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--limit must be >= 0 and --direct-limit >= 1, got {args.limit} and {args.direct_limit}")
     from tabulate import tabulate
 
-    headers = ["model", "build s", "fit s", "counted directly because", "ms per configuration",
-               "total s (build + fit + all)", "configurations", "vector: configs, s", "direct: configs, s each"]
+    headers = ["model", "build s", "fit s", "layers counted", "counted directly because", "ms per configuration",
+               "total s (build + fit + all)", "CPU s = build + fit + vector", "configurations", "vector: configs, s",
+               "direct: configs, s each"]
     for k, name in enumerate(args.model or MODELS):
         r = measure(name, args.limit or None, args.direct_limit)
         projected = r["timed"] < r["configs"]
         # the vector simulator answers its configurations all at once; the counted ones are timed per shape
         row = [name, f"{r['build_s']:.1f}", f"{r['fit_s']:.1f} ({r['fit_counts']} counts)",
+               "2 and 3, repeated" if not r["depth"] else f"all: {r['depth'][:40]}",
                (r["reason"][:60] + "...") if r["reason"] else "-", f"{r['per_config_s'] * 1e3:.1f} (over {r['timed']})",
-               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"), r["configs"],
+               f"{r['total_s']:.1f}" + (" projected" if projected else " measured"),
+               f"{r['cpu_s']:.1f} = " + " + ".join(f"{x:.1f}" for x in r["cpu_parts"]), r["configs"],
                f"{r['vector']}, {r['vector_s']:.2f}", f"{r['direct']}, {r['direct_s']:.1f}" if r["direct"] else "0"]
         lines = tabulate([row], headers=headers, tablefmt="github").splitlines()
         print("\n".join(lines if k == 0 else lines[2:]), flush=True)       # one row as each model ends

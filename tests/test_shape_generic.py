@@ -140,7 +140,7 @@ def test_moe_fit_holds_where_balanced_routing_splits_evenly():
     stream = DecoderStream(model, host_time=False)
     assert _quiet(lambda: stream.reason) == "" and stream.batch_step == 2
     assert stream.regime()[0].profile.low == (2, 32)         # grid batches 2, 4; held out at 6
-    assert not stream.covers(1, 64) and not stream.covers(3, 64) and stream.covers(2, 64)
+    assert stream.covers(2, 65) and stream.covers(2, 64)
     rng = random.Random(11)
     for batch, n in [(2, 32), (6, 200)] + [(2 * rng.randint(1, 16), rng.randint(32, 2000)) for _ in range(3)]:
         direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
@@ -152,6 +152,40 @@ def test_moe_fit_holds_where_balanced_routing_splits_evenly():
         assert sorted({r.shapes[0][0] for r in experts}) == [batch // 2]
     direct = _quiet(lambda: stream.count(3, 64))[1]
     _assert_same(stream.step(3, 64).profile, direct.profile, step_starts=(0, direct.step_start))
+
+
+def test_moe_batch_sizes_split_unevenly_get_fits_of_their_own():
+    # E=4 experts, top k=2: batch 1 routes 2 pairs per decode step (two experts idle), batch 3 six
+    # (2, 2, 1, 1). The prefill's b*n*2 pairs split evenly where 4 | 2bn: n even (s_b = 4/gcd(4, 2b) = 2
+    # for b = 1, 3). Whole profiles come from the batch's fit at even n; at odd n the setup prefill is a
+    # floor, and only the step's own records (from step_start) are answered from the fit.
+    from dispatchprof.llm.odd_batch import step_records
+
+    model = tiny_model("mixtral", num_local_experts=4, num_experts_per_tok=2)
+    stream = DecoderStream(model, host_time=False)
+    rng = random.Random(5)
+    for batch in (1, 3):
+        odd = _quiet(lambda: stream.batch_fit(batch))
+        assert odd.modulus == 2 and odd.steps_everywhere, odd.reason
+        assert stream.covers(batch, 64) and not stream.covers(batch, 65) and stream.covers_step(batch, 65)
+        n = 2 * rng.randint(16, 400)
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
+        step = stream.step(batch, n)
+        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+        for past in (rng.randint(16, 400) * 2 + 1, rng.randint(32, 800)):
+            direct = _quiet(lambda: stream.count(batch, past))[1]
+            records, extra = step_records(odd.step.profile, (batch, past), direct.step_start)
+            assert _plain_records(records) == _plain_records(direct.profile.records[direct.step_start:])
+            assert extra[-len(direct.kv):] == direct.kv
+            experts = [r for r in records if r.op == "aten.mm" and r.scope.startswith("model.layers.0.mlp.experts")]
+            # the step's T = batch tokens: 2 * batch pairs over 4 experts (batch 1: 1, 1, 0, 0; batch 3:
+            # 2, 2, 1, 1), two GEMMs (gate-up, down) per busy expert
+            assert sorted(r.shapes[0][0] for r in experts) == ([1] * 4 if batch == 1 else [1] * 4 + [2] * 4)
+
+
+def _plain_records(records):
+    return [dataclasses.replace(r, inputs=tuple((p, b) for p, b, _ in r.inputs), host_loops=0.0) for r in records]
 
 
 class _Branchy(nn.Module):

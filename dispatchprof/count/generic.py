@@ -175,6 +175,20 @@ class GenericProfile:
         """The profile (and the extra integers) a direct count at ``sizes`` gives."""
         return _rebuild(self.template, self.values(sizes), self.n_extra)
 
+    def rebuild(self, values: Sequence[int]) -> tuple[Profile, tuple[int, ...]]:
+        """The profile and extra integers of ``values`` (one per row, the order of `values`)."""
+        return _rebuild(self.template, values, self.n_extra)
+
+    def record_rows(self, start: int = 0) -> list[int]:
+        """Rows of `values` that hold the numbers of records ``start`` .. (`record_layout`), then
+        the rows of the extra integers."""
+        rows: list[int] = []
+        for cost, pb, pe, oe, hc, shapes, inputs in record_layout(self.template)[start:]:
+            rows += [c for c in cost if c is not None] + [pb, pe, oe, hc] + [d for s in shapes for d in s]
+            rows += list(inputs)
+        tail = tail_rows(self.template, self.n_extra)
+        return rows + [tail[f"extra {k}"] for k in range(self.n_extra)]
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (schema "dispatchprof.generic", version 1): the template profile's own
         file form (`Profile.to_dict`) and the polynomials as exact integers."""
@@ -357,12 +371,7 @@ def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequenc
                for exps in monos]
     denominator = math.lcm(*(w.denominator for row in weights for w in row))
     wint = [[int(w * denominator) for w in row] for row in weights]
-    values = list(zip(*rows))                                          # per field: its value at each point
-    numer = [[sum(w * v for w, v in zip(wrow, field)) for wrow in wint] for field in values]
-    g = math.gcd(denominator, *(c for row in numer for c in row))
-    numer = [[c // g for c in row] for row in numer]
-    big = max((abs(c) for row in numer for c in row), default=0) >= 2 ** 62
-    arr = np.array(numer, dtype=object if big else np.int64).reshape(len(numer), len(monos))
+    arr, g = _numerators(wint, rows, denominator)
     fit = GenericProfile(tuple(variables), degrees, tuple(low), tuple(high), template, n_extra, arr,
                          denominator // g, tuple(held_out))
     profile, extra = count(tuple(held_out))
@@ -372,7 +381,8 @@ def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequenc
                                 f"{_first_difference(keys, key)}", len(points) + 1)
     got = fit.numerators_at(tuple(held_out))
     wrong = [i for i, (a, b) in enumerate(zip(got, want)) if a != b * fit.denominator]
-    inexact = tuple(_field_name(template, i) for i in wrong)
+    names = _field_names(template)
+    inexact = tuple(names[i] if i < len(names) else f"extra value {i - len(names)}" for i in wrong)
     strict = [i for i, n in zip(wrong, inexact) if not _is_peak(n)]
     if wrong and not strict:
         return GenericFit(dataclasses.replace(fit, inexact=inexact, inexact_index=frozenset(wrong)), "",
@@ -385,6 +395,27 @@ def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequenc
     return GenericFit(fit, "", len(points) + 1)
 
 
+def _numerators(wint: list[list[int]], rows: list[list[int]], denominator: int) -> tuple[np.ndarray, int]:
+    """(numerators (fields, monomials) = the integer weights ``wint`` (monomials, points) applied to
+    every field's values at the points ``rows`` (points, fields), divided by g; g = their gcd with
+    ``denominator``), in int64 where no sum can reach 2**62, else in Python integers (both exact)."""
+    try:
+        values = np.array(rows, dtype=np.int64)                        # (points, fields)
+    except OverflowError:
+        values = None
+    wmax = max((abs(w) for row in wint for w in row), default=0)
+    if values is not None and values.size and \
+            float(np.abs(values.astype(np.float64)).max()) * wmax * len(rows) < 2.0 ** 62:
+        numer = (np.array(wint, dtype=np.int64) @ values).T           # (fields, monomials), exact
+        g = math.gcd(denominator, int(np.gcd.reduce(numer, axis=None)))
+        return numer // g, g
+    numer = [[sum(w * v for w, v in zip(wrow, field)) for wrow in wint] for field in zip(*rows)]
+    g = math.gcd(denominator, *(c for row in numer for c in row))
+    numer = [[c // g for c in row] for row in numer]
+    big = max((abs(c) for row in numer for c in row), default=0) >= 2 ** 62
+    return np.array(numer, dtype=object if big else np.int64).reshape(len(numer), len(wint)), g
+
+
 def _is_peak(name: str) -> bool:
     """A peak of live bytes (a scope's PEAK, a phase's or the profile's peak): a maximum over the
     moments of a count, allowed to miss the held-out check (module docstring)."""
@@ -393,6 +424,12 @@ def _is_peak(name: str) -> bool:
 
 def _field_name(profile: Profile, index: int) -> str:
     """What value ``index`` of `_flatten` is, in words (for error messages)."""
+    names = _field_names(profile)
+    return names[index] if index < len(names) else f"extra value {index - len(names)}"
+
+
+def _field_names(profile: Profile) -> list[str]:
+    """Every value of `_flatten` but the extra integers, in words."""
     names: list[str] = []
     for k, r in enumerate(profile.records):
         where = f"record {k} ({r.op} in {r.scope or 'the root'})"
@@ -404,7 +441,7 @@ def _field_name(profile: Profile, index: int) -> str:
     names += [f"unknown op {u.op} calls" for u in profile.unknown]
     names += [f"zero-cost {op} calls" for op, _ in profile.zero_cost_calls]
     names += [f"phase peak {ph}" for ph, _ in profile.phase_peaks] + ["peak bytes"]
-    return names[index] if index < len(names) else f"extra value {index - len(names)}"
+    return names
 
 
 def _first_difference(a: tuple, b: tuple) -> str:

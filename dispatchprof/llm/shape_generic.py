@@ -47,7 +47,10 @@ import torch
 
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
+from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer, repeat_layers
+from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
 from dispatchprof.llm.models import token_ids
+from dispatchprof.llm.odd_batch import BatchFit, fit_batch
 from dispatchprof.results.profile import Profile
 
 #: The fit's grid and held-out point (module docstring).
@@ -60,11 +63,25 @@ def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], length
     """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid; with
     ``batch_step`` s the batch sizes of the grid are multiples of s (s, 2s; held out 3s)."""
     names = ("n", "m")[:lengths]
-    held = (HELD_LENGTH,) + (HELD_LENGTH - 9,) * (lengths - 1)
     batches = tuple(b * batch_step for b in BATCHES)
-    return fit_generic(count, ("batch", *names), (batches, *(LENGTHS,) * lengths),
-                       (HELD_BATCH * batch_step, *held), (batches[0],) + (LENGTHS[0],) * lengths,
-                       (None,) + (high,) * lengths)
+    return fit_generic(count, ("batch", *names), (batches, *(LENGTHS,) * lengths), held_out(lengths, batch_step),
+                       (batches[0],) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
+
+
+def held_out(lengths: int, batch_step: int = 1) -> Sizes:
+    """The held-out point of `fit_regime`'s grid."""
+    return (HELD_BATCH * batch_step, HELD_LENGTH) + (HELD_LENGTH - 9,) * (lengths - 1)
+
+
+def experts_of(model: torch.nn.Module) -> tuple[int, int] | None:
+    """(experts E, experts per token k) of a mixture-of-experts model, else None."""
+    config = getattr(model, "config", None)
+    experts = next((getattr(config, a) for a in ("num_local_experts", "num_experts", "n_routed_experts")
+                    if isinstance(getattr(config, a, None), int)), None)
+    top_k = getattr(config, "num_experts_per_tok", None)
+    if not experts or not isinstance(top_k, int) or top_k < 1:
+        return None
+    return experts, top_k
 
 
 def batch_step(model: torch.nn.Module) -> int:
@@ -74,13 +91,8 @@ def batch_step(model: torch.nn.Module) -> int:
     (`dispatchprof.llm.models.balanced_split`): then every pass's tokens T (batch, batch x n) split
     evenly, T k / E each, a polynomial; other batch sizes give some experts one pair more (a floor,
     not a polynomial) or none (their GEMMs skipped: another op stream)."""
-    config = getattr(model, "config", None)
-    experts = next((getattr(config, a) for a in ("num_local_experts", "num_experts", "n_routed_experts")
-                    if isinstance(getattr(config, a, None), int)), None)
-    top_k = getattr(config, "num_experts_per_tok", None)
-    if not experts or not isinstance(top_k, int) or top_k < 1:
-        return 1
-    return experts // math.gcd(experts, top_k)
+    moe = experts_of(model)
+    return 1 if moe is None else moe[0] // math.gcd(*moe)
 
 
 def _cache_layer_bytes(cache) -> tuple[int, ...]:
@@ -132,70 +144,166 @@ class DecoderStep:
 class DecoderStream:
     """A decoder's prefill and decode step at any (batch, length) of its region (module docstring)."""
 
-    def __init__(self, model: torch.nn.Module, host_time: bool | str = True) -> None:
+    def __init__(self, model: torch.nn.Module, host_time: bool | str = True, repeat_layers: bool = True) -> None:
         self.model, self.host_time = model, host_time
         self.high = _window(model)
         self.batch_step = batch_step(model)
+        self.moe = experts_of(model)          # (experts, top k) of a MoE model, else None
+        self.odd: dict[int, BatchFit] = {}    # fits of MoE batch sizes that are not multiples of batch_step
         self.fits: tuple[GenericFit, GenericFit] | None = None     # (decode step, prefill)
         self.memo = Memo()
+        self.repeat = ShallowCounts(model, host_time) if repeat_layers else None
+        #: why the fit counted the model at full depth ('' when its grid counts repeated layers)
+        self.full_depth_reason = "" if repeat_layers else "layer repetition switched off"
 
     def regime(self, batch: int = 1) -> tuple[GenericFit, GenericFit]:
         """The fits (decode step, prefill), made on first use."""
         if self.fits is None:
-            snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
-
-            def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
-                prefill, step = self.count(*sizes)
-                snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
-                return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
-
-            step = fit_regime(count_step, 1, self.high, self.batch_step)
-            prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step) if step.profile else step
-            if step.profile is not None and prefill.profile is None:
-                step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
-            self.fits = (step, prefill)
+            if self.repeat is not None:
+                self.full_depth_reason = self.repeat.reason
+            if not self.full_depth_reason:
+                try:
+                    self.fits = self._fit(self.repeat.count)
+                except LayerRepeatError as e:
+                    self.full_depth_reason = str(e)
+                else:
+                    if self.fits[0].profile is None:    # the held-out direct count disagrees: full depth
+                        self.full_depth_reason = f"repeated layers failed the full-depth check: {self.fits[0].reason}"
+            if self.full_depth_reason:
+                self.fits = self._fit(self.count)
         return self.fits
+
+    def _fit(self, count: Callable[[int, int], tuple[DecoderStep, DecoderStep]]) -> tuple[GenericFit, GenericFit]:
+        """The fits (decode step, prefill) from ``count`` at the grid points and a direct count of
+        the full model at the held-out point (which checks ``count`` too)."""
+        snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
+        held = held_out(1, self.batch_step)
+
+        def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
+            prefill, step = (self.count if sizes == held else count)(*sizes)
+            snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
+            return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
+
+        step = fit_regime(count_step, 1, self.high, self.batch_step)
+        prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step) if step.profile else step
+        if step.profile is not None and prefill.profile is None:
+            step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
+        return step, prefill
 
     @property
     def reason(self) -> str:
         """Why every shape is counted directly ('' when the fit answers its region)."""
         return self.regime()[0].reason
 
+    def fits_for(self, batch: int) -> tuple[GenericFit, GenericFit]:
+        """The fits (decode step, prefill) that answer ``batch``: the stream's, or for a MoE batch
+        size that balanced routing does not split evenly, that batch size's own
+        (dispatchprof.llm.odd_batch), made on first use."""
+        if batch % self.batch_step == 0:
+            return self.regime()
+        odd = self.batch_fit(batch)
+        return (odd.step, odd.prefill) if odd is not None else (GenericFit(None, "no fit"), GenericFit(None, "no fit"))
+
+    def batch_fit(self, batch: int) -> BatchFit | None:
+        """The fits of one MoE batch size outside the stream's (None where the stream has no fit)."""
+        if self.regime()[0].profile is None or self.moe is None:
+            return None
+        if batch not in self.odd:
+            count = self.count if self.full_depth_reason else self.repeat.count
+
+            def flat(b: int, n: int) -> tuple[Profile, tuple[int, ...], Profile, tuple[int, ...], int]:
+                prefill, step = count(b, n)
+                return (step.profile, (step.step_start, *step.prefill_kv, *step.kv), prefill.profile,
+                        prefill.prefill_kv, step.step_start)
+
+            self.odd[batch] = fit_batch(flat, batch, *self.moe, self.high, LENGTHS, HELD_LENGTH)
+        return self.odd[batch]
+
     def covers(self, batch: int, n: int) -> bool:
-        """True when (batch, n) is answered from the fit (False: counted directly)."""
-        fit = self.regime(batch)[0].profile
-        return fit is not None and batch % self.batch_step == 0 and fit.covers((batch, n))
+        """True when (batch, n) is answered from the fit, the whole prefill and decode step profile
+        (False: counted directly)."""
+        fit = self.fits_for(batch)[0].profile
+        if fit is None or not fit.covers((batch, n)):
+            return False
+        return batch % self.batch_step == 0 or n % self.batch_fit(batch).modulus == 0
+
+    def covers_step(self, batch: int, past: int) -> bool:
+        """True when the decode step's own records at cache length ``past`` (from its step_start)
+        are answered from the fit: where `covers`, and at a MoE batch size of its own at every
+        length of its region once checked (dispatchprof.llm.odd_batch)."""
+        if batch % self.batch_step == 0 or self.covers(batch, past):
+            return self.covers(batch, past)
+        odd = self.batch_fit(batch)
+        return odd is not None and odd.steps_everywhere and odd.step.profile.covers((batch, past))
 
     def prefill(self, batch: int, n: int) -> DecoderStep:
         """The prefill of ``n`` tokens (step_start 0, kv = prefill_kv)."""
         if not self.covers(batch, n):
             return self.count(batch, n)[0]
-        profile, kv = self.regime(batch)[1].profile.evaluate((batch, n))
+        profile, kv = self.fits_for(batch)[1].profile.evaluate((batch, n))
         return DecoderStep(profile, 0, kv, kv)
 
     def step(self, batch: int, past: int) -> DecoderStep:
         """The decode step at cache length ``past`` (its setup prefill included)."""
         if not self.covers(batch, past):
             return self.count(batch, past)[1]
-        profile, extra = self.regime(batch)[0].profile.evaluate((batch, past))
+        profile, extra = self.fits_for(batch)[0].profile.evaluate((batch, past))
         layers = (len(extra) - 1) // 2
         return DecoderStep(profile, extra[0], extra[1:1 + layers], extra[1 + layers:])
 
     def count(self, batch: int, n: int) -> tuple[DecoderStep, DecoderStep]:
         """Direct count: the prefill of ``n`` tokens (a snapshot) and the step after it."""
-        from transformers import DynamicCache
+        return count_decoder(self.model, batch, n, self.host_time)
 
-        model = self.model
-        ids = [token_ids(model, batch, n), token_ids(model, batch, 1)]
-        cache = DynamicCache(config=model.config)
-        with torch.no_grad(), OpCounter(host_time=self.host_time) as c:
-            with c.phase("prefill"):
-                model(ids[0], past_key_values=cache, use_cache=True)
-            prefill, prefill_kv, start = c.profile, _cache_layer_bytes(cache), c.records_counted
-            with c.phase("decode"):
-                model(ids[1], past_key_values=cache, use_cache=True)
-        return DecoderStep(prefill, 0, prefill_kv, prefill_kv), DecoderStep(c.profile, start, prefill_kv,
-                                                                            _cache_layer_bytes(cache))
+
+def count_decoder(model: torch.nn.Module, batch: int, n: int, host_time: bool | str
+                  ) -> tuple[DecoderStep, DecoderStep]:
+    """Direct count of ``model``: the prefill of ``n`` tokens for ``batch`` sequences (a snapshot)
+    and the one-token decode step after it."""
+    from transformers import DynamicCache
+
+    ids = [token_ids(model, batch, n), token_ids(model, batch, 1)]
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad(), OpCounter(host_time=host_time) as c:
+        with c.phase("prefill"):
+            model(ids[0], past_key_values=cache, use_cache=True)
+        prefill, prefill_kv, start = c.profile, _cache_layer_bytes(cache), c.records_counted
+        with c.phase("decode"):
+            model(ids[1], past_key_values=cache, use_cache=True)
+    return DecoderStep(prefill, 0, prefill_kv, prefill_kv), DecoderStep(c.profile, start, prefill_kv,
+                                                                        _cache_layer_bytes(cache))
+
+
+class ShallowCounts:
+    """A decoder's direct count at full depth from counts of the same model built with `SHALLOW`
+    layers (dispatchprof.count.layer_repeat): ``count(batch, n)`` as `count_decoder` gives it, or
+    ``reason`` why the model's layers are not repeated ('' when they are)."""
+
+    SHALLOW = (2, 3)
+
+    def __init__(self, model: torch.nn.Module, host_time: bool | str) -> None:
+        self.model, self.host_time = model, host_time
+        config = getattr(model, "config", None)
+        self.layers = getattr(config, "num_hidden_layers", None)
+        self.reason = "no transformers config" if config is None else uniform_reason(config)
+        self.container = None if self.reason else layer_container(model)
+        if not self.reason and self.container is None:
+            self.reason = "no single module list of num_hidden_layers layers"
+        if not self.reason and self.layers <= self.SHALLOW[-1]:
+            self.reason = f"{self.layers} layers: counting them is as cheap"
+        self._models: list[torch.nn.Module] | None = None
+
+    def count(self, batch: int, n: int) -> tuple[DecoderStep, DecoderStep]:
+        """(prefill, decode step) at full depth from the shallow counts (raises LayerRepeatError)."""
+        if self._models is None:
+            self._models = [shallow_model(self.model, k) for k in self.SHALLOW]
+        (pre_s, step_s), (pre_l, step_l) = (count_decoder(m, batch, n, self.host_time) for m in self._models)
+        prefill = repeat_layers(pre_s.profile, pre_l.profile, self.container, self.layers)
+        step = repeat_layers(step_s.profile, step_l.profile, self.container, self.layers)
+        prefill_kv = per_layer(step_l.prefill_kv, step_s.prefill_kv, self.layers)
+        kv = per_layer(step_l.kv, step_s.kv, self.layers)
+        return (DecoderStep(prefill, 0, prefill_kv, prefill_kv),
+                DecoderStep(step, len(prefill.records), prefill_kv, kv))
 
 
 class ForwardStream:
@@ -235,4 +343,5 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "batch_step", "fit_regime"]
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "ShallowCounts", "batch_step", "count_decoder", "experts_of",
+           "fit_regime", "held_out"]

@@ -49,15 +49,16 @@ def decoder_rows(stream: DecoderStream, todo: Sequence[Any], scenarios: Scenario
     except VectorUnsupported as e:
         return {}, f"simulated shape by shape: {e}"
     covered = [k for k, s in enumerate(todo) if stream.covers(s.batch, s.prompt_len)
-               and stream.covers(s.batch, s.prompt_len + max(s.new_tokens - 2, 0))]
+               and stream.covers_step(s.batch, s.prompt_len + max(s.new_tokens - 2, 0))]
     by_batch: dict[int, list[int]] = defaultdict(list)
     for k in covered:
         by_batch[todo[k].batch].append(k)
     rows: dict[int, list[SweepRow]] = {}
-    model = _Model(step_fit.profile, prefill_fit.profile)
+    models: dict[int, _Model] = {}
     try:
         for batch, ks in by_batch.items():
             shapes = [todo[k] for k in ks]
+            model = _model_for(stream, batch, models)
             for k, r in zip(ks, model.rows(batch, shapes, scenarios, dtype, weight_dtype, bound, runtime)):
                 rows[k] = r
     except VectorUnsupported as e:                      # a record the vector simulator cannot time
@@ -67,11 +68,21 @@ def decoder_rows(stream: DecoderStream, todo: Sequence[Any], scenarios: Scenario
                   if left else "")
 
 
+def _model_for(stream: DecoderStream, batch: int, models: dict[int, _Model]) -> _Model:
+    """The `_Model` of the fits that answer ``batch`` (one per pair of fits, kept in ``models``)."""
+    step, prefill = stream.fits_for(batch)
+    key = id(step.profile)
+    if key not in models:
+        models[key] = _Model(step.profile, prefill.profile)
+    return models[key]
+
+
 def _region(stream: DecoderStream) -> str:
     """The region in words: lengths, and batch sizes where they are restricted."""
     fit = stream.regime()[0].profile
     text = f"lengths from {fit.low[1]}" + (f" to {stream.high}" if stream.high is not None else "")
-    return text + (f", batch sizes multiples of {stream.batch_step}" if stream.batch_step > 1 else "")
+    return text + (f", batch sizes multiples of {stream.batch_step} or with a fit of their own (prompt lengths "
+                   f"multiples of E / gcd(E, batch x k))" if stream.batch_step > 1 else "")
 
 
 class _Model:
@@ -185,12 +196,12 @@ def generation_steps(stream: DecoderStream, batch: int, prompt_len: int, new_tok
     if step_fit.profile is None:
         raise ValueError(f"the stream has no fit: {step_fit.reason}")
     last = prompt_len + max(new_tokens - 2, 0)
-    if not (stream.covers(batch, prompt_len) and stream.covers(batch, last)):
+    if not (stream.covers(batch, prompt_len) and stream.covers_step(batch, last)):
         raise ValueError(f"batch {batch}, lengths {prompt_len} to {last} lie outside the fitted region "
                          f"({_region(stream)})")
     for placement in scenarios.values():
         check_vectorisable(placement.as_bound() if bound else placement, "eager", 1, None)
-    model = _Model(step_fit.profile, prefill_fit.profile)
+    model = _model_for(stream, batch, {})
     pasts = list(range(prompt_len, prompt_len + new_tokens - 1))
     out = {}
     for name, _, static, pre, dec in model.simulate(batch, [prompt_len], pasts, scenarios, weight_dtype, bound):

@@ -1,0 +1,64 @@
+"""Counting a transformers decoder with few layers: which models qualify, the same model built
+shallower, and where its layers live (dispatchprof.count.layer_repeat repeats them).
+
+A model qualifies when its config says every layer is the same: ``num_hidden_layers`` at the top
+level, no per-layer list (a config attribute with one entry per layer, ``layer_types``,
+``no_rope_layers``, ``moe_layers``...) whose entries differ, and none of the switches that make
+layers differ by depth (`VARYING`: DeepSeek-V3's ``first_k_dense_replace``, Qwen-MoE's
+``decoder_sparse_step``, Llama-4's ``interleave_moe_layer_step``...). Gemma-3 and gpt-oss
+(alternating sliding and global attention), DeepSeek-V3 (dense then MoE) and Llama-4 (chunked and
+global attention, no-RoPE layers) are counted at full depth: `uniform_reason` says why.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from dispatchprof.count.fake import fake_model
+
+#: Config switches under which layers differ by depth, and the value that keeps them identical.
+VARYING = {"first_k_dense_replace": 0, "decoder_sparse_step": 1, "interleave_moe_layer_step": 1,
+           "moe_layer_freq": 1, "cross_attention_layers": None, "full_attn_idxs": None}
+
+
+def uniform_reason(config: Any) -> str:
+    """'' when ``config``'s layers are identical modules by its fields, else why not (module docstring)."""
+    layers = getattr(config, "num_hidden_layers", None)
+    if not isinstance(layers, int):
+        return "the config has no top-level num_hidden_layers"
+    for name, value in sorted(vars(config).items()):
+        if isinstance(value, (list, tuple)) and len(value) == layers and len(set(map(repr, value))) > 1:
+            return f"config.{name} differs between layers"
+    for name, same in VARYING.items():
+        value = getattr(config, name, same)
+        if value is not None and value != same:
+            return f"config.{name} = {value!r} makes layers differ by depth"
+    return ""
+
+
+def shallow_model(model: torch.nn.Module, layers: int) -> torch.nn.Module:
+    """``model`` (a weightless transformers model, `dispatchprof.llm.models.build_model`) built
+    again with ``layers`` layers: the same class, config, dtype and experts implementation; each
+    per-layer config list cut to ``layers`` entries."""
+    config = copy.deepcopy(model.config)
+    total = config.num_hidden_layers
+    for name, value in list(vars(config).items()):
+        if isinstance(value, (list, tuple)) and len(value) == total:
+            setattr(config, name, type(value)(value[:layers]))
+    config.num_hidden_layers = layers
+    dtype = next(model.parameters()).dtype
+    return fake_model(lambda: type(model)(config), dtype=dtype)
+
+
+def layer_container(model: torch.nn.Module) -> str | None:
+    """The module path of ``model``'s list of ``num_hidden_layers`` layers ("model.layers"), or
+    None where there is not exactly one such list."""
+    layers = getattr(model.config, "num_hidden_layers", None)
+    found = [name for name, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m) == layers]
+    return found[0] if len(found) == 1 else None
+
+
+__all__ = ["VARYING", "layer_container", "shallow_model", "uniform_reason"]

@@ -1,0 +1,145 @@
+"""Repeated layers: the profile of an L-layer decoder built from counts of the same model with 2
+and 3 layers equals a direct count of the L-layer model (records: op, scope, counts, bytes,
+shapes, producers; scopes but for peaks; KV bytes per layer), and a shape-generic stream fitted
+from such counts equals direct counts at random shapes; models whose layers differ are counted at
+full depth and say why."""
+
+import dataclasses
+import random
+
+import pytest
+import torch
+import transformers as tf
+from torch import nn
+
+from conftest import tiny_model
+from dispatchprof import OpCounter
+from dispatchprof.count.layer_repeat import LayerRepeatError, layer_of, per_layer, renamed, repeat_layers
+from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
+from dispatchprof.llm.shape_generic import DecoderStream, count_decoder
+from test_shape_generic import _assert_same, _quiet
+
+
+def _no_peaks(profile):
+    """The profile without measured times, storage ids and peaks (maxima over a count's moments:
+    approximate, dispatchprof.count.layer_repeat)."""
+    records = tuple(dataclasses.replace(r, inputs=tuple((p, b) for p, b, _ in r.inputs), host_loops=0.0)
+                    for r in profile.records)
+    scopes = tuple(dataclasses.replace(s, latency_s=0.0, peak_bytes=0) for s in profile.scopes)
+    return dataclasses.replace(profile, records=records, scopes=scopes, phase_wall=(), host_loop_ns=0.0)
+
+
+def test_scope_names_by_layer():
+    assert layer_of("model.layers.12.mlp.up_proj", "model.layers") == 12
+    assert layer_of("model.layers.3", "model.layers") == 3
+    assert layer_of("model.layers_extra.3", "model.layers") is None
+    assert layer_of("model.norm", "model.layers") is None
+    assert renamed("model.layers.1.self_attn.q_proj", "model.layers", 30) == "model.layers.30.self_attn.q_proj"
+    assert renamed("model.layers.1", "model.layers", 7) == "model.layers.7"
+
+
+def test_per_layer_values_by_hand():
+    # layers 0, 1, 2 of the 3-layer count: 5, 7, 9; layers 0, 1 of the 2-layer count: 4, 6.
+    # Layer 0 at depth 5: 5 + 2*(5-4) = 7; layer i >= 1: 7 + (i-1)*(9-7) + 2*(7-6) = 9, 11, 13, 15
+    assert per_layer((5, 7, 9), (4, 6), 5) == (7, 9, 11, 13, 15)
+    with pytest.raises(LayerRepeatError, match="3 or more layers"):
+        per_layer((5, 7), (4,), 5)
+
+
+@pytest.mark.parametrize("family,extra,batch", [("llama", {}, 2), ("mixtral", dict(num_local_experts=4), 2)])
+def test_five_layers_from_two_and_three(family, extra, batch):
+    model = tiny_model(family, num_hidden_layers=5, **extra)
+    container = layer_container(model)
+    assert container == "model.layers"
+    small = [_quiet(lambda k=k: shallow_model(model, k)) for k in (2, 3)]
+    assert [len(m.model.layers) for m in small] == [2, 3]
+    (pre2, step2), (pre3, step3) = (_quiet(lambda m=m: count_decoder(m, batch, 40, False)) for m in small)
+    pre5, step5 = _quiet(lambda: count_decoder(model, batch, 40, False))
+    for two, three, five in ((pre2, pre3, pre5), (step2, step3, step5)):
+        got = repeat_layers(two.profile, three.profile, container, 5)
+        assert _no_peaks(got) == _no_peaks(five.profile)
+        assert {s.name for s in got.scopes} >= {"model.layers.4", "model.layers.4.mlp"}
+        assert got.phase_peaks == five.profile.phase_peaks            # each phase's peak is linear in depth here
+    assert per_layer(step3.kv, step2.kv, 5) == step5.kv
+    assert per_layer(step3.prefill_kv, step2.prefill_kv, 5) == step5.prefill_kv
+
+
+def test_wrong_depths_and_unequal_layers_are_refused():
+    model = tiny_model("llama", num_hidden_layers=4)
+    two, three = (_quiet(lambda k=k: count_decoder(shallow_model(model, k), 1, 32, False))[1].profile
+                  for k in (2, 3))
+    with pytest.raises(LayerRepeatError, match="n >= 2 and n \\+ 1 layers under 'model.layers'; got 3 and 2"):
+        repeat_layers(three, two, "model.layers", 8)
+    with pytest.raises(LayerRepeatError, match="layers must be >= 2, got 1"):
+        repeat_layers(two, three, "model.layers", 1)
+
+    class Stack(nn.Module):
+        def __init__(self, widths):
+            super().__init__()
+            self.layers = nn.ModuleList(nn.Linear(8, 8) if w == 8 else nn.Sequential(nn.Linear(8, w), nn.Linear(w, 8))
+                                        for w in widths)
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    def count(widths):
+        stack, x = Stack(widths), torch.ones(2, 8)
+        with torch.no_grad(), OpCounter(host_time=False) as c:
+            stack(x)
+        return c.profile
+
+    with pytest.raises(LayerRepeatError, match="layer 2 under 'layers' differs from layer 1 at its record 0"):
+        repeat_layers(count([8, 8]), count([8, 8, 4]), "layers", 6)
+    expanded = repeat_layers(count([8, 8]), count([8, 8, 8]), "layers", 6)
+    assert _no_peaks(expanded) == _no_peaks(count([8] * 6))
+
+
+def test_configs_whose_layers_differ_are_named():
+    assert uniform_reason(tf.Gemma2Config(num_hidden_layers=4)) == "config.layer_types differs between layers"
+    assert uniform_reason(tf.GptOssConfig()) == "config.layer_types differs between layers"
+    assert uniform_reason(tf.DeepseekV3Config()) == "config.first_k_dense_replace = 3 makes layers differ by depth"
+    assert uniform_reason(tf.Qwen3MoeConfig(decoder_sparse_step=2)) == \
+        "config.decoder_sparse_step = 2 makes layers differ by depth"
+    assert uniform_reason(tf.MixtralConfig()) == uniform_reason(tf.LlamaConfig()) == ""
+
+
+@pytest.fixture(scope="module")
+def deep_llama():
+    return DecoderStream(tiny_model(num_hidden_layers=6), host_time=False)
+
+
+def test_stream_from_repeated_layers_equals_direct_counts(deep_llama):
+    stream = deep_llama
+    assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
+    rng = random.Random(38)
+    for batch, n in [(3, 200)] + [(rng.randint(1, 12), rng.randint(32, 1500)) for _ in range(7)]:
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        step = stream.step(batch, n)
+        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
+        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+        assert step.kv == direct_step.kv and step.step_start == direct_step.step_start
+
+
+def test_moe_stream_from_repeated_layers_equals_direct_counts():
+    stream = DecoderStream(tiny_model("mixtral", num_hidden_layers=5, num_local_experts=4), host_time=False)
+    assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
+    rng = random.Random(8)
+    for batch, n in [(2 * rng.randint(1, 8), rng.randint(32, 1200)) for _ in range(3)]:
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        step = stream.step(batch, n)
+        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
+        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+
+
+def test_layers_that_differ_by_depth_are_counted_at_full_depth():
+    # Qwen2 with a sliding window from layer 2 on: layer_types full, full, sliding, sliding
+    model = tiny_model("qwen2", num_hidden_layers=4, use_sliding_window=True, sliding_window=1024, max_window_layers=2)
+    assert model.config.layer_types == ["full_attention"] * 2 + ["sliding_attention"] * 2
+    stream = DecoderStream(model, host_time=False)
+    assert _quiet(lambda: stream.reason) == ""
+    assert stream.full_depth_reason == "config.layer_types differs between layers"
+    direct = _quiet(lambda: stream.count(2, 100))[1]
+    step = stream.step(2, 100)
+    _assert_same(step.profile, direct.profile, (0, step.step_start))
