@@ -27,6 +27,16 @@ Its decisions are one `OpPlan` per record (read by `dispatchprof.sim.timing.time
   a step's graph launch carries its sequences, the batch of its first attention op's query
   (`dispatchprof.sim.attention.step_sequences`).
 
+**Routed experts as grouped kernels** (compiled and serving): engines run a mixture-of-experts
+layer's routed experts as grouped kernels (vLLM's and SGLang's fused_moe, TensorRT-LLM's MoE
+kernels, transformers' ``grouped_mm`` experts path), while a count taken expert by expert (the
+catalog's balanced routing, `dispatchprof.llm.models`) records each expert's GEMMs and
+activation on their own. In one pass through a routed-experts module (consecutive records of one
+step whose scope has a path component ``experts``: `is_routed_expert`), the kernels of one op and
+operand shapes (the first dimension aside: each expert's tokens) are one grouped kernel: the
+first launches it, the others add their work and traffic but no launch (`group_experts`).
+Eager keeps every op its own kernel, as counted.
+
 A KV cache stored narrower than the model's dtype (``kv_dtype``: fp8, int8, int4, as engines
 do) is a plan too (`narrow_kv_cache`), under every runtime: the keys and values an attention op
 reads, and the cached part a KV-cache append still copies, move ``kv_bits / element bits`` of
@@ -39,6 +49,7 @@ whole count is one step.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
 
@@ -55,6 +66,8 @@ RUNTIMES: tuple[str, ...] = get_args(Runtime)
 UNFUSED_OPS = frozenset({"aten.embedding", "aten.index_select", "aten.index", "aten.copy_",
                          "aten.arange", "aten.scatter", "aten.gather", "aten.index_add", "aten.sort", "aten.topk"})
 LM_HEAD_NAMES = ("lm_head", "embed_out", "output")
+#: A routed-experts scope: a path component named exactly "experts" (not "shared_experts").
+ROUTED_EXPERTS = re.compile(r"(?:^|\.)experts(?:\.|$)")
 #: Storage bits of a record's dtype key (dtype_key), for the KV-cache narrowing.
 _ELEMENT_BITS = {"fp64": 64, **WEIGHT_BITS}
 
@@ -123,6 +136,34 @@ def skips_masked_tiles(r: OpRecord, runtime: str) -> bool:
     return runtime != "eager" and is_causal_flash(r)
 
 
+def is_routed_expert(scope: str) -> bool:
+    """Whether ``scope`` lies in a routed-experts module (`ROUTED_EXPERTS`)."""
+    return ROUTED_EXPERTS.search(scope) is not None
+
+
+def group_experts(records: Sequence[OpRecord], kernel: list[bool], starts: set[int]) -> int:
+    """Mark the routed experts' repeated kernels as members of one grouped kernel (module
+    docstring): within a pass through one experts module, a kernel whose op and operand shapes
+    (first dimension aside) an earlier kernel of the pass had launches none. Returns how many."""
+    grouped, seen, scope = 0, set(), None
+    for k, r in enumerate(records):
+        if not is_routed_expert(r.scope):
+            scope = None
+            continue
+        module = r.scope[:ROUTED_EXPERTS.search(r.scope).end()].rstrip(".")
+        if module != scope or k in starts:
+            scope, seen = module, set()
+        if not kernel[k]:
+            continue
+        key = (r.op, tuple(s[1:] for s in r.shapes[:1]), tuple(r.shapes[1:]))
+        if key in seen:
+            kernel[k] = False
+            grouped += 1
+        else:
+            seen.add(key)
+    return grouped
+
+
 def is_kv_append(r: OpRecord, records: Sequence[OpRecord]) -> bool:
     """A KV cache update: a ``cat`` whose first input is the previous version of the cache (made by
     another ``cat``) and whose last input is the new token's keys or values."""
@@ -171,6 +212,7 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
             fused += j - i
             _fuse(records, i, j, consumers, removed, kernel)
         i = j + 1
+    group_experts(records, kernel, starts)
     share = [1.0] * n
     logits = 1.0
     sequences: dict[int, int] = {}
