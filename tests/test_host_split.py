@@ -60,6 +60,28 @@ def test_counts_without_host_times_fall_back_with_one_warning():
     assert t == pytest.approx(7e-6)
 
 
+def test_a_saved_count_without_host_times_warns_once_for_all_its_ops(tmp_path):
+    """Five eager records saved without host times, reloaded and simulated on a host: every op
+    takes the fixed 7 us, with one warning line under Python's default filter (not one per op)."""
+    from dispatchprof.results.profile import Profile
+    from dispatchprof.sim.placement import scenarios_of
+    from dispatchprof.sim.simulate import simulate
+
+    x = torch.randn(8)
+    with OpCounter(host_time=False) as c:
+        for _ in range(5):
+            x = torch.exp(x)
+    path = tmp_path / "count.json"
+    c.profile.save(path)
+    loaded = Profile.load(path)
+    device = load_device("H100-SXM").with_host(load_host("dgx-h100"))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        sim = simulate(loaded, scenarios_of([device])["H100-SXM"], name="H100-SXM")
+    assert [t.t_host for t in sim.ops] == pytest.approx([7e-6] * 5)
+    assert len([w for w in seen if "no measured host time" in str(w.message)]) == 1
+
+
 def test_bad_host_profiles_are_one_line_errors(tmp_path):
     bad = tmp_path / "h.yaml"
     bad.write_text("anchor: {single_thread_score: 1000, python_loop_ns: 30}\n"
@@ -149,9 +171,11 @@ def test_calibrate_host_speed_reports_each_host_against_this_machine(capsys):
     data = json.loads(capsys.readouterr().out)
     here = data["loop_ns"]
     assert here > 0 and set(data["hosts"]) == set(hosts())
-    lent = hosts()["lent-h200-vm"]             # measured both ways: it converts the others' figures
-    assert data["hosts"]["lent-h200-vm"]["loop_ns"] == 120.4
+    lent = hosts()["lent-h200-vm"]             # the first host measured both ways: it converts the others' figures
+    measured = {"lent-h200-vm": 120.4, "lent-h100": 115.1}     # hosts.yaml measured_loop_ns
+    for name, loop_ns in measured.items():
+        assert data["hosts"][name]["loop_ns"] == loop_ns
     for name, h in hosts().items():
-        real = h.python_loop_ns * 120.4 / lent.python_loop_ns if name != "lent-h200-vm" else 120.4
+        real = measured.get(name, h.python_loop_ns * 120.4 / lent.python_loop_ns)
         assert data["hosts"][name]["loop_ns"] == pytest.approx(real)
         assert data["hosts"][name]["speed_vs_here"] == pytest.approx(here / real)
