@@ -20,6 +20,7 @@ from dispatchprof.cli.options import (
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
+from dispatchprof.cli.runtime_help import RUNTIME_HELP
 from dispatchprof.llm.forward import ForwardProfile, forward_to_dict, generates, profile_forward
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
@@ -54,9 +55,7 @@ def parser() -> Parser:
                    help="place modules matching GLOB on DEVICE (repeat; the last rule should be '*=DEVICE')")
     p.add_argument("--bound", action="store_true",
                    help="simulate the pure roofline bound (ignore the profiles' achieved fractions and overheads)")
-    p.add_argument("--runtime", choices=RUNTIMES, default="eager",
-                   help="software stack simulated: eager (every op launched from the host), compiled "
-                        "(torch.compile + CUDA graphs), serving (an inference engine)")
+    p.add_argument("--runtime", choices=RUNTIMES, default="eager", help=RUNTIME_HELP)
     p.add_argument("--tp", type=size(), default=1, help="tensor parallelism over this many devices")
     add_host(p)
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
@@ -242,7 +241,7 @@ def _forward(model, args, scenarios) -> int:
 
 
 def _render_forward(f: ForwardProfile, args, sims) -> str:
-    data = forward_to_dict(f, args.model, args.dtype)
+    data = {**forward_to_dict(f, args.model, args.dtype), "runtime": args.runtime, "tp": args.tp}
     if args.format == "json":
         return as_json(data)
     if args.format == "csv":

@@ -15,7 +15,8 @@ from collections import defaultdict
 from typing import Callable, Iterable, Mapping, Sequence
 
 from dispatchprof import units
-from dispatchprof.report.render import render
+from dispatchprof.report.render import render, wrap
+from dispatchprof.report.runtimes import runtime_line
 from dispatchprof.report.simbytes import moved_bytes, scope_rows
 from dispatchprof.report.unknowns import total_energy_cell
 from dispatchprof.results.profile import Profile
@@ -27,7 +28,8 @@ from op_formulas.cost import CATEGORIES
 # --- summary ----------------------------------------------------------------------------------
 def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: str = "simple",
             tokens: Mapping[str, int] | None = None) -> str:
-    """Counts, tensor quantities and traffic, then one row per simulated device.
+    """Counts, tensor quantities and traffic, then one row per simulated device and the runtime
+    each was simulated under.
     ``tokens`` (phase -> tokens produced) adds tokens/s for those phases."""
     t = profile.total()
     root = next(s for s in profile.scopes if s.name == "") if profile.scopes else None
@@ -46,6 +48,7 @@ def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: st
         text += "\n\n" + render([_device_row(s, tokens) for s in sims],
                                 ["device", "time", "energy", "avg power", "compute-bound", "memory-bound",
                                  "tokens/s", "fits"], fmt)
+        text += "\n" + wrap(runtime_line((s.name, s.runtime.runtime) for s in sims))
     return text
 
 
