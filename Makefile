@@ -1,7 +1,9 @@
 # `make demo`: set up and run the main job.  `make test`: set up and run every test.
 # Set-up runs only when .venv is missing or older than what it installs from (the stamp file).
 # `make setup SETUP_FLAGS=--cpu`: torch from PyTorch's CPU wheel index (no CUDA download).
-.PHONY: setup demo test wheel coverage bench reliability sweep-demo docs-examples
+# `make docs`: the documentation site (docs/ and the API reference from docstrings) in build/site,
+# built with warnings as errors (installs the docs extra into .venv first).
+.PHONY: setup demo test wheel coverage bench reliability sweep-demo docs-examples docs
 
 STAMP := .venv/.dispatchprof-installed
 
@@ -36,3 +38,7 @@ sweep-demo: setup
 
 docs-examples: setup
 	.venv/bin/python scripts/run_doc_examples.py --slow
+
+docs: setup
+	.venv/bin/pip install -q --disable-pip-version-check -c .ci/constraints.txt -e '.[docs]'
+	.venv/bin/mkdocs build --strict --quiet

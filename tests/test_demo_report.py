@@ -13,8 +13,8 @@ def test_report_fits_100_columns_and_shows_decode_tables(capsys):
     code, out, _ = run(capsys, *SMALL, "--device", "PIM-AI-1chip", "--device", "H100-SXM")
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 100
-    assert "Last decode step (token 4 of 4) by module (time on PIM-AI-1chip):" in out
-    assert "Last decode step (token 4 of 4) by operator:" in out
+    assert "Last decode step (token 4 of 4) by module on PIM-AI-1chip (weights bf16, KV cache bf16, runtime" in out
+    assert "Last decode step (token 4 of 4) by operator on PIM-AI-1chip (weights bf16" in out
     speed = out.split("TPOT first .. last")[1].splitlines()
     pim = next(line for line in speed if line.startswith("PIM-AI-1chip"))
     last_tpot = " ".join(pim.split()[5:7])                    # TTFT 2 cells, mean 2 cells, first 2, "..", last

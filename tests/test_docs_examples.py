@@ -85,3 +85,12 @@ def test_readme_gpt2_flops_are_comparison_mds():
                         ("FlopCounterMode", "31.624 G")]:
         row = next(line for line in text.splitlines() if line.startswith("| gpt2") and f"| {tool} " in line)
         assert row.split("|")[3].strip() == shown.split(" (")[0] and shown in README
+
+
+def test_guides_sweep_sentence_is_sweep_csvs():
+    import csv
+    rows = list(csv.DictReader(open(ROOT / "docs" / "sweep.csv", newline="")))
+    over = [r for r in rows if r["fits"] == "False"]
+    guide = " ".join((ROOT / "docs" / "guide.md").read_text(encoding="utf-8").split())
+    assert f"{len(over)} of the {len(rows)} combinations do not fit in the L4's 24 GB" in guide
+    assert {r["device"] for r in over} == {"L4"} and f"= {len(rows)} rows)" in guide

@@ -12,7 +12,7 @@ import dataclasses
 import warnings
 from typing import Sequence
 
-from dispatchprof import report
+from dispatchprof import report, units
 from dispatchprof.cli.hostoption import add_host, apply_host, host_split_block
 from dispatchprof.cli.options import (
     DTYPES, add_format, as_json, check_outputs, check_table_options, emit, format_from_output, input_files,
@@ -20,12 +20,14 @@ from dispatchprof.cli.options import (
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
+from dispatchprof.cli.runtime_help import RUNTIME_HELP
 from dispatchprof.llm.forward import ForwardProfile, generates, profile_forward
 from dispatchprof.llm.forward_json import TOTALS, forward_json
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
 from dispatchprof.report.generation_json import generation_json
+from dispatchprof.report.simbytes import bytes_dict, moved_bytes, simulated_as
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import RUNTIMES
 from dispatchprof.sim.simulate import simulate
@@ -54,9 +56,7 @@ def parser() -> Parser:
                    help="place modules matching GLOB on DEVICE (repeat; the last rule should be '*=DEVICE')")
     p.add_argument("--bound", action="store_true",
                    help="simulate the pure roofline bound (ignore the profiles' achieved fractions and overheads)")
-    p.add_argument("--runtime", choices=RUNTIMES, default="eager",
-                   help="software stack simulated: eager (every op launched from the host), compiled "
-                        "(torch.compile + CUDA graphs), serving (an inference engine)")
+    p.add_argument("--runtime", choices=RUNTIMES, default="eager", help=RUNTIME_HELP)
     p.add_argument("--tp", type=size(), default=1, help="tensor parallelism over this many devices")
     add_host(p)
     p.add_argument("--depth", type=int, default=3, help="module tree depth (-1: all)")
@@ -116,18 +116,20 @@ def run(argv: Sequence[str]) -> int:
         for c in d.capacity:
             if c.fits is False:
                 warn(c.message)
-    sims = [simulate(g.prefill, scenarios[n], weight_dtype=args.weight_dtype, name=n, bound=args.bound,
-                     runtime=args.runtime, tp=args.tp)
-            for n in scenarios] if (args.trace or args.roofline or args.format in ("table", "markdown")) else []
+    sims = [_simulate(g.prefill, scenarios, n, args) for n in scenarios] \
+        if args.format != "csv" or args.trace or args.roofline else []
     _write_plots(args, sims)
-    last = None
-    if sims and g.last_step is not None:
-        first = next(iter(scenarios))
-        last = simulate(g.last_step, scenarios[first], weight_dtype=args.weight_dtype, name=first,
-                        bound=args.bound, runtime=args.runtime, tp=args.tp)
-    emit(_render(g, args, sims[0] if sims else None, last, scenarios) + host_split_block(g, scenarios, args),
-         args.output)
+    lasts = [_simulate(g.last_step, scenarios, n, args) for n in scenarios] \
+        if sims and g.last_step is not None else []
+    emit(_render(g, args, sims, lasts, scenarios) + host_split_block(g, scenarios, args), args.output)
     return 0
+
+
+def _simulate(profile, scenarios, name: str, args):
+    """``profile`` (the prefill or the last decode step) on scenario ``name``, under the options the
+    generation was simulated with (its tables and simulated bytes)."""
+    return simulate(profile, scenarios[name], weight_dtype=args.weight_dtype, name=name, bound=args.bound,
+                    runtime=args.runtime, tp=args.tp, kv_dtype=args.kv_dtype)
 
 
 def _warn_context_window(model, args) -> None:
@@ -160,12 +162,16 @@ def devices_of(scenarios) -> dict:
     return {name: scenarios[name].devices for name in scenarios}
 
 
-def _render(g, args, prefill_sim, last_sim, scenarios) -> str:
+def _render(g, args, sims, lasts, scenarios) -> str:
     if args.format == "json":
-        return as_json({**generation_json(g, args.model, devices_of(scenarios)), "dtype": args.dtype})
+        return as_json({**generation_json(g, args.model, devices_of(scenarios)), "dtype": args.dtype,
+                        "simulated_bytes": _moved(g, sims, lasts)})
     if args.format == "csv":
         return generation_csv(g, devices_of(scenarios))
     head = generation_summary(g, model=args.model, fmt=table_fmt(args.format), devices=devices_of(scenarios))
+    if sims:
+        head += "\n" + report.wrap(_moved_lines(g, sims, lasts))
+    prefill_sim, last_sim = (sims[0] if sims else None), (lasts[0] if lasts else None)
     parts = [head, *_tables(g.prefill, prefill_sim, args, "Prefill")]
     if g.last_step is not None:        # its count holds the prefill before it: its decode records only
         parts += _tables(g.last_step, last_sim, args, f"Last decode step (token {g.new_tokens} of {g.new_tokens})",
@@ -173,24 +179,52 @@ def _render(g, args, prefill_sim, last_sim, scenarios) -> str:
     return "\n\n".join([*parts, report.LEGEND]) + "\n"
 
 
-#: Module tree columns of the console report (with a simulation: + time, % time): under 100 columns
-#: for Llama's deepest names; `report.module_tree` gives every other column.
+def _moved(g, sims, lasts) -> dict:
+    """Per scenario: the bytes its simulation moved in the prefill and the last decode step, beside
+    the counted bytes, with the dtypes and runtime (dispatchprof.report.simbytes)."""
+    out = {}
+    for k, sim in enumerate(sims):
+        out[sim.name] = {"prefill": bytes_dict(sim, g.prefill_totals.bytes)}
+        if lasts:
+            out[sim.name]["last_decode_step"] = bytes_dict(lasts[k], g.last_step.total("decode").bytes, "decode")
+    return out
+
+
+def _moved_lines(g, sims, lasts) -> str:
+    """'Bytes moved as simulated on NAME, ... (weights int4, ...): prefill X (counted Y), last decode
+    step ...', one line per distinct figure (scenarios that moved the same bytes share a line)."""
+    lines: dict[str, list[str]] = {}
+    for k, sim in enumerate(sims):
+        text = (f"({simulated_as(sim)}): prefill {units.nbytes(moved_bytes(sim))} "
+                f"(counted {units.nbytes(g.prefill_totals.bytes)})")
+        if lasts:
+            text += (f", last decode step {units.nbytes(moved_bytes(lasts[k], phase='decode'))} "
+                     f"(counted {units.nbytes(g.last_step.total('decode').bytes)})")
+        lines.setdefault(text, []).append(sim.name)
+    return "\n".join(f"Bytes moved as simulated on {', '.join(names)} {text}" for text, names in lines.items())
+
+
+#: Module tree columns of the console report, under 100 columns for Llama's deepest names; with a
+#: simulation the bytes it moved (`SIM_TREE_COLUMNS`); `report.module_tree` gives every other column.
 TREE_COLUMNS = ("params", "flops", "bytes")
+SIM_TREE_COLUMNS = ("params", "flops", "sim_bytes", "time", "%time")
 
 
 def _tables(profile, sim, args, label: str, phase: str | None = None) -> list[str]:
     """The module tree and the operator table of ``profile`` (of one ``phase`` if given; times on
     ``sim``), titled ``label``."""
     fmt = table_fmt(args.format)
-    columns = TREE_COLUMNS + (("time", "%time") if sim is not None else ())
+    columns = SIM_TREE_COLUMNS if sim is not None else TREE_COLUMNS
     tree_sim = sim
     if sim is not None and phase is not None:
         tree_sim = dataclasses.replace(sim, ops=tuple(t for t in sim.ops if sim.records[t.record].phase == phase))
-    parts = [f"{label} by module" + (f" (time on {sim.name})" if sim else "") + ":\n"
+    where = f" on {sim.name} ({simulated_as(sim)})" if sim else ""
+    parts = [report.wrap(f"{label} by module{where}:") + "\n"
              + report.module_tree(profile, tree_sim, depth=args.depth, columns=columns, fmt=fmt, phase=phase)]
     if args.top > 0:
-        parts.append(f"{label} by operator:\n"
-                     + report.operator_table(profile, sim, row_limit=args.top, fmt=fmt, phase=phase))
+        parts.append(report.wrap(f"{label} by operator{where}:") + "\n"
+                     + report.operator_table(profile, sim, row_limit=args.top, fmt=fmt, phase=phase,
+                                             simulated_bytes=True))
     return parts
 
 
@@ -208,7 +242,7 @@ def _forward(model, args, scenarios) -> int:
 
 
 def _render_forward(f: ForwardProfile, args, sims) -> str:
-    data = forward_json(f, args.model, args.dtype)
+    data = {**forward_json(f, args.model, args.dtype), "runtime": args.runtime, "tp": args.tp}
     if args.format == "json":
         return as_json(data)
     if args.format == "csv":

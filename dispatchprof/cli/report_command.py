@@ -64,7 +64,8 @@ def run(argv: Sequence[str]) -> int:
     if args.format == "json":
         emit(as_json({"schema": SCHEMA, "version": 1, "file": args.file, "kind": schema,
                       "totals": dataclasses.asdict(profile.total()),
-                      "simulations": {s.name: dataclasses.asdict(s.total) for s in sims},
+                      "simulations": {s.name: {**dataclasses.asdict(s.total), "runtime": s.runtime.runtime}
+                                      for s in sims},
                       "generation": generation_json(g, model) if g is not None else None}))
         return 0
     fmt = table_fmt(args.format)

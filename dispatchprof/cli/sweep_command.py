@@ -13,8 +13,10 @@ from dispatchprof.cli.options import (
     table_fmt, warn, weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
+from dispatchprof.cli.runtime_help import RUNTIME_HELP
 from dispatchprof.llm.sweep import check_sweep_size, sweep
 from dispatchprof.report.render import render
+from dispatchprof.report.runtimes import runtime_line
 from dispatchprof.report.sweep import energy_per_token_cell, plot_sweep, sweep_csv
 from dispatchprof.results.sweep import sweep_to_dict
 from dispatchprof.sim.runtime import RUNTIMES
@@ -37,8 +39,7 @@ def parser() -> Parser:
     p.add_argument("--dtype", type=model_dtype, default="bf16")
     p.add_argument("--weight-dtype", type=weight_dtype)
     p.add_argument("--bound", action="store_true", help="simulate the pure roofline bound")
-    p.add_argument("--runtime", choices=RUNTIMES, default="eager",
-                   help="software stack simulated for every row: eager, compiled (torch.compile + CUDA graphs), serving")
+    p.add_argument("--runtime", choices=RUNTIMES, default="eager", help=RUNTIME_HELP)
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per CPU, at most one per model)")
     add_format(p, FORMATS, from_output=True)
     p.add_argument("-o", "--output", metavar="FILE",
@@ -88,7 +89,8 @@ def _render(rows, fmt: str) -> str:
               energy_per_token_cell(r), "-" if r.tpot_mean_s is None else f"{r.tpot_mean_s * 1e3:.4g}",
               {True: "yes", False: "NO", None: "unknown"}[r.fits], "*" if r.pareto else ""] for r in rows]
     return render(table, ["model", "device", "batch", "prompt", "new tokens", "tokens/s", "mJ/token",
-                          "TPOT ms", "fits", "Pareto"], table_fmt(fmt)) + "\n"
+                          "TPOT ms", "fits", "Pareto"], table_fmt(fmt)) + "\n" \
+        + runtime_line((r.device, r.runtime) for r in rows) + "\n"
 
 
 class _Bar:

@@ -14,7 +14,8 @@ import tabulate as _tabulate
 WIDTH = 100
 _LEGEND = ("Counts are exact element operations of each aten op's reference algorithm; FLOPs = ADD + MULT; "
           "MACs count contractions only (2 x MACs = torch FlopCounterMode).\n"
-          "Bytes: every tensor input read and output written once, views free (as counted); time: per-op roofline "
+          "Bytes: every tensor input read and output written once, views free (as counted); bytes (sim): what the "
+          "simulation moved (weights and KV cache in the dtypes it names, less what the runtime fused); time: per-op roofline "
           "max(compute, memory) + overheads and transfers under the runtime, on a host/device timeline; "
           "energy: dynamic + static power x time.\n"
           "Units: K, M, G, T = 1e3, 1e6, 1e9, 1e12 (of counts, FLOP or bytes: GB = 1e9 bytes); s, ms, us, ns; J, mJ; "

@@ -15,7 +15,9 @@ from collections import defaultdict
 from typing import Callable, Iterable, Mapping, Sequence
 
 from dispatchprof import units
-from dispatchprof.report.render import render
+from dispatchprof.report.render import render, wrap
+from dispatchprof.report.runtimes import runtime_line
+from dispatchprof.report.simbytes import moved_bytes, scope_rows
 from dispatchprof.report.unknowns import total_energy_cell
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import Totals, sum_records
@@ -26,7 +28,8 @@ from op_formulas.cost import CATEGORIES
 # --- summary ----------------------------------------------------------------------------------
 def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: str = "simple",
             tokens: Mapping[str, int] | None = None) -> str:
-    """Counts, tensor quantities and traffic, then one row per simulated device.
+    """Counts, tensor quantities and traffic, then one row per simulated device and the runtime
+    each was simulated under.
     ``tokens`` (phase -> tokens produced) adds tokens/s for those phases."""
     t = profile.total()
     root = next(s for s in profile.scopes if s.name == "") if profile.scopes else None
@@ -45,6 +48,7 @@ def summary(profile: Profile, simulations: Iterable[Simulation] = (), *, fmt: st
         text += "\n\n" + render([_device_row(s, tokens) for s in sims],
                                 ["device", "time", "energy", "avg power", "compute-bound", "memory-bound",
                                  "tokens/s", "fits"], fmt)
+        text += "\n" + wrap(runtime_line((s.name, s.runtime.runtime) for s in sims))
     return text
 
 
@@ -104,6 +108,7 @@ COLUMNS: dict[str, tuple[str, Column]] = {
     "%macs": ("% MACs", _share("macs")),
     "ops": ("OPS", _count("ops")),
     "bytes": ("bytes", lambda n, r: units.nbytes(n.inclusive.bytes)),
+    "sim_bytes": ("bytes (sim)", lambda n, r: "-" if n.sim is None else units.nbytes(n.sim.traffic_bytes)),
     "act": ("ACT", lambda n, r: units.si(n.act)),
     "cache": ("CACHE", lambda n, r: units.si(n.cache)),
     "peak": ("PEAK", lambda n, r: units.nbytes(n.peak_bytes)),
@@ -123,7 +128,8 @@ def module_tree(profile: Profile, sim: Simulation | None = None, *, depth: int =
                 phase: str | None = None) -> str:
     """The module tree down to ``depth`` (-1: all) with ``columns`` (keys of COLUMNS; by default
     DEFAULT_COLUMNS, plus time and % time with a simulation); counts of one ``phase`` if given
-    (measured latency is always the forward's)."""
+    (measured latency is always the forward's). ``sim_bytes`` is what the simulation moved, under its
+    dtypes and runtime (dispatchprof.report.simbytes); ``bytes`` is as counted."""
     if columns is None:
         columns = DEFAULT_COLUMNS + (("time", "%time") if sim is not None else ())
     unknown = [c for c in columns if c not in COLUMNS]
@@ -131,7 +137,7 @@ def module_tree(profile: Profile, sim: Simulation | None = None, *, depth: int =
         raise ValueError(f"unknown column {unknown[0]!r}; allowed: {', '.join(COLUMNS)}")
     if not isinstance(depth, int) or depth < -1:
         raise ValueError(f"depth must be -1 (all) or a depth >= 0, got {depth!r}")
-    root = build_tree(profile, sim.by_module() if sim is not None else None, fold, phase)
+    root = build_tree(profile, scope_rows(sim) if sim is not None else None, fold, phase)
     cells = dict(COLUMNS)
     if sim is not None:                 # energy: no silent zero for a figure the profile could not source
         cells["energy"] = ("energy", _energy_column(sim))
@@ -152,9 +158,11 @@ _SORT_KEYS = ("flops", "macs", "ops", "bytes", "calls", "time", *CATEGORIES)
 
 def operator_table(profile: Profile, sim: Simulation | None = None, *, sort_by: str = "flops",
                    row_limit: int = -1, group_by_input_shape: bool = False, fmt: str = "simple",
-                   phase: str | None = None) -> str:
+                   phase: str | None = None, simulated_bytes: bool = False) -> str:
     """Per aten op (and input shapes), like torch.profiler's key_averages().table(); the records of
-    one ``phase`` if given (``sim`` simulates the whole profile)."""
+    one ``phase`` if given (``sim`` simulates the whole profile). ``simulated_bytes=True`` (with a
+    ``sim``) shows the bytes the simulation moved, under its dtypes and runtime, in place of the
+    bytes as counted (column "bytes (sim)"; dispatchprof.report.simbytes)."""
     if sort_by not in _SORT_KEYS:
         raise ValueError(f"unknown sort_by {sort_by!r}; allowed: {', '.join(_SORT_KEYS)}")
     if sort_by == "time" and sim is None:
@@ -170,15 +178,16 @@ def operator_table(profile: Profile, sim: Simulation | None = None, *, sort_by: 
     for key, idx in groups.items():
         t = _sum_totals(profile, idx)
         time = sum(timings[i].time_s for i in idx) if timings is not None else None
-        rows.append((key, t, time))
+        moved = moved_bytes(sim, idx) if sim is not None and simulated_bytes else t.bytes
+        rows.append((key, t, time, moved))
     rows.sort(key=lambda row: -(row[2] if sort_by == "time" else getattr(row[1], sort_by)))
     if row_limit >= 0:
         rows = rows[:row_limit]
     headers = ["op", *(["input shapes"] if group_by_input_shape else []), "calls", "FLOPs", "% FLOPs", "MACs",
-               "bytes", *(["time"] if sim is not None else [])]
+               "bytes (sim)" if sim is not None and simulated_bytes else "bytes", *(["time"] if sim is not None else [])]
     body = [[key[0], *([_shapes(key[1])] if group_by_input_shape else []), str(t.calls), units.si(t.flops),
-             units.percent(t.flops, total.flops), units.si(t.macs), units.nbytes(t.bytes),
-             *([units.seconds(time)] if sim is not None else [])] for key, t, time in rows]
+             units.percent(t.flops, total.flops), units.si(t.macs), units.nbytes(moved),
+             *([units.seconds(time)] if sim is not None else [])] for key, t, time, moved in rows]
     return render(body, headers, fmt)
 
 
