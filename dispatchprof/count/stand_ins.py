@@ -12,6 +12,13 @@ MoE routing is decided by values that fake and meta tensors lack; the grouped pr
 therefore takes the routing assumption of ``op_formulas.moe`` (balanced top-k: the token-expert
 pairs spread over min(experts, pairs) experts), on every tensor kind. The counter warns once
 per process with `ROUTING_ASSUMPTION` when it runs a grouped product on fake or meta tensors.
+
+``aten._ctc_loss`` (the CTC loss of Wav2Vec2-style models) has no fake kernel: its ``log_alpha``
+output is [batch, T, 2 * max(target_lengths) + 1], a shape set by the target lengths' values.
+Where the log-probabilities are fake or meta and the target lengths have values (a real CPU
+tensor, as the labels a user passes, or a list of ints), the counter returns empty outputs of the
+shapes and dtype the CPU kernel allocates; with valueless target lengths the call runs unchanged
+(and fails as it does without the counter).
 """
 
 from __future__ import annotations
@@ -59,8 +66,32 @@ def grouped_mm_in_bf16(call: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _length_values(lengths: Any) -> list[int] | None:
+    """The target lengths as ints, or None where they have no values (a fake or meta tensor)."""
+    if isinstance(lengths, torch.Tensor):
+        return None if _valueless(lengths) else [int(v) for v in lengths.reshape(-1).tolist()]
+    return [int(v) for v in lengths]
+
+
+def ctc_loss_shapes(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` where log_probs has values or the target lengths have none; else the CPU kernel's
+    outputs without values: neg_log_likelihood [N] and log_alpha [N, T, 2 * max(target_lengths) + 1]
+    (log_probs [T, N, C]), both in log_probs' dtype."""
+    def run(log_probs: torch.Tensor, targets: Any, input_lengths: Any, target_lengths: Any,
+            *args: Any, **kwargs: Any) -> Any:
+        lengths = _length_values(target_lengths) if _valueless(log_probs) else None
+        if lengths is None or log_probs.dim() != 3:
+            return call(log_probs, targets, input_lengths, target_lengths, *args, **kwargs)
+        steps, batch = log_probs.shape[0], log_probs.shape[1]
+        states = 2 * max(lengths, default=0) + 1
+        return log_probs.new_empty((batch,)), log_probs.new_empty((batch, steps, states))
+
+    return run
+
+
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
-STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {aten._grouped_mm: grouped_mm_in_bf16}
+STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes}
 
 
 def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:
