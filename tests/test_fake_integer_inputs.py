@@ -68,10 +68,11 @@ def test_ctc_loss_without_target_length_values_fails_as_without_the_counter():
         F.ctc_loss(*args)
 
 
-@pytest.mark.parametrize("name", ["llava", "qwen2-vl"])
-def test_value_reading_vision_language_models_count_on_fake_as_on_real(name):
-    # LLaVA checks its image-token count against the image features, Qwen2-VL lists its image grid:
-    # both read integer inputs, which the zoo's fake builder leaves real
+@pytest.mark.parametrize("name", ["llava", "qwen2-vl", "wav2vec2-ctc"])
+def test_value_reading_models_count_on_fake_as_on_real(name):
+    # LLaVA checks its image-token count against the image features, Qwen2-VL lists its image grid,
+    # Wav2Vec2-CTC tests labels.max(): all read integer inputs, which the zoo's fake builder leaves
+    # real (Wav2Vec2-CTC also needs the CTC stand-in and the log-softmax gradient's CPU layout)
     _, unknown, real = coverage_script.run_totals(name, "real", "adamw")
     _, _, fake = coverage_script.run_totals(name, "fake", "adamw")
     assert unknown == [] and coverage_script.versus_real(fake, real) == "= real" and real["macs"] > 0

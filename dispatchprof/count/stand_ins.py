@@ -19,6 +19,14 @@ Where the log-probabilities are fake or meta and the target lengths have values 
 tensor, as the labels a user passes, or a list of ints), the counter returns empty outputs of the
 shapes and dtype the CPU kernel allocates; with valueless target lengths the call runs unchanged
 (and fails as it does without the counter).
+
+Some fake and meta kernels return another memory layout than the CPU kernel: the gradient of
+``aten.native_layer_norm_backward`` and ``aten._log_softmax_backward_data`` follows the incoming
+gradient's strides on fake and meta tensors, while the CPU kernels allocate it contiguous. The
+model's next ``view`` then needs a ``clone`` on fake and meta tensors that the real run does not
+make (Swin, MaxViT, Wav2Vec2's CTC head). On fake and meta tensors the counter returns those
+gradients contiguous (`CONTIGUOUS_AS_CPU`), as the CPU kernel does, so the op stream that follows
+is the real one; the re-layout is the counter's, not the model's, and is not counted.
 """
 
 from __future__ import annotations
@@ -89,9 +97,31 @@ def ctc_loss_shapes(call: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+#: packet -> the outputs its CPU kernel always allocates contiguous (its fake and meta kernels
+#: follow an input's layout instead; tests/test_stand_in_layouts.py compares the three kernels).
+CONTIGUOUS_AS_CPU = {aten.native_layer_norm_backward: (0,), aten._log_softmax_backward_data: (0,)}
+
+
+def contiguous_as_cpu(positions: tuple[int, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper returning the outputs at ``positions`` (all of a single output: (0,)) contiguous
+    where the first argument has no values; real tensors run unchanged."""
+    def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(first: Any, *args: Any, **kwargs: Any) -> Any:
+            out = call(first, *args, **kwargs)
+            if not _valueless(first):
+                return out
+            if isinstance(out, torch.Tensor):
+                return out.contiguous()
+            return type(out)(o.contiguous() if i in positions and isinstance(o, torch.Tensor) else o
+                             for i, o in enumerate(out))
+        return run
+    return wrap
+
+
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
 STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
-    aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes}
+    aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes,
+    **{packet: contiguous_as_cpu(positions) for packet, positions in CONTIGUOUS_AS_CPU.items()}}
 
 
 def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,0 +1,70 @@
+"""The gradients whose fake and meta kernels follow another layout than the CPU kernel come back
+from the counter's stand-in in the CPU kernel's layout (count/stand_ins.py, CONTIGUOUS_AS_CPU)."""
+
+import pytest
+import torch
+from torch._subclasses import FakeTensorMode
+
+from dispatchprof.count.stand_ins import CONTIGUOUS_AS_CPU, runner
+
+aten = torch.ops.aten
+
+
+def _calls():
+    """(overload, args) with the incoming gradient permuted: [2, 4, 5, 3] with strides of a permute."""
+    torch.manual_seed(0)
+    grad = torch.randn(2, 3, 4, 5).permute(0, 2, 3, 1)
+    x = torch.randn(2, 4, 5, 3)
+    w, b = torch.randn(3), torch.randn(3)
+    _, mean, rstd = aten.native_layer_norm(x, [3], w, b, 1e-5)
+    return {
+        aten.native_layer_norm_backward: (aten.native_layer_norm_backward.default,
+                                          (grad, x, [3], mean, rstd, w, b, [True, True, True])),
+        aten._log_softmax_backward_data: (aten._log_softmax_backward_data.default,
+                                          (grad, x.log_softmax(-1), -1, torch.float32)),
+    }
+
+
+def _strides(out):
+    return [o.stride() for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, torch.Tensor)]
+
+
+def _valueless(args, kind):
+    if kind == "meta":
+        return [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+    with FakeTensorMode() as mode:
+        return [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def test_every_listed_op_is_exercised():
+    assert set(_calls()) == set(CONTIGUOUS_AS_CPU)
+
+
+@pytest.mark.parametrize("packet", list(CONTIGUOUS_AS_CPU), ids=str)
+@pytest.mark.parametrize("kind", ["fake", "meta"])
+def test_stand_in_gives_the_cpu_kernels_layout(packet, kind):
+    op, args = _calls()[packet]
+    real = op(*args)
+    assert real[0].is_contiguous() if isinstance(real, tuple) else real.is_contiguous()
+    valueless = _valueless(args, kind)
+    plain = op(*valueless)
+    assert _strides(plain) != _strides(real)          # torch's fake/meta kernel: another layout
+    out = runner(packet, op)(*valueless)
+    assert _strides(out) == _strides(real)
+    assert [o.shape for o in (out if isinstance(out, tuple) else (out,))] == \
+        [o.shape for o in (real if isinstance(real, tuple) else (real,))]
+
+
+def test_real_tensors_run_unchanged():
+    op, args = _calls()[aten.native_layer_norm_backward]
+    out = runner(aten.native_layer_norm_backward, op)(*args)
+    assert all(torch.equal(a, b) for a, b in zip(out, op(*args)))
+
+
+def test_swin_counts_on_fake_tensors_as_on_real():
+    # its layer-norm gradients feed a view: on torch's fake layout that view needed 3 more clones
+    import coverage as coverage_script
+
+    _, unknown, real = coverage_script.run_totals("swin", "real", "adamw")
+    _, _, fake = coverage_script.run_totals("swin", "fake", "adamw")
+    assert unknown == [] and coverage_script.versus_real(fake, real) == "= real"
