@@ -68,3 +68,45 @@ def test_swin_counts_on_fake_tensors_as_on_real():
     _, unknown, real = coverage_script.run_totals("swin", "real", "adamw")
     _, _, fake = coverage_script.run_totals("swin", "fake", "adamw")
     assert unknown == [] and coverage_script.versus_real(fake, real) == "= real"
+
+
+def _rnn_backward_call():
+    """The args of the LSTM backward's aten.mkldnn_rnn_layer_backward call, as a real run makes it."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = []
+
+    class Capture(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket is aten.mkldnn_rnn_layer_backward:
+                seen.append((func, args))
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(4, 8, batch_first=True)
+    loss = lstm(torch.randn(2, 3, 4))[0].sum()
+    with Capture():
+        loss.backward()
+    return seen[0]
+
+
+@pytest.mark.parametrize("kind", ["fake", "meta"])
+def test_rnn_backward_returns_separate_bias_gradients_as_on_cpu(kind):
+    op, args = _rnn_backward_call()
+    real = op(*args)
+    assert real[3] is not real[4] and real[3].data_ptr() != real[4].data_ptr()
+    valueless = _valueless(args, kind)
+    plain = op(*valueless)
+    assert plain[3] is plain[4]                        # torch's fake/meta kernel: one tensor twice
+    out = runner(aten.mkldnn_rnn_layer_backward, op)(*valueless)
+    assert out[3] is not out[4] and [o.shape for o in out] == [o.shape for o in real]
+    assert [o.stride() for o in out] == [o.stride() for o in real]
+
+
+def test_lstm_counts_on_fake_tensors_as_on_real():
+    # autograd copied the shared bias gradient once per layer on fake tensors (+2,048 bytes)
+    import coverage as coverage_script
+
+    _, unknown, real = coverage_script.run_totals("lstm", "real", "adamw")
+    _, _, fake = coverage_script.run_totals("lstm", "fake", "adamw")
+    assert unknown == [] and coverage_script.versus_real(fake, real) == "= real"

@@ -27,6 +27,12 @@ model's next ``view`` then needs a ``clone`` on fake and meta tensors that the r
 make (Swin, MaxViT, Wav2Vec2's CTC head). On fake and meta tensors the counter returns those
 gradients contiguous (`CONTIGUOUS_AS_CPU`), as the CPU kernel does, so the op stream that follows
 is the real one; the re-layout is the counter's, not the model's, and is not counted.
+
+``aten.mkldnn_rnn_layer_backward`` (the LSTM/GRU backward on CPU) returns the gradients of the two
+biases as two tensors on the CPU, but as one tensor twice on fake and meta tensors; autograd then
+copies the shared one into the second bias's gradient (a ``new_empty_strided`` + ``copy_`` per
+layer the real run does not make). The counter returns the second as a tensor of its own
+(`SEPARATE_AS_CPU`).
 """
 
 from __future__ import annotations
@@ -118,10 +124,33 @@ def contiguous_as_cpu(positions: tuple[int, ...]) -> Callable[[Callable[..., Any
     return wrap
 
 
+#: packet -> (i, j): its CPU kernel returns outputs i and j as separate tensors, its fake and meta
+#: kernels as one tensor twice.
+SEPARATE_AS_CPU = {aten.mkldnn_rnn_layer_backward: (3, 4)}
+
+
+def separate_as_cpu(pair: tuple[int, int]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper giving output ``pair[1]`` a tensor of its own where it is output ``pair[0]`` (fake or
+    meta tensors); real tensors run unchanged."""
+    i, j = pair
+
+    def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            if out[i] is None or out[i] is not out[j]:
+                return out
+            out = list(out)
+            out[j] = torch.empty_like(out[i])
+            return tuple(out)
+        return run
+    return wrap
+
+
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
 STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes,
-    **{packet: contiguous_as_cpu(positions) for packet, positions in CONTIGUOUS_AS_CPU.items()}}
+    **{packet: contiguous_as_cpu(positions) for packet, positions in CONTIGUOUS_AS_CPU.items()},
+    **{packet: separate_as_cpu(pair) for packet, pair in SEPARATE_AS_CPU.items()}}
 
 
 def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:
