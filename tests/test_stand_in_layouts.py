@@ -17,7 +17,15 @@ def _calls():
     x = torch.randn(2, 4, 5, 3)
     w, b = torch.randn(3), torch.randn(3)
     _, mean, rstd = aten.native_layer_norm(x, [3], w, b, 1e-5)
+    xb = torch.randn(4, 4, 16).permute(0, 2, 1)          # [4, 16, 4], channels strided by 1
+    wb, rm, rv = torch.randn(16), torch.zeros(16), torch.ones(16)
+    bn = aten.native_batch_norm(xb, wb, wb, rm.clone(), rv.clone(), True, 0.1, 1e-5)
     return {
+        aten.native_batch_norm: (aten.native_batch_norm.default, (xb, wb, wb, rm.clone(), rv.clone(), True, 0.1, 1e-5)),
+        aten.native_batch_norm_backward: (aten.native_batch_norm_backward.default,
+                                          (xb * 2, xb, wb, rm, rv, bn[1], bn[2], True, 1e-5,
+                                           [True, True, True])),
+        aten.mse_loss_backward: (aten.mse_loss_backward.default, (torch.tensor(1.0), grad, x, 1)),
         aten.native_layer_norm_backward: (aten.native_layer_norm_backward.default,
                                           (grad, x, [3], mean, rstd, w, b, [True, True, True])),
         aten._log_softmax_backward_data: (aten._log_softmax_backward_data.default,
@@ -45,7 +53,6 @@ def test_every_listed_op_is_exercised():
 def test_stand_in_gives_the_cpu_kernels_layout(packet, kind):
     op, args = _calls()[packet]
     real = op(*args)
-    assert real[0].is_contiguous() if isinstance(real, tuple) else real.is_contiguous()
     valueless = _valueless(args, kind)
     plain = op(*valueless)
     assert _strides(plain) != _strides(real)          # torch's fake/meta kernel: another layout
@@ -109,4 +116,14 @@ def test_lstm_counts_on_fake_tensors_as_on_real():
 
     _, unknown, real = coverage_script.run_totals("lstm", "real", "adamw")
     _, _, fake = coverage_script.run_totals("lstm", "fake", "adamw")
+    assert unknown == [] and coverage_script.versus_real(fake, real) == "= real"
+
+
+def test_patchtst_counts_on_fake_tensors_as_on_real():
+    # its batch norms run on [B, C, L] tensors strided by the channel transpose and its MSE loss on a
+    # transposed prediction: on torch's fake layouts the next views cloned (-9,344 bytes, other ops)
+    import coverage as coverage_script
+
+    _, unknown, real = coverage_script.run_totals("patchtst", "real", "adamw")
+    _, _, fake = coverage_script.run_totals("patchtst", "fake", "adamw")
     assert unknown == [] and coverage_script.versus_real(fake, real) == "= real"

@@ -21,10 +21,12 @@ shapes and dtype the CPU kernel allocates; with valueless target lengths the cal
 (and fails as it does without the counter).
 
 Some fake and meta kernels return another memory layout than the CPU kernel: the gradient of
-``aten.native_layer_norm_backward`` and ``aten._log_softmax_backward_data`` follows the incoming
-gradient's strides on fake and meta tensors, while the CPU kernels allocate it contiguous. The
+``aten.native_layer_norm_backward``, ``aten._log_softmax_backward_data`` and ``aten.mse_loss_backward``
+follows an input's strides on fake and meta tensors, while the CPU kernels allocate it contiguous;
+batch norm's output and input gradient take the input's suggested memory format on the CPU
+(contiguous unless the input is channels-last). The
 model's next ``view`` then needs a ``clone`` on fake and meta tensors that the real run does not
-make (Swin, MaxViT, Wav2Vec2's CTC head). On fake and meta tensors the counter returns those
+make (Swin, MaxViT, Wav2Vec2's CTC head, PatchTST). On fake and meta tensors the counter returns those
 gradients contiguous (`CONTIGUOUS_AS_CPU`), as the CPU kernel does, so the op stream that follows
 is the real one; the re-layout is the counter's, not the model's, and is not counted.
 
@@ -103,23 +105,36 @@ def ctc_loss_shapes(call: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-#: packet -> the outputs its CPU kernel always allocates contiguous (its fake and meta kernels
-#: follow an input's layout instead; tests/test_stand_in_layouts.py compares the three kernels).
-CONTIGUOUS_AS_CPU = {aten.native_layer_norm_backward: (0,), aten._log_softmax_backward_data: (0,)}
+#: packet -> (the outputs its CPU kernel lays out by rule, the argument whose suggested memory
+#: format it takes, or None for contiguous). Their fake and meta kernels follow an input's strides
+#: instead; tests/test_stand_in_layouts.py compares the three kernels.
+CONTIGUOUS_AS_CPU: dict[Any, tuple[tuple[int, ...], int | None]] = {
+    aten.native_layer_norm_backward: ((0,), None),
+    aten._log_softmax_backward_data: ((0,), None),
+    aten.mse_loss_backward: ((0,), None),
+    aten.native_batch_norm: ((0,), 0),               # the input's suggested format (channels-last kept)
+    aten.native_batch_norm_backward: ((0,), 1),
+}
 
 
-def contiguous_as_cpu(positions: tuple[int, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A wrapper returning the outputs at ``positions`` (all of a single output: (0,)) contiguous
-    where the first argument has no values; real tensors run unchanged."""
+def contiguous_as_cpu(rule: tuple[tuple[int, ...], int | None]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper laying the outputs at ``rule[0]`` (all of a single output: (0,)) out contiguous, or in
+    the suggested memory format of argument ``rule[1]``, where the first argument has no values;
+    real tensors run unchanged."""
+    from torch._prims_common import suggest_memory_format
+
+    positions, like = rule
+
     def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
-        def run(first: Any, *args: Any, **kwargs: Any) -> Any:
-            out = call(first, *args, **kwargs)
-            if not _valueless(first):
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            if not _valueless(args[0]):
                 return out
+            fmt = torch.contiguous_format if like is None else suggest_memory_format(args[like])
             if isinstance(out, torch.Tensor):
-                return out.contiguous()
-            return type(out)(o.contiguous() if i in positions and isinstance(o, torch.Tensor) else o
-                             for i, o in enumerate(out))
+                return out.contiguous(memory_format=fmt)
+            return type(out)(o.contiguous(memory_format=fmt) if i in positions and isinstance(o, torch.Tensor)
+                             else o for i, o in enumerate(out))
         return run
     return wrap
 
@@ -149,7 +164,7 @@ def separate_as_cpu(pair: tuple[int, int]) -> Callable[[Callable[..., Any]], Cal
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
 STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes,
-    **{packet: contiguous_as_cpu(positions) for packet, positions in CONTIGUOUS_AS_CPU.items()},
+    **{packet: contiguous_as_cpu(rule) for packet, rule in CONTIGUOUS_AS_CPU.items()},
     **{packet: separate_as_cpu(pair) for packet, pair in SEPARATE_AS_CPU.items()}}
 
 
