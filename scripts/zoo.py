@@ -275,10 +275,13 @@ def build(name: str, kind: str, *, seed: int = 0) -> tuple[nn.Module, dict, Call
             from dispatchprof import fake_model, fake_mode
             model = fake_model(e.build)
             model.train()
+            torch.manual_seed(seed)          # the integer inputs' values as on the other kinds
+            real_inputs = e.inputs()
             with fake_mode(model):
-                inputs = {k: _fake_like(v) if isinstance(v, torch.Tensor) else v for k, v in e.inputs().items()}
+                inputs = {k: _fake_like(v) if isinstance(v, torch.Tensor) else v for k, v in real_inputs.items()}
             return model, inputs, e.loss
         model = e.build()
+        torch.manual_seed(seed)
         inputs = e.inputs()
         if kind == "meta":
             model = model.to("meta")       # torch makes new parameters here: tied ones come apart
@@ -290,9 +293,12 @@ def build(name: str, kind: str, *, seed: int = 0) -> tuple[nn.Module, dict, Call
 
 
 def _fake_like(t: torch.Tensor) -> torch.Tensor:
+    """A float input as a fake tensor of its shape and dtype; an integer input (token ids, labels,
+    image grids) stays the real CPU tensor the user passes, so the model reads its values as on
+    real tensors (the parameters stay fake)."""
     if t.dtype.is_floating_point:
         return torch.randn(t.shape, dtype=t.dtype)
-    return torch.randint(3, 10, t.shape, dtype=t.dtype)
+    return t
 
 
 def training_step(model: nn.Module, inputs: dict, loss_fn: Callable, *, optimizer: str | None = None) -> None:

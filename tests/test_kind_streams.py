@@ -45,7 +45,7 @@ def _lstm_backward(kind):
     return [r for r in c.profile.records if r.phase == "backward"], c
 
 
-def test_lstm_backward_bytes_match_and_fake_adds_torch_copies():
+def test_lstm_backward_bytes_match_and_fake_runs_the_real_ops():
     (real, rc), (fake, fc) = _lstm_backward("real"), _lstm_backward("fake")
     layers = [[r.cost for r in recs if r.op == "aten.mkldnn_rnn_layer_backward"] for recs in (real, fake)]
     assert layers[0] == layers[1] and len(layers[0]) == 2     # the oneDNN workspace is not traffic
@@ -53,26 +53,20 @@ def test_lstm_backward_bytes_match_and_fake_adds_torch_copies():
     # output 1280, hy, cy 256 each, grad_output 1280 (h_n, c_n are unused: no grad_hy, grad_cy);
     # not its 32768-byte workspace
     assert layers[0][1].bytes_read == 640 + 8192 + 16384 + 1024 + 512 + 1280 + 512 + 1280 == 29824
-    # torch's fake kernel returns one tensor for both bias gradients; autograd then copies one of
-    # them (new_empty_strided + copy_ of the [128] bias, 512 B) per layer: fake-only ops
-    extra = Counter(r.op for r in fake)
-    extra.subtract(Counter(r.op for r in real))
-    assert +extra == Counter({"aten.new_empty_strided": 2, "aten.copy_": 2}) and -extra == Counter()
-    assert rc.total().macs == fc.total().macs
-    assert fc.total().bytes_read - rc.total().bytes_read == 4 * 512
+    # torch's fake kernel returns one tensor for both bias gradients, and autograd would copy one of
+    # them per layer (new_empty_strided + copy_); the counter's stand-in returns two, as the CPU does
+    assert [r.op for r in real] == [r.op for r in fake]
+    assert rc.total() == fc.total()
 
 
-def test_swin_fake_copies_gradients_that_torch_lays_out_differently():
-    # torch's fake native_layer_norm_backward returns grad_input in its (permuted) input's layout,
-    # the CPU kernel a contiguous one; a later reshape then copies on fake tensors only: 3 clones
-    # of a [2,16,32] float gradient (4096 B read and written each); the arithmetic is the same
+def test_swin_fake_lays_out_layer_norm_gradients_as_the_cpu_kernel():
+    # torch's fake native_layer_norm_backward returns grad_input in the incoming gradient's
+    # (permuted) layout, the CPU kernel a contiguous one; without the counter's stand-in a later
+    # reshape copied on fake tensors only (3 clones of a [2,16,32] float gradient)
     counters = {}
     for kind in ("real", "fake"):
         model, inputs, loss = zoo.build("swin", kind)
         counters[kind] = count(zoo.training_step, model, inputs, loss)
-    ops = Counter((r.op, r.phase) for r in counters["fake"].profile.records)
-    ops.subtract(Counter((r.op, r.phase) for r in counters["real"].profile.records))
-    assert +ops == Counter({("aten.clone", "backward"): 3}) and -ops == Counter()
-    real, fake = counters["real"].total(), counters["fake"].total()
-    assert (real.flops, real.macs, real.ops) == (fake.flops, fake.macs, fake.ops)
-    assert fake.bytes_read - real.bytes_read == fake.bytes_written - real.bytes_written == 3 * 4096
+    assert [(r.op, r.phase) for r in counters["fake"].profile.records] == \
+        [(r.op, r.phase) for r in counters["real"].profile.records]
+    assert counters["fake"].total() == counters["real"].total()

@@ -6,6 +6,10 @@ dtypes but no storage, so a 405B-parameter model builds in seconds and a few hun
 Run the model inside ``fake_mode(model)`` with inputs from ``fake_inputs``. A constructor that
 reads values it computed from Python numbers (drop-path rates from a ``linspace``) is built again
 with those values real (``count/build_values.py``); the parameters stay fake.
+
+Integer inputs (token ids, labels, image grids) may be the real CPU tensors a user has: the mode
+accepts them beside fake tensors, and a model that reads their values (``labels.max()``,
+``grid_thw.tolist()``, an image-token count) then runs as on real tensors.
 """
 
 from __future__ import annotations

@@ -12,6 +12,29 @@ MoE routing is decided by values that fake and meta tensors lack; the grouped pr
 therefore takes the routing assumption of ``op_formulas.moe`` (balanced top-k: the token-expert
 pairs spread over min(experts, pairs) experts), on every tensor kind. The counter warns once
 per process with `ROUTING_ASSUMPTION` when it runs a grouped product on fake or meta tensors.
+
+``aten._ctc_loss`` (the CTC loss of Wav2Vec2-style models) has no fake kernel: its ``log_alpha``
+output is [batch, T, 2 * max(target_lengths) + 1], a shape set by the target lengths' values.
+Where the log-probabilities are fake or meta and the target lengths have values (a real CPU
+tensor, as the labels a user passes, or a list of ints), the counter returns empty outputs of the
+shapes and dtype the CPU kernel allocates; with valueless target lengths the call runs unchanged
+(and fails as it does without the counter).
+
+Some fake and meta kernels return another memory layout than the CPU kernel: the gradient of
+``aten.native_layer_norm_backward``, ``aten._log_softmax_backward_data`` and ``aten.mse_loss_backward``
+follows an input's strides on fake and meta tensors, while the CPU kernels allocate it contiguous;
+batch norm's output and input gradient take the input's suggested memory format on the CPU
+(contiguous unless the input is channels-last). The
+model's next ``view`` then needs a ``clone`` on fake and meta tensors that the real run does not
+make (Swin, MaxViT, Wav2Vec2's CTC head, PatchTST). On fake and meta tensors the counter returns those
+gradients contiguous (`CONTIGUOUS_AS_CPU`), as the CPU kernel does, so the op stream that follows
+is the real one; the re-layout is the counter's, not the model's, and is not counted.
+
+``aten.mkldnn_rnn_layer_backward`` (the LSTM/GRU backward on CPU) returns the gradients of the two
+biases as two tensors on the CPU, but as one tensor twice on fake and meta tensors; autograd then
+copies the shared one into the second bias's gradient (a ``new_empty_strided`` + ``copy_`` per
+layer the real run does not make). The counter returns the second as a tensor of its own
+(`SEPARATE_AS_CPU`).
 """
 
 from __future__ import annotations
@@ -59,8 +82,90 @@ def grouped_mm_in_bf16(call: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def _length_values(lengths: Any) -> list[int] | None:
+    """The target lengths as ints, or None where they have no values (a fake or meta tensor)."""
+    if isinstance(lengths, torch.Tensor):
+        return None if _valueless(lengths) else [int(v) for v in lengths.reshape(-1).tolist()]
+    return [int(v) for v in lengths]
+
+
+def ctc_loss_shapes(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` where log_probs has values or the target lengths have none; else the CPU kernel's
+    outputs without values: neg_log_likelihood [N] and log_alpha [N, T, 2 * max(target_lengths) + 1]
+    (log_probs [T, N, C]), both in log_probs' dtype."""
+    def run(log_probs: torch.Tensor, targets: Any, input_lengths: Any, target_lengths: Any,
+            *args: Any, **kwargs: Any) -> Any:
+        lengths = _length_values(target_lengths) if _valueless(log_probs) else None
+        if lengths is None or log_probs.dim() != 3:
+            return call(log_probs, targets, input_lengths, target_lengths, *args, **kwargs)
+        steps, batch = log_probs.shape[0], log_probs.shape[1]
+        states = 2 * max(lengths, default=0) + 1
+        return log_probs.new_empty((batch,)), log_probs.new_empty((batch, steps, states))
+
+    return run
+
+
+#: packet -> (the outputs its CPU kernel lays out by rule, the argument whose suggested memory
+#: format it takes, or None for contiguous). Their fake and meta kernels follow an input's strides
+#: instead; tests/test_stand_in_layouts.py compares the three kernels.
+CONTIGUOUS_AS_CPU: dict[Any, tuple[tuple[int, ...], int | None]] = {
+    aten.native_layer_norm_backward: ((0,), None),
+    aten._log_softmax_backward_data: ((0,), None),
+    aten.mse_loss_backward: ((0,), None),
+    aten.native_batch_norm: ((0,), 0),               # the input's suggested format (channels-last kept)
+    aten.native_batch_norm_backward: ((0,), 1),
+}
+
+
+def contiguous_as_cpu(rule: tuple[tuple[int, ...], int | None]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper laying the outputs at ``rule[0]`` (all of a single output: (0,)) out contiguous, or in
+    the suggested memory format of argument ``rule[1]``, where the first argument has no values;
+    real tensors run unchanged."""
+    from torch._prims_common import suggest_memory_format
+
+    positions, like = rule
+
+    def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            if not _valueless(args[0]):
+                return out
+            fmt = torch.contiguous_format if like is None else suggest_memory_format(args[like])
+            if isinstance(out, torch.Tensor):
+                return out.contiguous(memory_format=fmt)
+            return type(out)(o.contiguous(memory_format=fmt) if i in positions and isinstance(o, torch.Tensor)
+                             else o for i, o in enumerate(out))
+        return run
+    return wrap
+
+
+#: packet -> (i, j): its CPU kernel returns outputs i and j as separate tensors, its fake and meta
+#: kernels as one tensor twice.
+SEPARATE_AS_CPU = {aten.mkldnn_rnn_layer_backward: (3, 4)}
+
+
+def separate_as_cpu(pair: tuple[int, int]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper giving output ``pair[1]`` a tensor of its own where it is output ``pair[0]`` (fake or
+    meta tensors); real tensors run unchanged."""
+    i, j = pair
+
+    def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            if out[i] is None or out[i] is not out[j]:
+                return out
+            out = list(out)
+            out[j] = torch.empty_like(out[i])
+            return tuple(out)
+        return run
+    return wrap
+
+
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
-STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {aten._grouped_mm: grouped_mm_in_bf16}
+STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes,
+    **{packet: contiguous_as_cpu(rule) for packet, rule in CONTIGUOUS_AS_CPU.items()},
+    **{packet: separate_as_cpu(pair) for packet, pair in SEPARATE_AS_CPU.items()}}
 
 
 def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:
