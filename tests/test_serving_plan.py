@@ -75,3 +75,36 @@ def test_plan_command_prints_the_front_and_the_flags(capsys, tmp_path):
     code, out, err = run_cli(capsys, "plan", str(tmp_path), "--device", "H100-SXM", "--slo-ttft", "1s",
                              "--slo-tpot", "1s")
     assert code == 2 and "give one of --rate (open loop) or --concurrency (closed loop)" in err
+
+
+def test_plan_figures_equal_serve_for_each_layout(capsys, tmp_path):
+    """plan counts the design once for every layout (`CountMemo`): each layout on its front gets
+    the figures serve gives that layout counted on its own (tensor-parallel sizes 1 and 2,
+    replicas, a disaggregated split), exactly."""
+    import json
+
+    from conftest import run_cli
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "llama", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "max_position_embeddings": 4096}))
+    common = ["--device", "H100-SXM", "--rate", "50", "--num-requests", "8", "--prompt-len", "64",
+              "--output-len", "8"]
+    rows = {}
+    for tpot in ("1s", "1us"):             # 1 us: met by none, the three closest reported
+        code, out, err = run_cli(capsys, "plan", str(tmp_path), *common, "--slo-ttft", "1s", "--slo-tpot", tpot,
+                                 "--max-gpus", "3", "--json")
+        assert code == 0, err
+        plan = json.loads(out)
+        rows.update({r["layout"]: r for r in plan["front"] + plan["nearest"] + [plan["best"]] if r})
+    flags = {"1 x tp1": [], "2 x tp1": ["--replicas", "2"], "3 x tp1": ["--replicas", "3"], "1 x tp2": ["--tp", "2"],
+             "1P+1D x tp1": ["--prefill-replicas", "1", "--decode-replicas", "1"],
+             "1P+2D x tp1": ["--prefill-replicas", "1", "--decode-replicas", "2"],
+             "2P+1D x tp1": ["--prefill-replicas", "2", "--decode-replicas", "1"]}
+    assert set(rows) <= set(flags) and len(rows) >= 3
+    for layout, row in rows.items():
+        code, out, err = run_cli(capsys, "serve", str(tmp_path), *common, *flags[layout], "--json")
+        assert code == 0, err
+        summary = json.loads(out)["summary"]                # one run: its object
+        assert (row["tokens_per_s_per_gpu"], row["ttft_s"], row["tpot_s"]) == \
+            (summary["output_tokens_per_s_per_gpu"], summary["ttft_s"]["mean"], summary["tpot_s"]["mean"]), layout

@@ -60,14 +60,16 @@ def run(argv: Sequence[str]) -> int:
 
 
 def evaluate_all(args, requests) -> tuple[list[Outcome], list[str]]:
-    """Every candidate simulated (setups counted once per tp / ep / dp-attention), and why the
-    ones left out could not be (does not fit in memory, not servable)."""
+    """Every candidate simulated (the design counted once, its setups planned once per tp / ep /
+    dp-attention), and why the ones left out could not be (does not fit in memory, not servable)."""
     from dispatchprof.llm.models import build_model
+    from dispatchprof.serving.cost import CountMemo
     from dispatchprof.serving.layout import moe_of
     from dispatchprof.serving.serve import prepare_serving, simulate_serving
     from dispatchprof.serving.serve_disagg import simulate_disaggregated
 
     model = build_model(args.model, generator=True)
+    counts = CountMemo(model)                       # one count of the design for every layout
     config = model.config
     moe = moe_of(config)
     setups: dict = {}
@@ -78,7 +80,7 @@ def evaluate_all(args, requests) -> tuple[list[Outcome], list[str]]:
         if key not in setups:
             try:
                 layout = dict(ep=c.ep, dp_attention=c.dp_attention) if c.ep > 1 else dict(tp=c.tp)
-                setups[key] = prepare_serving(model, args.device, engine=args.engine, **layout)
+                setups[key] = prepare_serving(model, args.device, engine=args.engine, counts=counts, **layout)
             except ValueError as e:                 # not servable so
                 setups[key] = None
                 errors.append(str(e))

@@ -22,7 +22,17 @@ cache's bandwidth. So the model counts ten uniform batches once per model: prefi
 determine their nine coefficients by exact least squares (the design matrix's pseudo-inverse is
 computed in rational arithmetic); a value off the fitted plane (more than 1e-6 of the largest)
 raises ValueError: the model is not covered (as does an op stream that changes with the batch,
-such as mixture-of-experts routing that leaves experts idle). A step is timed by rebuilding each
+such as mixture-of-experts routing that leaves experts idle).
+
+**Ops only in multi-token steps.** Some models run ops only when a sequence has more than one
+new token (DeepSeek-V3's, Kimi-K2's and gpt-oss's attention output: a ``reshape`` that is a view
+for one token and a copy, ``aten.clone``, for more). The counted steps then form two streams:
+decode steps (q = 1) and multi-token steps (q > 1), the first a subsequence of the second. The
+ops of both are fitted over all ten compositions as above; an op only in the second is fitted
+over the five multi-token compositions on (1, T, N) (token-wise work: the other features are
+not separable there), the two left over checking it exactly as above, and it is costed only in
+steps whose longest sequence has q > 1 (`Composition.multi_token`), as transformers runs it on
+the flattened batch. A step is timed by rebuilding each
 op's record and plan at its composition and calling the simulator's `time_op`
 (`dispatchprof.sim.timing`), its ops in stream order on the host/device timeline
 (`dispatchprof.sim.timeline.step_time`), energy = dynamic energy + static power x time as
@@ -139,6 +149,11 @@ class Composition:
         return Composition((1, n * q, n, keys, q * keys, q * keys if q > 1 else 0, q, computed_max + q,
                             q * (computed_max + q)), (computed, q * keys))
 
+    @property
+    def multi_token(self) -> bool:
+        """Whether a sequence of the step has more than one new token (q = max q_i > 1)."""
+        return self.x[6] > 1
+
     def split(self, groups: int) -> Composition:
         """The share of one of ``groups`` attention data-parallel groups when the step's sequences
         are spread evenly over them: the sums (T, N, K, A, Ac and the scores) divided by
@@ -200,6 +215,8 @@ class OpGroup:
     count: int
     form: OpForm
     coeffs: tuple[tuple[float, ...], ...]
+    #: run only in steps with a sequence of more than one new token (module docstring)
+    multi: bool = False
 
 
 class StepCostModel:
@@ -213,6 +230,15 @@ class StepCostModel:
         self.ops = len(self.order)
         self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
         self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
+        self._multi = any(g.multi for g in self.groups)
+        single = [g for g in self.order if not self.groups[g].multi]
+        self._single_runs = _runs([self.groups[g].form.host != "" for g in single], single)
+
+    def present(self, c: Composition) -> list[bool] | None:
+        """Per op in stream order, whether it runs in a step of composition ``c``; None: all do."""
+        if not self._multi or c.multi_token:
+            return None
+        return [not self.groups[g].multi for g in self.order]
 
     @functools.cached_property
     def _quantity_matrix(self) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -247,13 +273,14 @@ class StepCostModel:
         timings = self.op_timings(c)
         times = [t.time_s for t in timings]
         entries: list = []
-        for lead, run in self._runs:
+        every = not self._multi or c.multi_token
+        for lead, run in (self._runs if every else self._single_runs):
             if lead >= 0:
                 entries.append(timings[lead])
             if run:
                 entries.append(_Run(sum(n * times[g] for g, n in run)))
         time = step_time(entries)
-        dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings))
+        dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings) if every or not g.multi)
         return StepCost(time, dynamic + self.static_power_w * time)
 
 
@@ -282,18 +309,53 @@ def _runs(issued: Sequence[bool], order: Sequence[int]) -> list[tuple[int, tuple
     return [(lead, tuple(run.items())) for lead, run in out]
 
 
+class CountMemo:
+    """Counts of one model's chains kept for reuse: a count (its records and spans) depends on the
+    model, the batch, the tokens per step and the scenarios only; ``tp``, ``runtime``,
+    ``kv_dtype``, ``weight_dtype`` and ``bound`` enter when its records are planned
+    (`counted_steps`), so layouts of other tensor-parallel sizes reuse one count (``plan``)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self._counts: dict[tuple, tuple[Profile, list[StepSpan]]] = {}
+
+    def get(self, batch: int, tokens: Sequence[int], scenarios: Scenarios) -> tuple[Profile, list[StepSpan]]:
+        """The profile and spans of ``batch`` sequences stepping ``tokens``, counted on first use."""
+        key = (batch, tuple(tokens), scenarios)
+        if key not in self._counts:
+            c, spans = generation_steps(self.model, batch, tokens, scenarios, logits_to_keep=1)
+            self._counts[key] = (c.profile, spans)
+        return self._counts[key]
+
+
 def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios,
                 weight_dtype: str | None = None, bound: bool = False, runtime: str = "serving",
-                tp: int = 1, kv_dtype: str | None = None) -> list[CountedStep]:
+                tp: int = 1, kv_dtype: str | None = None, memo: CountMemo | None = None) -> list[CountedStep]:
     """Count consecutive uniform steps of ``batch`` sequences (`dispatchprof.llm.generation.count_steps`,
     logits for the last token of each sequence) and take every op's form and quantities per
-    scenario under ``runtime``, ``tp`` and ``kv_dtype``."""
-    c, spans = generation_steps(model, batch, tokens, scenarios, weight_dtype=weight_dtype, bound=bound,
-                                runtime=runtime, tp=tp, logits_to_keep=1)
+    scenario under ``runtime``, ``tp`` and ``kv_dtype``; with ``memo`` (of this model), the
+    count is taken from it."""
+    if memo is not None:
+        if memo.model is not model:
+            raise ValueError("count_steps(memo=...) holds the counts of another model")
+        profile, spans = memo.get(batch, tokens, scenarios)
+    else:
+        c, spans = generation_steps(model, batch, tokens, scenarios, weight_dtype=weight_dtype, bound=bound,
+                                    runtime=runtime, tp=tp, logits_to_keep=1)
+        profile = c.profile
     past = spans[-1].past + spans[-1].tokens
-    per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / tp
-    return counted_steps(c.profile, spans, scenarios, batch, per_token, weight_dtype=weight_dtype, bound=bound,
+    per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / kv_shards(getattr(model, "config", None), tp)
+    return counted_steps(profile, spans, scenarios, batch, per_token, weight_dtype=weight_dtype, bound=bound,
                          runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+
+
+def kv_shards(config: object, tp: int) -> int:
+    """Over how many of a tensor-parallel group's ``tp`` devices a token's KV cache is split:
+    ``tp`` (each holds its heads' keys and values), but 1 for multi-head latent attention (a
+    config with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2): its cache is one latent of
+    kv_lora_rank + qk_rope_head_dim elements per token and layer, which every device of the group
+    holds whole (vLLM's and SGLang's MLA backends keep one KV head per rank)."""
+    return 1 if getattr(config, "kv_lora_rank", None) else tp
 
 
 def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenarios, batch: int,
@@ -338,10 +400,11 @@ def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenar
 
 def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
                  bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
-                 runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None) -> list[CountedStep]:
-    """Count the chains of ``design``: (B, tokens per step)."""
+                 runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
+                 memo: CountMemo | None = None) -> list[CountedStep]:
+    """Count the chains of ``design``: (B, tokens per step) (from ``memo`` when given)."""
     return [s for b, tokens in design
-            for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype)]
+            for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, memo)]
 
 
 def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
@@ -353,41 +416,88 @@ def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: 
 
 def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
     """Coefficients of every op's quantities from counted steps (exact least squares); ops of
-    equal form and coefficients are grouped."""
-    first = steps[0]
-    for s in steps[1:]:
-        if s.keys != first.keys or any(len(s.ops[n]) != len(first.ops[n]) for n in first.ops):
-            raise ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from "
-                             f"that of {first.batch} x {first.q} after {first.past}: this model's steps are not "
-                             f"one op stream, which the serving cost model needs")
+    equal form and coefficients are grouped; ops only in multi-token steps are fitted on those
+    (module docstring)."""
+    stream, index_of, extra = _streams(steps)
+    multi = [s for s in steps if s.q > 1]
     rows = [s.features() for s in steps]
     pinv, denominator = integer_pseudo_inverse(rows)
+    multi_rows = [s.features()[:len(MULTI_FEATURES)] for s in multi]
+    multi_fit = integer_pseudo_inverse(multi_rows) if extra else None
+    first = next(s for s in steps if s.q > 1) if extra else steps[0]
     models = {}
-    for name, ops in first.ops.items():
+    for name in first.ops:
         index: dict[tuple, int] = {}
         groups: list[list] = []
         order = []
-        for i, (form, values) in enumerate(ops):
-            samples = [s.ops[name][i] for s in steps]
+        for i, key in enumerate(stream):
+            only_multi = i in extra
+            used = multi if only_multi else steps
+            samples = [s.ops[name][index_of[id(s)][i]] for s in used]
+            form, values = samples[0]
             if any(f != form or len(v) != len(values) for f, v in samples):
                 raise ValueError(f"{form.op} in {form.scope or '<root>'} on {name} changes form (kernel, launch, "
                                  f"moved inputs or shape) with the batch composition: the serving cost model does "
                                  f"not cover this model")
+            p, d, x = (*multi_fit, multi_rows) if only_multi else (pinv, denominator, rows)
             coeffs = []
             for q in range(len(values)):
                 column = [_exact(v[q]) for _, v in samples]
-                numerators = [sum(p * v for p, v in zip(prow, column)) for prow in pinv]
-                _check_linear(numerators, denominator, rows, column, first.keys[i], name)
-                coeffs.append(tuple(float(Fraction(n, 1) / denominator) for n in numerators))
-            key = (dataclasses.replace(form, scope=""), tuple(coeffs))     # the scope does not change the time
-            if key not in index:
-                index[key] = len(groups)
-                groups.append([0, form, tuple(coeffs)])
-            groups[index[key]][0] += 1
-            order.append(index[key])
+                numerators = [sum(a * v for a, v in zip(prow, column)) for prow in p]
+                _check_linear(numerators, d, x, column, key, name)
+                c = [float(Fraction(n, 1) / d) for n in numerators]
+                coeffs.append(tuple(c + [0.0] * (len(FEATURES) - len(c))))
+            group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), only_multi)   # scope: same time
+            if group_key not in index:
+                index[group_key] = len(groups)
+                groups.append([0, form, tuple(coeffs), only_multi])
+            groups[index[group_key]][0] += 1
+            order.append(index[group_key])
         models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name],
-                                     first.static_power_w[name], first.weight_dtype, [k[1] for k in first.keys])
+                                     first.static_power_w[name], first.weight_dtype, [k[1] for k in stream])
     return models
+
+
+#: The features an op only in multi-token steps is fitted on (module docstring).
+MULTI_FEATURES = FEATURES[:3]
+
+
+def _streams(steps: Sequence[CountedStep]) -> tuple[tuple, dict[int, list[int]], set[int]]:
+    """The op stream of the multi-token steps (keys), per step (by id) the index of each stream op
+    in its own ops (-1: absent), and the stream positions of ops only in multi-token steps. Every
+    decode step must have one stream, every multi-token step one, the first a subsequence of the
+    second (module docstring); else the model's steps are not one op stream."""
+    def refuse(s: CountedStep, first: CountedStep) -> ValueError:
+        return ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from that "
+                          f"of {first.batch} x {first.q} after {first.past}: this model's steps are not one op "
+                          f"stream, which the serving cost model needs")
+
+    single = [s for s in steps if s.q == 1]
+    multi = [s for s in steps if s.q > 1]
+    for group in (single, multi):
+        for s in group[1:]:
+            if s.keys != group[0].keys or any(len(s.ops[n]) != len(group[0].ops[n]) for n in group[0].ops):
+                raise refuse(s, group[0])
+    if not single or not multi or single[0].keys == multi[0].keys:
+        first = steps[0]
+        for s in steps[1:]:
+            if s.keys != first.keys or any(len(s.ops[n]) != len(first.ops[n]) for n in first.ops):
+                raise refuse(s, first)
+        same = list(range(len(first.keys)))
+        return first.keys, {id(s): same for s in steps}, set()
+    full, part = multi[0].keys, single[0].keys
+    positions, j = [], 0
+    for i, key in enumerate(full):            # the decode stream in order within the multi-token one
+        if j < len(part) and part[j] == key:
+            positions.append(j)
+            j += 1
+        else:
+            positions.append(-1)
+    if j != len(part):
+        raise refuse(single[0], multi[0])
+    same = list(range(len(full)))
+    index_of = {id(s): (same if s.q > 1 else positions) for s in steps}
+    return full, index_of, {i for i, p in enumerate(positions) if p < 0}
 
 
 def _check_linear(numerators: Sequence, denominator: int, rows: Sequence[Sequence[int]], values: Sequence,

@@ -237,6 +237,11 @@ class LayoutCost:
                 expert[g] = op_timing(form, scaled(form, whole[g], f / a, weights), m.devices, m.weight_dtype,
                                       c.flash_share)
         entries = [expert[g] if e and g in expert else timings[g] for g, e in zip(m.order, self.expert)]
+        stage = self.stage
+        present = m.present(local)            # ops only in multi-token steps (`dispatchprof.serving.cost`)
+        if present is not None:
+            entries = [t for t, p in zip(entries, present) if p]
+            stage = [s for s, p in zip(stage, present) if p]
         tokens = c.x[1]
         exchange = self.exchange_s(tokens)
         full = step_time(entries)
@@ -244,7 +249,7 @@ class LayoutCost:
             time = full + self.moe_layers[0] * exchange
         else:
             stages = [n * exchange for n in self.moe_layers]
-            for t, s in zip(entries, self.stage):
+            for t, s in zip(entries, stage):
                 stages[s] += t.time_s
             boundary = send_s(tokens * self.hidden * self.element_bytes, *self.pp_link) if self.pp_link else 0.0
             launch = full - sum(t.time_s for t in entries)

@@ -43,7 +43,8 @@ from typing import Any, Sequence
 import torch
 
 from dispatchprof.llm.shape_generic import batch_step
-from dispatchprof.serving.cost import DESIGN, Composition, StepCost, StepCostModel, count_design, fit, kv_scale
+from dispatchprof.serving.cost import (DESIGN, Composition, CountMemo, StepCost, StepCostModel, count_design, fit,
+                                      kv_scale)
 from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
 from dispatchprof.serving.engines import EnginePreset, engine_preset
@@ -227,14 +228,17 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
                     acceptance: float = 0.7, price_usd_per_h: float | None = None,
                     image_size: int | None = None, runtime: str = "serving", tp: int | None = None,
                     engine: str | EnginePreset | None = None, engine_version: str | None = None,
-                    ep: int = 1, dp_attention: int = 1, pp: int = 1, expert_skew: float = 1.0) -> ServingSetup:
+                    ep: int = 1, dp_attention: int = 1, pp: int = 1, expert_skew: float = 1.0,
+                    counts: CountMemo | None = None) -> ServingSetup:
     """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``
     under ``runtime`` ("serving" by default: CUDA-graph steps, fused pointwise kernels, the KV
     cache written in place; "compiled", "eager") with tensor parallelism over ``tp`` devices per
     replica; with ``image_size``, also its image encoder on one image (`dispatchprof.serving.encoder`);
     with ``engine`` ("vllm", "sglang", "trtllm" or a preset), that engine's host costs, graphs and
     scheduler (module docstring); ``ep``, ``dp_attention``, ``pp`` and ``expert_skew`` lay each
-    replica out over more GPUs (`dispatchprof.serving.layout`; ``tp`` is then attention's)."""
+    replica out over more GPUs (`dispatchprof.serving.layout`; ``tp`` is then attention's);
+    ``counts`` (a `dispatchprof.serving.cost.CountMemo` of ``model``, a module) reuses the
+    counts of earlier layouts: the same setup, counted once."""
     check_runtime(runtime)
     layout = layout_of(tp, ep, dp_attention, pp, expert_skew)
     tp = layout.tp
@@ -268,7 +272,8 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     moe = moe_of(getattr(target, "config", None))
     step = batch_step(target)           # MoE: every design batch x E / gcd(E, k), every expert busy (layout.py)
     design = DESIGN if step == 1 else tuple((b * step, tokens) for b, tokens in DESIGN)
-    steps = count_design(target, scenarios, weight_dtype, bound, design, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+    steps = count_design(target, scenarios, weight_dtype, bound, design, runtime=runtime, tp=tp, kv_dtype=kv_dtype,
+                         memo=counts)
     cost = fit(steps)[name]
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
