@@ -31,3 +31,23 @@ def test_models_whose_layers_differ_or_are_few_are_counted_as_they_are():
     assert repeatable(tiny_model(num_hidden_layers=3)) == "3 layers: counted as they are"
     gemma = tiny_model("gemma2", num_hidden_layers=5)
     assert "differs between layers" in repeatable(gemma) or "makes layers differ" in repeatable(gemma)
+
+
+def test_the_cost_model_from_repeated_chains_equals_the_full_depth_one():
+    from dispatchprof.serving.cost import Composition, CountMemo, count_design, fit
+    model = tiny_model(num_hidden_layers=5)
+    scenarios = scenarios_of("H100-SXM")
+    memo = CountMemo(model)
+    repeated = _quiet(lambda: fit(count_design(model, scenarios, memo=memo)))["H100-SXM"]
+    direct = _quiet(lambda: fit(count_design(model, scenarios, memo=CountMemo(model, repeat=False))))["H100-SXM"]
+    assert memo.repeated and memo.full_depth_reason == ""
+    for c in (Composition.uniform(3, 1, 40), Composition.uniform(2, 17, 0), Composition.of([(5, 5), (1, 30)])):
+        assert repeated.cost(c) == direct.cost(c)
+
+
+def test_chains_of_a_model_whose_layers_differ_are_counted_whole():
+    from dispatchprof.serving.cost import CountMemo
+    memo = CountMemo(tiny_model("gemma2", num_hidden_layers=5))
+    assert memo.full_depth_reason != ""
+    memo.count_full_depth("asked")
+    assert memo.full_depth_reason == "asked" and not memo.repeated

@@ -75,9 +75,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from dispatchprof.count.layer_repeat import LayerRepeatError
 from dispatchprof.llm.generation import StepSpan, kv_element_bits, model_bits
 from dispatchprof.llm.generation import count_steps as generation_steps
 from dispatchprof.results.profile import Profile
+from dispatchprof.serving.repeat import repeatable, repeated_steps
 from dispatchprof.serving.work import OpForm, moved_inputs, op_form, op_timing, quantities
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
@@ -313,19 +315,46 @@ class CountMemo:
     """Counts of one model's chains kept for reuse: a count (its records and spans) depends on the
     model, the batch, the tokens per step and the scenarios only; ``tp``, ``runtime``,
     ``kv_dtype``, ``weight_dtype`` and ``bound`` enter when its records are planned
-    (`counted_steps`), so layouts of other tensor-parallel sizes reuse one count (``plan``)."""
+    (`counted_steps`), so layouts of other tensor-parallel sizes reuse one count (``plan``).
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    **Few layers.** A decoder whose layers are identical (`dispatchprof.serving.repeat`) has its
+    first chain counted at full depth and every other chain counted with 2 and 3 layers and
+    repeated: `count_design` fits them together, so the cost model's checks (one op stream, one
+    plane) compare the repeated chains with the direct one, and counts every chain at full depth
+    where they fail (``full_depth_reason`` says why chains are counted whole)."""
+
+    def __init__(self, model: torch.nn.Module, repeat: bool = True) -> None:
         self.model = model
-        self._counts: dict[tuple, tuple[Profile, list[StepSpan]]] = {}
+        self._counts: dict[tuple, tuple[Profile, list[StepSpan], bool]] = {}
+        self.full_depth_reason = repeatable(model) if repeat else "layer repetition switched off"
+        self._direct: tuple | None = None        # the chain counted at full depth beside repeated ones
+
+    @property
+    def repeated(self) -> bool:
+        """Whether a chain held was built from counts with few layers."""
+        return any(r for _, _, r in self._counts.values())
+
+    def count_full_depth(self, reason: str) -> None:
+        """Count every chain at full depth from now on (the repeated ones are dropped)."""
+        self.full_depth_reason = reason
+        self._counts = {k: v for k, v in self._counts.items() if not v[2]}
 
     def get(self, batch: int, tokens: Sequence[int], scenarios: Scenarios) -> tuple[Profile, list[StepSpan]]:
         """The profile and spans of ``batch`` sequences stepping ``tokens``, counted on first use."""
         key = (batch, tuple(tokens), scenarios)
         if key not in self._counts:
-            c, spans = generation_steps(self.model, batch, tokens, scenarios, logits_to_keep=1)
-            self._counts[key] = (c.profile, spans)
-        return self._counts[key]
+            if not self.full_depth_reason and self._direct not in (None, key):
+                try:
+                    profile, spans = repeated_steps(self.model, batch, tokens, scenarios, logits_to_keep=1)
+                    self._counts[key] = (profile, spans, True)
+                except LayerRepeatError as e:
+                    self.count_full_depth(str(e))
+            if key not in self._counts:
+                c, spans = generation_steps(self.model, batch, tokens, scenarios, logits_to_keep=1)
+                self._counts[key] = (c.profile, spans, False)
+                self._direct = self._direct or key
+        profile, spans, _ = self._counts[key]
+        return profile, spans
 
 
 def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Scenarios,
@@ -335,14 +364,10 @@ def count_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scena
     logits for the last token of each sequence) and take every op's form and quantities per
     scenario under ``runtime``, ``tp`` and ``kv_dtype``; with ``memo`` (of this model), the
     count is taken from it."""
-    if memo is not None:
-        if memo.model is not model:
-            raise ValueError("count_steps(memo=...) holds the counts of another model")
-        profile, spans = memo.get(batch, tokens, scenarios)
-    else:
-        c, spans = generation_steps(model, batch, tokens, scenarios, weight_dtype=weight_dtype, bound=bound,
-                                    runtime=runtime, tp=tp, logits_to_keep=1)
-        profile = c.profile
+    memo = CountMemo(model, repeat=False) if memo is None else memo
+    if memo.model is not model:
+        raise ValueError("count_steps(memo=...) holds the counts of another model")
+    profile, spans = memo.get(batch, tokens, scenarios)
     past = spans[-1].past + spans[-1].tokens
     per_token = sum(spans[-1].kv_layer_bytes) / (batch * past) / kv_shards(getattr(model, "config", None), tp)
     return counted_steps(profile, spans, scenarios, batch, per_token, weight_dtype=weight_dtype, bound=bound,
@@ -402,9 +427,23 @@ def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str
                  bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
                  runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
                  memo: CountMemo | None = None) -> list[CountedStep]:
-    """Count the chains of ``design``: (B, tokens per step) (from ``memo`` when given)."""
-    return [s for b, tokens in design
-            for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, memo)]
+    """Count the chains of ``design``: (B, tokens per step), the first at full depth and the others
+    from few layers where the model allows (`CountMemo`; from ``memo`` when given), checked by
+    fitting them together: where the fit fails, every chain is counted at full depth."""
+    memo = CountMemo(model) if memo is None else memo
+
+    def counted() -> list[CountedStep]:
+        return [s for b, tokens in design
+                for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, memo)]
+
+    steps = counted()
+    if memo.repeated:
+        try:
+            fit(steps)
+        except ValueError as e:
+            memo.count_full_depth(f"chains counted with few layers disagree with the full-depth one: {e}")
+            steps = counted()
+    return steps
 
 
 def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
@@ -446,7 +485,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                 numerators = [sum(a * v for a, v in zip(prow, column)) for prow in p]
                 _check_linear(numerators, d, x, column, key, name)
                 c = [float(Fraction(n, 1) / d) for n in numerators]
-                coeffs.append(tuple(c + [0.0] * (len(FEATURES) - len(c))))
+                coeffs.append(tuple(c + [0.0] * (len(rows[0]) - len(c))))     # a multi-token op's: 0 beyond (1, T, N)
             group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), only_multi)   # scope: same time
             if group_key not in index:
                 index[group_key] = len(groups)

@@ -13,7 +13,8 @@ covers both engines' spellings: vLLM ``--tensor-parallel-size t --data-parallel-
 
 **Expert step time (EP).** The counted model (tp-split as `dispatchprof.sim.parallel` splits it,
 routing balanced as `op_formulas.moe` assumes) is timed twice per step:
-- every op outside the routed experts (a scope with a path component ``experts``; `is_expert`) at
+- every op outside the routed experts (a scope with a path component ``experts``:
+  `dispatchprof.sim.runtime.is_routed_expert`) at
   one attention group's share of the step (`Composition.split`(A): sums / A, maxima kept);
 - every routed-expert op at the whole step's composition with its work and activation traffic
   times F / A and its weights times 1 / A (`dispatchprof.serving.work.scaled`): the busiest of
@@ -67,10 +68,9 @@ from dispatchprof.serving.cost import Composition, StepCost, StepCostModel
 from dispatchprof.serving.work import op_timing, scaled
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.links import GPUS_PER_NODE, all_to_all_s, links_of, send_s
+from dispatchprof.sim.runtime import is_routed_expert
 from dispatchprof.sim.timeline import step_time
 
-#: A routed-experts scope: a path component named exactly "experts" (not "shared_experts").
-EXPERTS = re.compile(r"(?:^|\.)experts(?:\.|$)")
 #: A decoder layer's index in a scope path.
 LAYER = re.compile(r"\.(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
 #: Config fields naming the routed experts and the experts per token.
@@ -155,11 +155,6 @@ def check_model(layout: Layout, config: Any) -> None:
                              f"{_divisors(layers)}")
 
 
-def is_expert(scope: str) -> bool:
-    """An op of the routed experts (module docstring)."""
-    return bool(EXPERTS.search(scope))
-
-
 def stage_of(scopes: Sequence[str], layers: int, pp: int) -> list[int]:
     """Per op (scopes in stream order) its pipeline stage: layer i on floor(i pp / layers); ops
     before the first layer on stage 0, those after a layer on that layer's stage."""
@@ -183,7 +178,7 @@ def expert_fraction(model: torch.nn.Module) -> float:
     total = experts = 0
     for name, p in model.named_parameters():
         total += p.numel()
-        if is_expert(name):
+        if is_routed_expert(name):
             experts += p.numel()
     return experts / total if total else 0.0
 
@@ -194,7 +189,7 @@ class LayoutCost:
     def __init__(self, model: StepCostModel, layout: Layout, *, layers: int, experts: int, top_k: int, hidden: int,
                  element_bytes: int, device: Device) -> None:
         self.model, self.layout = model, layout
-        self.expert = [is_expert(s) for s in model.scopes]
+        self.expert = [is_routed_expert(s) for s in model.scopes]
         self.expert_groups = sorted({g for g, e in zip(model.order, self.expert) if e})
         self.stage = stage_of(model.scopes, layers, layout.pp)
         moe_layers = [set() for _ in range(layout.pp)]
@@ -258,5 +253,5 @@ class LayoutCost:
         return StepCost(time, (dynamic + m.static_power_w * time) * a)
 
 
-__all__ = ["Layout", "LayoutCost", "all_to_all_bytes", "check_model", "expert_fraction", "is_expert", "layout_of",
+__all__ = ["Layout", "LayoutCost", "all_to_all_bytes", "check_model", "expert_fraction", "layout_of",
            "moe_of", "stage_of"]
