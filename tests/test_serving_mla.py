@@ -9,12 +9,11 @@ import warnings
 import pytest
 import torch
 
-from dispatchprof.llm.generation import count_steps as generation_steps
 from dispatchprof.llm.models import build_model, load_config
 from dispatchprof.llm.shape_generic import batch_step
 from dispatchprof.serving.cost import DESIGN, Composition, count_design, count_steps, fit
 from dispatchprof.sim.placement import scenarios_of
-from dispatchprof.sim.timeline import step_time
+from test_serving_cost import direct
 
 
 def deepseek(**sizes):
@@ -49,19 +48,6 @@ SIZES = dict(num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=8, n
 def tiny():
     """A DeepSeek-V3 of 2 layers (one dense, one of 8 experts, 2 per token), hidden 256."""
     return deepseek(**SIZES)
-
-
-def direct(model, b, q, p, scenarios):
-    """Per device, (time, energy) of one step simulated directly (a counted prefill of p tokens,
-    then the step of b x q tokens in one count; energy = dynamic + static power x time)."""
-    c, spans = generation_steps(model, b, [p, q] if p else [q], scenarios, runtime="compiled", logits_to_keep=1)
-    s = spans[-1]
-    out = {}
-    for sim in c.simulations():
-        ops = sim.ops[s.start:s.end]
-        t = step_time(ops)
-        out[sim.name] = (t, sum(o.dynamic_j for o in ops) + sim.static_power_w * t)
-    return out
 
 
 def test_ops_only_in_multi_token_steps_are_costed_there(tiny):
