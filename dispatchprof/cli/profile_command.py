@@ -27,7 +27,7 @@ from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
 from dispatchprof.report.generation import generation_csv, generation_summary
 from dispatchprof.report.generation_json import generation_json
-from dispatchprof.report.simbytes import bytes_dict, moved_bytes, simulated_as
+from dispatchprof.report.simbytes import bytes_dict, moved_lines, simulated_as
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.runtime import RUNTIMES
 from dispatchprof.sim.simulate import simulate
@@ -170,7 +170,7 @@ def _render(g, args, sims, lasts, scenarios) -> str:
         return generation_csv(g, devices_of(scenarios))
     head = generation_summary(g, model=args.model, fmt=table_fmt(args.format), devices=devices_of(scenarios))
     if sims:
-        head += "\n" + report.wrap(_moved_lines(g, sims, lasts))
+        head += "\n" + report.wrap(moved_lines(_moved(g, sims, lasts)))
     prefill_sim, last_sim = (sims[0] if sims else None), (lasts[0] if lasts else None)
     parts = [head, *_tables(g.prefill, prefill_sim, args, "Prefill")]
     if g.last_step is not None:        # its count holds the prefill before it: its decode records only
@@ -188,20 +188,6 @@ def _moved(g, sims, lasts) -> dict:
         if lasts:
             out[sim.name]["last_decode_step"] = bytes_dict(lasts[k], g.last_step.total("decode").bytes, "decode")
     return out
-
-
-def _moved_lines(g, sims, lasts) -> str:
-    """'Bytes moved as simulated on NAME, ... (weights int4, ...): prefill X (counted Y), last decode
-    step ...', one line per distinct figure (scenarios that moved the same bytes share a line)."""
-    lines: dict[str, list[str]] = {}
-    for k, sim in enumerate(sims):
-        text = (f"({simulated_as(sim)}): prefill {units.nbytes(moved_bytes(sim))} "
-                f"(counted {units.nbytes(g.prefill_totals.bytes)})")
-        if lasts:
-            text += (f", last decode step {units.nbytes(moved_bytes(lasts[k], phase='decode'))} "
-                     f"(counted {units.nbytes(g.last_step.total('decode').bytes)})")
-        lines.setdefault(text, []).append(sim.name)
-    return "\n".join(f"Bytes moved as simulated on {', '.join(names)} {text}" for text, names in lines.items())
 
 
 #: Module tree columns of the console report, under 100 columns for Llama's deepest names; with a

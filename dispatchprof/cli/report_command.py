@@ -11,6 +11,7 @@ from dispatchprof.cli.parser import Parser
 from dispatchprof.report.dataframe import table_file
 from dispatchprof.report.generation import generation_summary
 from dispatchprof.report.generation_json import generation_json
+from dispatchprof.report.simbytes import moved_lines
 from dispatchprof.results.files import READ_LIMITS, read_json
 from dispatchprof.results.frame import ROWS
 from dispatchprof.results.generation import SCHEMA as GENERATION_SCHEMA
@@ -70,6 +71,8 @@ def run(argv: Sequence[str]) -> int:
         return 0
     fmt = table_fmt(args.format)
     parts = [generation_summary(g, model=model, fmt=fmt)] if g is not None else [report.summary(profile, sims, fmt=fmt)]
+    if g is not None and data.get("simulated_bytes"):          # as the profile command printed it
+        parts[0] += "\n" + report.wrap(moved_lines(data["simulated_bytes"]))
     parts.append(report.module_tree(profile, sims[0] if sims else None, depth=args.depth, fmt=fmt))
     if args.top > 0:
         parts.append(report.operator_table(profile, sims[0] if sims else None, row_limit=args.top, fmt=fmt))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from dispatchprof import units
 from dispatchprof.results.profile import roll_up
 from dispatchprof.sim.device import dtype_key
 from dispatchprof.sim.simulate import SimTotals, Simulation
@@ -96,3 +97,23 @@ def bytes_dict(sim: Simulation, counted_bytes: int, phase: str | None = None) ->
     return {"bytes": moved_bytes(sim, phase=phase), "counted_bytes": counted_bytes,
             "weight_dtype": weights_dtype(sim), "kv_dtype": kv_dtype(sim),
             "runtime": sim.runtime.runtime, "tp": sim.tp}
+
+
+def moved_lines(moved: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """'Bytes moved as simulated on NAME, ... (weights int4, KV cache bf16, runtime eager): prefill X
+    (counted Y), last decode step ...' from `bytes_dict` entries per scenario ({"prefill": ...,
+    "last_decode_step": ...}, as a generation's JSON saves them), one line per distinct figure
+    (scenarios that moved the same bytes share a line)."""
+    lines: dict[str, list[str]] = {}
+    for name, parts in moved.items():
+        pre = parts["prefill"]
+        text = (f"(weights {pre['weight_dtype']}, KV cache {pre['kv_dtype']}, runtime {pre['runtime']}"
+                + (f", tp {pre['tp']}: one device's share" if pre["tp"] > 1 else "")
+                + f"): prefill {units.nbytes(pre['bytes'])} (counted {units.nbytes(pre['counted_bytes'])})")
+        last = parts.get("last_decode_step")
+        if last:
+            text += (f", last decode step {units.nbytes(last['bytes'])} "
+                     f"(counted {units.nbytes(last['counted_bytes'])})")
+        lines.setdefault(text, []).append(name)
+    return "\n".join(f"Bytes moved as simulated on {', '.join(names)} {text}" for text, names in lines.items())
+
