@@ -78,7 +78,9 @@ def test_encoder_forward_json_and_csv(capsys, tmp_path):
     from tests.test_cli_commands import BERT
     bert = tmp_path / "bert.json"
     bert.write_text(json.dumps(BERT))
-    argv = (str(bert), "--prompt-len", "8", "--device", "PIM-AI-1chip", "--device", "UPMEM-640", "--device", "L4")
+    # --host fixed: the L4's eager time (and so its static energy) the same in both runs
+    argv = (str(bert), "--prompt-len", "8", "--device", "PIM-AI-1chip", "--device", "UPMEM-640", "--device", "L4",
+            "--host", "fixed")
     code, out, _ = run(capsys, *argv, "--format", "json")
     devices = json.loads(out)["devices"]
     pim, upmem, l4 = (devices[n] for n in ("PIM-AI-1chip", "UPMEM-640", "L4"))
