@@ -1,7 +1,7 @@
 """The same Llama config in Hugging Face form and in the lean gpt-fast form (scripts/lean_llama.py):
 HF builds cache objects, masks, rotary tables and output dataclasses in Python around every layer,
-the lean form does not, so HF's measured model Python per decode step is larger and its eager
-decode step on the same host is predicted slower.
+the lean form does not, so HF's measured model Python per decode step is usually larger; the lean
+form dispatches more aten calls. Only the second is tested: the first is measured time.
 
 Measured on the shared 2-core machine under load (6 layers, hidden 64, 16-token prompt, dgx-h100
 host), single counts: lean 80k-224k calibration loops, HF 146k-2.0M (a descheduled thread's time
@@ -37,7 +37,6 @@ from lean_llama import lean_from_config  # noqa: E402
 CONFIG = tf.LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=6,
                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
 PROMPT = 16
-ROUNDS = 3
 
 
 def lean_decode(device):
@@ -54,25 +53,27 @@ def lean_decode(device):
         with c.phase("decode"):
             model(ids1, pos1)
         end = c.records_counted
-    return host_totals(c.profile.records[start:end]).loops, step_time(c.simulations()[0].ops[start:end])
+    return calls_and_seconds(c, start, end)
 
 
 def hf_decode(device):
     """The same for the HF form (the CLI's count of a prefill and one decode step)."""
     c, spans = count_steps(build_model(CONFIG, dtype=torch.bfloat16), 1, [PROMPT, 1], scenarios_of([device]),
                            runtime="eager")
-    start, end = spans[1].start, spans[1].end
-    return host_totals(c.profile.records[start:end]).loops, step_time(c.simulations()[0].ops[start:end])
+    return calls_and_seconds(c, spans[1].start, spans[1].end)
 
 
-def test_hf_form_measures_more_model_python_and_predicts_a_slower_eager_step():
-    """Each form counted ROUNDS times, alternating, each on a new model (a model counted again reuses
-    its first host times); the smallest of each is kept: a descheduled counting thread only adds time."""
+def calls_and_seconds(c, start, end):
+    """(aten calls the host dispatched, predicted eager seconds) of records [start, end) of a count."""
+    return host_totals(c.profile.records[start:end]).calls, step_time(c.simulations()[0].ops[start:end])
+
+
+def test_the_lean_form_dispatches_more_aten_calls_per_decode_step():
+    """What does not depend on the machine: the lean form's in-place cache writes dispatch more aten
+    calls (views, prim.device queries) than HF's decode step, so its dispatch part of the eager host
+    time is the larger; the model Python part, measured, goes the other way (module docstring: too
+    noisy on a loaded machine for a test; scripts/validate_host_time.py reports it)."""
     device = load_device("H100-SXM").with_host(load_host("dgx-h100"))
-    lean, hf = [], []
-    for _ in range(ROUNDS):
-        lean.append(lean_decode(device))
-        hf.append(hf_decode(device))
-    (lean_loops, lean_s), (hf_loops, hf_s) = min(lean), min(hf)
-    assert hf_loops > lean_loops
-    assert hf_s > lean_s
+    (lean_calls, lean_s), (hf_calls, hf_s) = lean_decode(device), hf_decode(device)
+    assert hf_calls == 759 and lean_calls > hf_calls
+    assert lean_s > 0 and hf_s > 0
