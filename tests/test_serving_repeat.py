@@ -34,7 +34,8 @@ def test_models_whose_layers_differ_or_are_few_are_counted_as_they_are():
 
 
 def test_the_cost_model_from_repeated_chains_equals_the_full_depth_one():
-    from dispatchprof.serving.cost import Composition, CountMemo, count_design, fit
+    from dispatchprof.serving.cost import Composition, count_design, fit
+    from dispatchprof.serving.repeat import CountMemo
     model = tiny_model(num_hidden_layers=5)
     scenarios = scenarios_of("H100-SXM")
     memo = CountMemo(model)
@@ -46,7 +47,7 @@ def test_the_cost_model_from_repeated_chains_equals_the_full_depth_one():
 
 
 def test_chains_of_a_model_whose_layers_differ_are_counted_whole():
-    from dispatchprof.serving.cost import CountMemo
+    from dispatchprof.serving.repeat import CountMemo
     memo = CountMemo(tiny_model("gemma2", num_hidden_layers=5))
     assert memo.full_depth_reason != ""
     memo.count_full_depth("asked")

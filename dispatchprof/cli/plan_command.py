@@ -63,7 +63,7 @@ def evaluate_all(args, requests) -> tuple[list[Outcome], list[str]]:
     """Every candidate simulated (the design counted once, its setups planned once per tp / ep /
     dp-attention), and why the ones left out could not be (does not fit in memory, not servable)."""
     from dispatchprof.llm.models import build_model
-    from dispatchprof.serving.cost import CountMemo
+    from dispatchprof.serving.repeat import CountMemo
     from dispatchprof.serving.layout import moe_of
     from dispatchprof.serving.serve import prepare_serving, simulate_serving
     from dispatchprof.serving.serve_disagg import simulate_disaggregated

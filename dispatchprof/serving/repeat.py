@@ -1,4 +1,5 @@
-"""Serving's counted steps from a decoder counted with few layers.
+"""Serving's counted step chains: kept per model for reuse (`CountMemo`), and for a decoder counted
+with few layers.
 
 The step cost model (`dispatchprof.serving.cost`) counts a handful of uniform step chains of the
 whole model. A decoder whose layers are identical modules (`dispatchprof.llm.layer_repeat
@@ -21,11 +22,12 @@ from typing import Any, Sequence
 
 import torch
 
-from dispatchprof.count.layer_repeat import per_layer, repeat_layers
+from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer, repeat_layers
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.llm.generation import count_steps as generation_steps
 from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
 from dispatchprof.results.profile import Profile
+from dispatchprof.sim.placement import Scenarios
 
 #: The depths counted: n and n + 1 layers, n >= 2 (`repeat_layers`).
 SHALLOW = (2, 3)
@@ -71,4 +73,50 @@ def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], sc
     return profile, spans
 
 
-__all__ = ["SHALLOW", "repeatable", "repeated_steps"]
+class CountMemo:
+    """Counts of one model's chains kept for reuse: a count (its records and spans) depends on the
+    model, the batch, the tokens per step and the scenarios only; ``tp``, ``runtime``,
+    ``kv_dtype``, ``weight_dtype`` and ``bound`` enter when its records are planned
+    (`counted_steps`), so layouts of other tensor-parallel sizes reuse one count (``plan``).
+
+    **Few layers.** A decoder whose layers are identical (`dispatchprof.serving.repeat`) has its
+    first chain counted at full depth and every other chain counted with 2 and 3 layers and
+    repeated: `count_design` fits them together, so the cost model's checks (one op stream, one
+    plane) compare the repeated chains with the direct one, and counts every chain at full depth
+    where they fail (``full_depth_reason`` says why chains are counted whole)."""
+
+    def __init__(self, model: torch.nn.Module, repeat: bool = True) -> None:
+        self.model = model
+        self._counts: dict[tuple, tuple[Profile, list[StepSpan], bool]] = {}
+        self.full_depth_reason = repeatable(model) if repeat else "layer repetition switched off"
+        self._direct: tuple | None = None        # the chain counted at full depth beside repeated ones
+
+    @property
+    def repeated(self) -> bool:
+        """Whether a chain held was built from counts with few layers."""
+        return any(r for _, _, r in self._counts.values())
+
+    def count_full_depth(self, reason: str) -> None:
+        """Count every chain at full depth from now on (the repeated ones are dropped)."""
+        self.full_depth_reason = reason
+        self._counts = {k: v for k, v in self._counts.items() if not v[2]}
+
+    def get(self, batch: int, tokens: Sequence[int], scenarios: Scenarios) -> tuple[Profile, list[StepSpan]]:
+        """The profile and spans of ``batch`` sequences stepping ``tokens``, counted on first use."""
+        key = (batch, tuple(tokens), scenarios)
+        if key not in self._counts:
+            if not self.full_depth_reason and self._direct not in (None, key):
+                try:
+                    profile, spans = repeated_steps(self.model, batch, tokens, scenarios, logits_to_keep=1)
+                    self._counts[key] = (profile, spans, True)
+                except LayerRepeatError as e:
+                    self.count_full_depth(str(e))
+            if key not in self._counts:
+                c, spans = generation_steps(self.model, batch, tokens, scenarios, logits_to_keep=1)
+                self._counts[key] = (c.profile, spans, False)
+                self._direct = self._direct or key
+        profile, spans, _ = self._counts[key]
+        return profile, spans
+
+
+__all__ = ["SHALLOW", "CountMemo", "repeatable", "repeated_steps"]

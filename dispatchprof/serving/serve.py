@@ -43,13 +43,14 @@ from typing import Any, Sequence
 import torch
 
 from dispatchprof.llm.shape_generic import batch_step
-from dispatchprof.serving.cost import (DESIGN, Composition, CountMemo, StepCost, StepCostModel, count_design, fit,
+from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, count_design, fit,
                                       kv_scale)
 from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
 from dispatchprof.serving.engines import EnginePreset, engine_preset
 from dispatchprof.serving.layout import Layout, LayoutCost, check_model, expert_fraction, layout_of, moe_of
 from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
+from dispatchprof.serving.repeat import CountMemo
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
 from dispatchprof.serving.seq2seq import (
@@ -237,7 +238,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     with ``engine`` ("vllm", "sglang", "trtllm" or a preset), that engine's host costs, graphs and
     scheduler (module docstring); ``ep``, ``dp_attention``, ``pp`` and ``expert_skew`` lay each
     replica out over more GPUs (`dispatchprof.serving.layout`; ``tp`` is then attention's);
-    ``counts`` (a `dispatchprof.serving.cost.CountMemo` of ``model``, a module) reuses the
+    ``counts`` (a `dispatchprof.serving.repeat.CountMemo` of ``model``, a module) reuses the
     counts of earlier layouts: the same setup, counted once."""
     check_runtime(runtime)
     layout = layout_of(tp, ep, dp_attention, pp, expert_skew)
