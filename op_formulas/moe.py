@@ -33,7 +33,7 @@ import torch
 from op_formulas.args import first_meta
 from op_formulas.cost import Cost, TensorMeta
 from op_formulas.matmul import matmul_cost
-from op_formulas.registry import UnsupportedCall, formula
+from op_formulas.registry import UnsupportedCall, formula, gathers_parameters
 
 aten = torch.ops.aten
 
@@ -71,6 +71,9 @@ def grouped_mm(a: TensorMeta, b: TensorMeta, offs: Any = None, bias: Any = None,
         cost = cost + Cost(add=out.numel)
     read = a.nbytes + read_b + sum(t.nbytes for t in (offs, bias) if isinstance(t, TensorMeta))
     return cost.with_bytes(read=read, written=out.nbytes)
+
+
+gathers_parameters(1, aten._grouped_mm)   # [S,K] x [G,K,N] reads only the experts its rows route to
 
 
 @formula(aten.histc)

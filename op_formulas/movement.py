@@ -17,7 +17,7 @@ import torch
 
 from op_formulas.args import first_meta
 from op_formulas.cost import Cost, TensorMeta
-from op_formulas.registry import formula, overwrites_self, zero_cost
+from op_formulas.registry import formula, gathers_parameters, overwrites_self, zero_cost
 
 aten = torch.ops.aten
 
@@ -83,6 +83,9 @@ def embedding(weight: TensorMeta, indices: TensorMeta, *args: Any, result: Any, 
     return Cost(bytes_read=indices.nbytes + out.nbytes, bytes_written=out.nbytes)
 
 
+gathers_parameters(0, aten.embedding)
+
+
 @formula(aten.embedding_dense_backward)
 def embedding_backward(grad: TensorMeta, indices: TensorMeta, num_weights: int, *args: Any,
                        result: Any, **kwargs: Any) -> Cost:
@@ -133,6 +136,9 @@ def embedding_bag(weight: TensorMeta, indices: TensorMeta, offsets: TensorMeta, 
         cost += Cost(mult=rows * d)
     read = indices.nbytes + offsets.nbytes + rows * d * weight.itemsize
     return cost.with_bytes(read=read, written=sum(t.nbytes for t in result if isinstance(t, TensorMeta)))
+
+
+gathers_parameters(0, aten._embedding_bag, aten._embedding_bag_forward_only)
 
 
 def bag_backward_cost(grad: TensorMeta, indices: TensorMeta, mode: int, weighted: bool) -> Cost:

@@ -24,6 +24,10 @@ Packet = torch._ops.OpOverloadPacket
 
 _FORMULAS: dict[Packet, Formula] = {}
 ZERO_COST: set[Packet] = set()
+#: Ops that read only some of a parameter (rows of a table, the experts a batch routes to), with
+#: the position of that argument: their formulas' bytes_read say how much is read, and the counter
+#: takes what is not read off that parameter's bytes.
+PARAMETER_GATHERS: dict[Packet, int] = {}
 #: Namespaces whose every op is bookkeeping (``prim.device``, ``profiler._record_function_*``).
 ZERO_COST_NAMESPACES = frozenset({"prim", "profiler"})
 
@@ -49,6 +53,13 @@ def zero_cost(*packets: Packet) -> None:
         if p in _FORMULAS or p in ZERO_COST:
             raise ValueError(f"{p} is already registered; an op has exactly one state")
         ZERO_COST.add(p)
+
+
+def gathers_parameters(position: int, *packets: Packet) -> None:
+    """Declare ops whose formulas read only part of their argument at ``position``, a parameter
+    (``PARAMETER_GATHERS``); each must have a formula that gives its bytes_read."""
+    _check_packets(packets, "gathers_parameters")
+    PARAMETER_GATHERS.update(dict.fromkeys(packets, position))
 
 
 def _check_packets(packets: Iterable[object], where: str) -> None:

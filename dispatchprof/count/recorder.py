@@ -17,14 +17,14 @@ from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
 from dispatchprof.count.tensors import dtype_name, first_kind, iter_tensors, output_tensors, stored_bytes, to_meta
 from dispatchprof.count.tracker import Frame, ModuleTracker
-from dispatchprof.count.traffic import EVERYTHING, Existing, bytes_read, bytes_written, input_keys
+from dispatchprof.count.traffic import EVERYTHING, Existing, bytes_read, bytes_written, input_keys, parameter_share
 from dispatchprof.count.stand_ins import runner
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
 from op_formulas.attention import fused_backward
 from op_formulas.collectives import COLLECTIVES
 from op_formulas.cost import Cost, TensorMeta
-from op_formulas.registry import OVERWRITES_SELF, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
+from op_formulas.registry import OVERWRITES_SELF, PARAMETER_GATHERS, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
@@ -194,6 +194,9 @@ class Recorder:
             return
         total, sources, param_bytes, param_elements, keys, first = bytes_read(info, args, kwargs, self.tracker.resident,
                                                                                 self.ledger.producer_of)
+        if info.gathers is not None and cost.bytes_read is not None and info.gathers < len(args):
+            param_bytes, param_elements = parameter_share(total, param_bytes, param_elements, cost.bytes_read,
+                                                          args[info.gathers])
         written, out_elements = bytes_written(info, args, kwargs, out_tensors)
         if cost.bytes_read is None or cost.bytes_written is None:
             cost = cost.with_bytes(total if cost.bytes_read is None else cost.bytes_read,
@@ -358,7 +361,7 @@ class OpInfo:
     """One overload's entry on the hot path: its formula (None if it has none), name, schema
     facts and the registry sets it belongs to. Built once per counting context."""
 
-    __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "skips_first",
+    __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "gathers", "skips_first",
                  "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names",
                  "view", "call")
 
@@ -374,6 +377,8 @@ class OpInfo:
         self.zero_cost = packet in ZERO_COST or packet._qualified_op_name.split("::")[0] in ZERO_COST_NAMESPACES
         self.attention = packet in ATTENTION_OPS
         self.collective = packet in COLLECTIVES
+        #: the position of the parameter the formula reads only part of, or None
+        self.gathers = PARAMETER_GATHERS.get(packet)
         self.skips_first = packet in OVERWRITES_SELF    # first argument overwritten, not read
         self.data_dependent = packet in DATA_DEPENDENT
         #: an aten op with a CompositeImplicitAutograd kernel (decomposed when it has no formula)

@@ -68,6 +68,20 @@ def bytes_read(info: Any, args: tuple, kwargs: dict, resident: set[int],
     return total, sources, param_bytes, param_elements, Existing(inputs, resident), first
 
 
+def parameter_share(total: int, param_bytes: int, param_elements: int, formula_read: int,
+                    table: Any) -> tuple[int, int]:
+    """The parameter bytes and elements read by an op that gathers from the parameter ``table``
+    (op_formulas.registry.PARAMETER_GATHERS: ``embedding`` reads some rows of a table,
+    ``_grouped_mm`` the experts its tokens route to), whose formula reads ``formula_read`` bytes
+    where the generic rule reads ``total``, ``param_bytes`` of them parameters. Rule: every other
+    input is read whole, so the difference is the table's: it comes off (or, where rows repeat,
+    adds to) the parameter bytes and, in the table's element size, the parameter elements."""
+    if not isinstance(table, Tensor) or not param_bytes:
+        return param_bytes, param_elements
+    unread = min(total - formula_read, param_bytes)
+    return param_bytes - unread, max(0, param_elements - unread // table.element_size())
+
+
 def is_parameter(t: Tensor) -> bool:
     """``isinstance(t, nn.Parameter)`` without Parameter's Python ``__instancecheck__``."""
     return issubclass(type(t), nn.Parameter) or getattr(t, "_is_param", False)
