@@ -24,7 +24,8 @@ from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
 from op_formulas.attention import fused_backward
 from op_formulas.collectives import COLLECTIVES
 from op_formulas.cost import Cost, TensorMeta
-from op_formulas.registry import OVERWRITES_SELF, PARAMETER_GATHERS, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall, lookup
+from op_formulas.registry import (OVERWRITES_SELF, PARAMETER_GATHERS, ZERO_COST, ZERO_COST_NAMESPACES, UnsupportedCall,
+                                  lookup)
 
 aten = torch.ops.aten
 Tensor = torch.Tensor
