@@ -35,12 +35,15 @@ TPOT of 133.81 ms (7.47 tok/s) and today's 131.25 ms: the 2.56 ms between them i
 GB/s. (The setting that gave 7.64 is not recorded anywhere in the history; this one is.)
 """
 
+from pathlib import Path
+
 import pytest
 
 from dispatchprof.llm.generation import profile_generation
 from dispatchprof.llm.models import build_model
 from dispatchprof.sim.catalog import load_device
 
+ROOT = Path(__file__).resolve().parent.parent
 #: The quoted paper figures (issue #37), decode tokens/s of Llama-2-7B at batch 1.
 PAPER = {"PIM-AI-1chip": 7.69, "PIM-AI-4dimm": 492.2}
 #: The framework's script: batch 1, 64 prompt tokens, 128 tokens in all.
@@ -71,9 +74,11 @@ def test_weights_a_step_reads_by_hand(llama_2_7b_generation):
 def test_decode_rate_beside_the_paper(llama_2_7b_generation, device, capsys):
     model, g = llama_2_7b_generation
     ours = g.devices[device].decode_tokens_per_s
+    line = (f"Llama-2-7B bf16, batch 1, 64 + 64 tokens on {device}: decode {ours:.2f} tok/s "
+            f"(paper, as quoted: {PAPER[device]} tok/s; {ours / PAPER[device] - 1:+.1%})")
     with capsys.disabled():
-        print(f"\nLlama-2-7B bf16, batch 1, 64 + 64 tokens on {device}: decode {ours:.2f} tok/s "
-              f"(paper, as quoted: {PAPER[device]} tok/s; {ours / PAPER[device] - 1:+.1%})")
+        print("\n" + line)
+    assert line in (ROOT / "docs" / "pim.md").read_text(), line         # the docs show this run
     # a step is bound by memory: at least the weights it reads over the bandwidth, and at most 3%
     # more (the KV cache read and copied on append, activations, the per-element costs)
     floor_s = weights_read_per_step(model) / (load_device(device).memory_bandwidth_gb_per_s * 1e9)
