@@ -121,6 +121,60 @@ def summary(compared: list[tuple[dict[str, str], dict[str, float], float]], spli
     return result
 
 
+def by_workload(compared: list[tuple[dict[str, str], dict[str, float], float]], split: str
+                ) -> dict[str, list[tuple[str, float]]]:
+    """Over the rows of ``split``: each workload's rows as (DPUs, signed error of the total), in the
+    CSV's order; a workload is over the issue's bar when one of its |errors| is above `WORKLOAD_BAR`."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for row, _, err in compared:
+        if row["split"] == split:
+            out.setdefault(row["workload"], []).append((row["dpus"], err))
+    return out
+
+
+#: No workload's |error| above this (issue #37's done-when).
+WORKLOAD_BAR = 0.35
+
+
+def median_sensitivity(errors: list[float]) -> tuple[float, float, float]:
+    """(median, lowest, highest) of the median |error| when any one row is left out: how far the
+    median moves on one row's evidence."""
+    every = [abs(e) for e in errors]
+    left_out = [statistics.median(every[:i] + every[i + 1:]) for i in range(len(every))]
+    return statistics.median(every), min(left_out), max(left_out)
+
+
+def repeats(compared: list[tuple[dict[str, str], dict[str, float], float]]
+            ) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """Pairs of rows that ran the same workload, size and DPUs (two logs of one configuration): the
+    spread between them is the server's own, which no model can follow."""
+    seen: dict[tuple[str, str, str], dict[str, str]] = {}
+    pairs = []
+    for row, _, _ in compared:
+        key = (row["workload"], row["size"], row["dpus"])
+        if key in seen:
+            pairs.append((row["workload"], seen[key], row))
+        seen.setdefault(key, row)
+    return pairs
+
+
+def print_robustness(compared: list[tuple[dict[str, str], dict[str, float], float]]) -> None:
+    """Per workload, each row's error; the median's spread with one row left out; repeated runs."""
+    for split in SPLITS:
+        print(f"\n{split} rows: error of the total per workload (DPUs: error); '!' over {WORKLOAD_BAR:.0%}")
+        for workload, errs in by_workload(compared, split).items():
+            flag = "!" if any(abs(e) > WORKLOAD_BAR for _, e in errs) else " "
+            print(f"  {flag} {workload:9} " + "  ".join(f"{d}: {e:+.1%}" for d, e in errs))
+        med, low, high = median_sensitivity([e for row, _, e in compared if row["split"] == split])
+        print(f"  median |error| {med:.1%}; with any one row left out {low:.1%} .. {high:.1%}")
+    print("\nsame workload, size and DPUs measured twice (ms, parts and total):")
+    for workload, a, b in repeats(compared):
+        ta, tb = (sum(float(r[p]) for p in PARTS) for r in (a, b))
+        print(f"  {workload:9} {a['dpus']:>3} DPUs  {a['id']}: in {float(a['cpu_dpu_ms']):.0f}, out "
+              f"{float(a['dpu_cpu_ms']):.0f}, total {ta:.0f}  |  {b['id']}: in {float(b['cpu_dpu_ms']):.0f}, "
+              f"out {float(b['dpu_cpu_ms']):.0f}, total {tb:.0f}  ({tb / ta - 1:+.1%})")
+
+
 def main() -> int:
     compared = compare(read_rows())
     print(f"PrIM workloads on {PROFILE}'s per-DPU figures, each on the DPUs its measured run allocated "
@@ -144,6 +198,7 @@ def main() -> int:
         for p in PARTS:
             if p in result:
                 print(f"    {p[:-3]:12} {result[p]:+6.1%}")
+    print_robustness(compared)
     return 0
 
 

@@ -93,3 +93,33 @@ def test_transpose_on_60_dpus_by_hand():
     # in: 60 then 4 DPUs' blocks, each round on one rank (4 DPUs reach 4 x 0.0831 GB/s at most)
     assert got["cpu_dpu_ms"] == pytest.approx((60 * 8 * block / 2.14e9 + 4 * 8 * block / (4 * 0.0831e9)) * 1e3)
     assert got["dpu_cpu_ms"] == pytest.approx((60 * 8 * block / 1.75e9 + 4 * 8 * block / (4 * 0.149e9)) * 1e3)
+
+
+def test_median_sensitivity_by_hand():
+    # |errors| 1, 2, 3, 10, 20: median 3; leaving out 1 or 2 gives (3 + 10) / 2 = 6.5, leaving out
+    # 3 gives (2 + 10) / 2 = 6, leaving out 10 or 20 gives (2 + 3) / 2 = 2.5
+    assert vp.median_sensitivity([0.01, -0.02, 0.03, -0.10, 0.20]) == pytest.approx((0.03, 0.025, 0.065))
+
+
+def test_per_workload_errors_and_repeats():
+    a = {"workload": "VA", "split": "fit", "dpus": "60", "size": "n=8", "id": "a"}
+    b = {**a, "dpus": "64", "id": "b"}
+    c = {**a, "split": "held-out", "id": "c"}          # VA, n=8 on 60 DPUs again: a repeat of a
+    compared = [(a, {}, 0.4), (b, {}, -0.1), (c, {}, 0.05)]
+    assert vp.by_workload(compared, "fit") == {"VA": [("60", 0.4), ("64", -0.1)]}
+    assert vp.by_workload(compared, "held-out") == {"VA": [("60", 0.05)]}
+    assert vp.repeats(compared) == [("VA", a, c)]
+
+
+def test_held_out_rows_as_shipped_no_workload_over_the_bar_and_docs_show_the_spread():
+    compared = vp.compare(rows())
+    doc = open(vp.os.path.join(vp.ROOT, "docs", "pim.md")).read()
+    held = vp.by_workload(compared, "held-out")
+    assert max(abs(e) for errs in held.values() for _, e in errs) <= vp.WORKLOAD_BAR
+    for split in vp.SPLITS:
+        med, low, high = vp.median_sensitivity([e for r, _, e in compared if r["split"] == split])
+        line = f"| {split}: median with any one row left out | {low:.1%} .. {high:.1%} |"
+        assert line in doc, line
+        for workload, errs in vp.by_workload(compared, split).items():
+            cell = f"| {split}: {workload} | " + ", ".join(f"{e:+.1%} ({d} DPUs)" for d, e in errs) + " |"
+            assert cell in doc, cell

@@ -18,7 +18,9 @@ min(1, tasklets / pipeline_tasklets)):
                  its elements' share of the bytes the op reads) to the u units and gathers its output:
                      broadcast(A bytes, u) + gather(output bytes, u)
                  an op whose output has fewer elements than u (a reduction over the split dimension)
-                 gathers u partial results per output element: gather(u * output bytes, u);
+                 gathers u partial results per output element: gather(u * output bytes, u); a row
+                 lookup (`ROW_LOOKUPS`: an embedding) reduces nothing, its rows are read where they
+                 lie, so it exchanges nothing however few elements it returns;
                  the host's own arithmetic on them is not charged (no published host rate here)
     broadcast(b, u) = b * u / (broadcast_to_rank * r)
     scatter(b, u)   = b / min(host_to_units_max, r * min(host_to_rank, u / r * host_to_unit))
@@ -54,6 +56,10 @@ from dispatchprof.sim.pim import CLASS_OF, PimSpec, PimSpecError
 ALIASES = {"bool": "int32", "int8": "int32", "int16": "int32", "uint8": "int32"}
 #: Integer dtypes (a division in them gives a rounded quotient: `charged_counts`).
 INTEGER_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+#: Ops that return rows of a table as they are (no partial results to gather): of the parameter
+#: gathers (op_formulas.registry.PARAMETER_GATHERS), the ones that neither sum rows (an embedding
+#: bag) nor multiply them (grouped GEMMs, timed as GEMMs).
+ROW_LOOKUPS = ("aten.embedding",)
 #: Ops that divide and round: the count adds an OTHER per element for the rounding.
 ROUNDING_DIVISIONS = ("aten.floor_divide", "aten.div")
 
@@ -181,7 +187,7 @@ def _exchange(r: OpRecord, spec: PimSpec, units: int) -> tuple[float, float]:
         a, b = (math.prod(s) for s in _operands(r))
         streamed = (r.cost.bytes_read or 0) * min(a, b) / (a + b)     # its share of the operands' bytes
         return broadcast_s(spec, streamed, units) + gather_s(spec, out_bytes, units), streamed * units + out_bytes
-    if r.out_elements and r.out_elements < units:
+    if r.out_elements and r.out_elements < units and r.op not in ROW_LOOKUPS:
         partials = units * out_bytes
         return gather_s(spec, partials, units), partials
     return 0.0, 0.0
