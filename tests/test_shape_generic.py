@@ -243,3 +243,20 @@ def test_a_saved_generic_profile_answers_without_the_model(tmp_path):
     (tmp_path / "bad.json").write_text('{"schema": "dispatchprof.profile"}')
     with pytest.raises(ValueError, match="not a dispatchprof generic profile"):
         type(fit).load(tmp_path / "bad.json")
+
+
+def test_row_ids_equal_exactly_for_equal_polynomials():
+    """Ids by hand: rows 0 and 2 are one polynomial, rows 1 and 3 others (they differ in one
+    coefficient only, as a layer's bytes and its MACs may); Python-integer rows (beyond int64) alike."""
+    import types
+
+    import numpy as np
+
+    from dispatchprof.count.generic import row_ids
+
+    rows = [[5, 0, 7], [5, 0, 8], [5, 0, 7], [0, 5, 7]]
+    ids = row_ids(types.SimpleNamespace(numerators=np.array(rows, dtype=np.int64)))
+    assert ids[0] == ids[2] and len({ids[0], ids[1], ids[3]}) == 3
+    big = np.array([[2 ** 70, 1], [2 ** 70, 2], [2 ** 70, 1]], dtype=object)
+    ids = row_ids(types.SimpleNamespace(numerators=big))
+    assert ids[0] == ids[2] != ids[1]
