@@ -47,7 +47,9 @@ from typing import Any
 from dispatchprof.sim.device import Device
 from dispatchprof.units import nbytes
 from dispatchprof.sim.placement import placement_of
+from dispatchprof.count.layer_repeat import LayerRepeatError
 from dispatchprof.train.count import CountedStep, build, count_step
+from dispatchprof.train.depth import repeated_step
 from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
 from dispatchprof.sim.links import SCALE_OUT_GB_PER_S, Links, links_of, ring_allreduce_s, ring_gather_s, send_s
 from dispatchprof.train.memory import PARAM_BYTES, Memory, memory_per_gpu
@@ -108,12 +110,14 @@ class TrainingResult:
 
 def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: str = "compiled",
                      counted: CountedStep | None = None, name: str | None = None,
-                     scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S) -> TrainingResult:
+                     scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S, few_layers: bool = True) -> TrainingResult:
     """Simulate one training step of ``model`` (a catalog name, config path or hub id) on
     ``layout.devices`` GPUs like ``device`` (module docstring). ``counted`` reuses a count of the
     same model, micro-batch, sequence length, tp and fp8. ``scale_out_gb_per_s``: each GPU's
     network bandwidth across nodes, GB/s one way (default one 400 Gb/s NIC per GPU, as DGX H100;
-    a DGX A100 has one 200 Gb/s HDR NIC per GPU: 25)."""
+    a DGX A100 has one 200 Gb/s HDR NIC per GPU: 25). ``few_layers``: a decoder of identical
+    layers is counted with 2, 3 and 4 layers and its step extended to full depth
+    (dispatchprof.train.depth), the full depth counted where that does not apply or its check fails."""
     if not scale_out_gb_per_s > 0:
         raise ValueError(f"scale_out_gb_per_s must be > 0 GB/s, got {scale_out_gb_per_s!r}")
     dev = placement_of(device).devices[0]
@@ -122,11 +126,23 @@ def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: s
         cfg = net.config
         layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
         check_layout(layout, layers, int(cfg.num_attention_heads))
-        counted = count_step(net, name or str(model), layout.micro_batch, layout.seq_len, dev, tp=layout.tp,
-                             fp8=layout.fp8, runtime=runtime)
+        counted = counted_step(net, name or str(model), layout, dev, runtime=runtime, few_layers=few_layers)
     check_layout(layout, counted.layers, counted.heads)
     links = links_of(dev, scale_out_gb_per_s) if layout.devices > 1 else Links(1.0, 0.0, 1.0, 0.0)
     return split_step(counted, dev, layout, links)
+
+
+def counted_step(net: Any, name: str, layout: TrainLayout, dev: Device, *, runtime: str = "compiled",
+                 few_layers: bool = True) -> CountedStep:
+    """The counted micro-batch step of ``net`` for ``layout`` on ``dev``: from few layers where
+    they repeat (`profile_training`'s ``few_layers``), else counted at full depth."""
+    options = dict(tp=layout.tp, fp8=layout.fp8, runtime=runtime)
+    if few_layers:
+        try:
+            return repeated_step(net, name, layout.micro_batch, layout.seq_len, dev, **options)
+        except LayerRepeatError:
+            pass
+    return count_step(net, name, layout.micro_batch, layout.seq_len, dev, **options)
 
 
 def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> TrainingResult:
