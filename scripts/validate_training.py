@@ -9,6 +9,8 @@ held-out rows by source and over all of them.
 
 ``tp_overlap`` is 1 on the Megatron-Bridge and NeMo rows with tp > 1: their performance recipes set
 MegatronCommOverlapCallback(tp_comm_overlap=True) (NeMo llama3 70B recipe, Megatron-Bridge perf scripts).
+``sequence_parallel`` is 0 on the Megatron-LM full-recompute rows (Korthikanti et al. 2022, Table 5's
+baseline: tensor parallelism without sequence parallelism), 1 elsewhere (the recipes' default with tp > 1).
 
 Split rule (fixed before any prediction): a row is held-out when the first 8 hex digits of
 sha256(row id), read as an integer, are odd; else it is a fit row. The script checks that every
@@ -83,7 +85,7 @@ def layout_of(r: dict) -> TrainLayout:
                        tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), zero=int(r["zero"]),
                        schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
                        fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
-                       tp_overlap=r["tp_overlap"] == "1")
+                       tp_overlap=r["tp_overlap"] == "1", sequence_parallel=r["sequence_parallel"] == "1")
 
 
 def scale_out_of(r: dict) -> float:

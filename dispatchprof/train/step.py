@@ -13,7 +13,9 @@ Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM 
         recompute runs the forward's again; with tp_overlap, as Megatron's userbuffers overlap
         them with the block's GEMMs, only what exceeds the layers' compute, recompute included),
         at the TP group's link as every other collective of the step (`tp_link_scale`)
-    P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1
+    P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1;
+        without sequence parallelism each received tensor is then all-gathered over the TP group
+        (Megatron-LM's scatter/gather optimization, `pp_gather_s`)
     C = cp: all-gather of K and V forward and reduce-scatter of their gradients backward, per
         layer, overlapped with that layer's attention (`exposed_s`)
     t_micro = F + B + R + T + P + C
@@ -162,7 +164,7 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
         tp_comm = max(0.0, tp_comm - f_layers - b_layers - recompute)
     act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
     bw, lat = links.link(*lay.group(tp * cp * dp, pp))
-    p2p = 2 * vp * send_s(act / tp, bw, lat) if pp > 1 else 0.0
+    p2p = 2 * vp * (send_s(act / tp, bw, lat) + pp_gather_s(act, lay, links)) if pp > 1 else 0.0
     cp_comm = _cp_comm(s, lay, links, fwd.attention_s / stage)
     t_micro = f + b + recompute + tp_comm + p2p + cp_comm
     pipe = pipeline_s(m, pp, vp, t_micro)
@@ -213,6 +215,20 @@ def tp_link_scale(dev: Device, lay: TrainLayout, links: Links) -> float:
         return 1.0
     bw, _ = links.link(spans, per_node)
     return dev.interconnect_gb_per_s / 2 * 1e9 / bw
+
+
+def pp_gather_s(act: float, lay: TrainLayout, links: Links) -> float:
+    """Seconds of the all-gather that follows each pipeline receive of ``act`` bytes (one
+    micro-batch's stage output) without sequence parallelism: Megatron-LM sends each tensor-parallel
+    rank 1/tp of the replicated activation across the stage boundary and all-gathers it over the TP
+    group after the receive (``scatter_gather_tensors_in_pipeline``: Narayanan et al. 2021,
+    arXiv 2104.04473, section 4.1; megatron/p2p_communication.py, ``_communicate``: the receive is
+    followed by ``gather_split_1d_tensor``, on the critical path). With sequence parallelism the
+    tensor is already split by sequence and nothing is gathered; 0 then and for tp = 1."""
+    if lay.sequence_parallel or lay.tp == 1:
+        return 0.0
+    bw, lat = links.link(*lay.group(1, lay.tp))
+    return ring_gather_s(act, lay.tp, bw, lat)
 
 
 def fsdp_layer_bytes(layer_params: float, dp: int) -> tuple[float, float]:
