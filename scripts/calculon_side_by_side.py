@@ -87,8 +87,8 @@ def main() -> int:
     steps.save()
     print()
     for tool, e in errs.items():
-        print(f"{tool:<13} rows {len(e)}  mean |error| {statistics.mean(map(abs, e)):6.2%}  "
-              f"median |error| {statistics.median(map(abs, e)):6.2%}  max |error| {max(map(abs, e)):6.2%}")
+        print(f"{tool:<13} rows {len(e)}  mean |error| {statistics.mean(map(abs, e)):6.3%}  "
+              f"median |error| {statistics.median(map(abs, e)):6.3%}  max |error| {max(map(abs, e)):6.3%}")
     return 0
 
 

@@ -9,6 +9,8 @@ held-out rows by source and over all of them.
 
 ``tp_overlap`` is 1 on the Megatron-Bridge and NeMo rows with tp > 1: their performance recipes set
 MegatronCommOverlapCallback(tp_comm_overlap=True) (NeMo llama3 70B recipe, Megatron-Bridge perf scripts).
+``sequence_parallel`` is 0 on the Megatron-LM full-recompute rows (Korthikanti et al. 2022, Table 5's
+baseline: tensor parallelism without sequence parallelism), 1 elsewhere (the recipes' default with tp > 1).
 
 Split rule (fixed before any prediction): a row is held-out when the first 8 hex digits of
 sha256(row id), read as an integer, are odd; else it is a fit row. The script checks that every
@@ -40,8 +42,10 @@ import torch
 from dispatchprof.sim.links import SCALE_OUT_GB_PER_S
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout, profile_training
+from dispatchprof.count.layer_repeat import LayerRepeatError
 from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, op_table, simulate_model, step_from,
                                       time_model)
+from dispatchprof.train.depth import repeated_table
 from dispatchprof.train.factors import FACTORS, Factors
 from dispatchprof.llm.models import build_model
 from prediction_cache import code_version, load_cache, save_cache
@@ -81,7 +85,7 @@ def layout_of(r: dict) -> TrainLayout:
                        tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), zero=int(r["zero"]),
                        schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
                        fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
-                       tp_overlap=r["tp_overlap"] == "1")
+                       tp_overlap=r["tp_overlap"] == "1", sequence_parallel=r["sequence_parallel"] == "1")
 
 
 def scale_out_of(r: dict) -> float:
@@ -130,8 +134,8 @@ def print_measured() -> None:
 
 class Steps:
     """Each row's counted step on its device, tp and runtime, as the op table the factors act on
-    (`dispatchprof.train.count.op_table`): counted once per (model, micro-batch, sequence length),
-    simulated once per (device, tp, runtime), on first use. With ``cache`` (a JSON file) the tables
+    (`dispatchprof.train.count.op_table`) on first use: a decoder of identical layers from counts
+    with 2, 3 and 4 layers (`dispatchprof.train.depth.repeated_table`), else counted at full depth. With ``cache`` (a JSON file) the tables
     are kept there, stamped with the version of the code that makes them: everything under
     dispatchprof/, op_formulas/ and devices/ but the modules that only split a counted step over a
     layout (`AFTER_COUNT`); a cache of other code is refused."""
@@ -144,16 +148,21 @@ class Steps:
         key = (r["model"], int(r["micro_batch"]), int(r["seq_len"]))
         skey = json.dumps([*key, r["device"], int(r["tp"]), r["runtime"]])
         if skey not in self.cache:
+            dev = placement_of(r["device"]).devices[0]
             if key not in self.models:
                 self.models.clear()
                 spec = mpt_proxy(r["model"]) if r["model"] in MPT else r["model"]
-                self.models[key] = count_model(build_model(spec, torch.bfloat16), r["model"], key[1], key[2])
-                print(f"counted {key}", file=sys.stderr, flush=True)
-            m = self.models[key]
-            sim = simulate_model(m, placement_of(r["device"]).devices[0], tp=int(r["tp"]), runtime=r["runtime"])
+                self.models[key] = build_model(spec, torch.bfloat16)
+            try:                                      # a decoder of identical layers: from 2, 3 and 4 layers
+                m, table, peak = repeated_table(self.models[key], r["model"], key[1], key[2], dev, tp=int(r["tp"]),
+                                                runtime=r["runtime"])
+            except LayerRepeatError:
+                m = count_model(self.models[key], r["model"], key[1], key[2])
+                table = op_table(simulate_model(m, dev, tp=int(r["tp"]), runtime=r["runtime"]))
+                peak = dict(m.profile.phase_peaks).get("forward", 0)
+            print(f"counted {skey}", file=sys.stderr, flush=True)
             self.cache[skey] = {"model": {f.name: getattr(m, f.name) for f in fields(CountedModel) if f.name != "profile"},
-                                "table": asdict(op_table(sim)),
-                                "activation_bytes": dict(m.profile.phase_peaks).get("forward", 0)}
+                                "table": asdict(table), "activation_bytes": peak}
             self.save()                               # a run cut short keeps what it simulated
         return self.cache[skey]
 

@@ -42,6 +42,8 @@ def parser() -> Parser:
                      "interleaved when --vp > 1, else 1f1b)")
     par.add_argument("--tp-overlap", action="store_true",
                      help="tensor-parallel communication overlapped with the GEMMs (Megatron/Transformer Engine)")
+    par.add_argument("--no-sequence-parallel", dest="sequence_parallel", action="store_false",
+                     help="tensor parallelism without sequence parallelism (pipeline receives all-gathered over tp)")
     par.add_argument("--cp", type=size(), default=1, help="context-parallel size (the sequence split)")
     b = p.add_argument_group("batch and numerics")
     b.add_argument("--micro-batch", type=size(), default=1, help="sequences per micro-batch")
@@ -73,7 +75,7 @@ def layout_of(args) -> TrainLayout:
     return TrainLayout(args.devices, args.micro_batch, args.global_batch or args.micro_batch * dp, args.seq_len,
                        tp=args.tp, pp=args.pp, cp=args.cp, zero=3 if args.fsdp else args.zero, schedule=schedule,
                        vp=args.vp, recompute=args.recompute, fp8=args.fp8, gpus_per_node=per_node,
-                       tp_overlap=args.tp_overlap)
+                       tp_overlap=args.tp_overlap, sequence_parallel=args.sequence_parallel)
 
 
 def run(argv: Sequence[str]) -> int:

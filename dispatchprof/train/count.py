@@ -88,7 +88,7 @@ class CountedModel:
     layer_params: int                 # parameters of all the layers together
     other_params: int                 # embeddings, final norm, LM head
     embedding_params: int             # input token embeddings (a lookup: no FLOPs in MFU's 6N)
-    profile: Profile = field(repr=False)
+    profile: Profile | None = field(repr=False)   # None when timed from few layers (train.depth)
     head_bytes: int = 0               # bytes the forward's ops outside the layers write (embedding, LM head, loss)
     op_saved_bytes: int = 0           # half the layers' forward matmul outputs + their attention outputs (bytes)
 
@@ -124,18 +124,29 @@ def count_model(model: torch.nn.Module, name: str, micro_batch: int, seq_len: in
     finally:
         model.train(was_training)
     opt.zero_grad(set_to_none=True)
+    return CountedModel(name, micro_batch, seq_len, *model_sizes(model), c.profile, *forward_bytes(c.profile))
+
+
+def model_sizes(model: torch.nn.Module) -> tuple[int, int, int, int, int, int]:
+    """(layers, heads, hidden, layer_params, other_params, embedding_params) of a model, as
+    `CountedModel` holds them."""
     cfg = model.config
     layer_params = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is not None)
     other = sum(p.numel() for n, p in model.named_parameters() if layer_of(n) is None)
     embedding = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding))
     layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
-    forward = [r for r in c.profile.records if r.phase == "forward"]
+    return layers, int(cfg.num_attention_heads), int(cfg.hidden_size), layer_params, other, embedding
+
+
+def forward_bytes(profile: Profile) -> tuple[int, int]:
+    """(head_bytes, op_saved_bytes) of a counted step (`CountedModel`): bytes the forward's ops
+    outside the layers write; half the layers' forward matmul outputs plus their attention outputs."""
+    forward = [r for r in profile.records if r.phase == "forward"]
     head = sum(r.cost.bytes_written for r in forward if layer_of(r.scope) is None)
     inside = [r for r in forward if layer_of(r.scope) is not None]
     saved = sum(r.cost.bytes_written for r in inside if is_attention(r)) + \
         sum(r.cost.bytes_written for r in inside if r.cost.macs > 0 and not is_attention(r)) // 2
-    return CountedModel(name, micro_batch, seq_len, layers, int(cfg.num_attention_heads), int(cfg.hidden_size),
-                        layer_params, other, embedding, c.profile, head, saved)
+    return head, saved
 
 
 @dataclass(frozen=True)

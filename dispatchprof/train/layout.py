@@ -38,6 +38,7 @@ class TrainLayout:
     fp8: bool = False
     gpus_per_node: int = 8
     tp_overlap: bool = False         # TP collectives overlapped with the block's GEMMs (Megatron/TE userbuffers)
+    sequence_parallel: bool = True   # False: Megatron's tensor parallelism without sequence parallelism
 
     @property
     def dp(self) -> int:

@@ -13,7 +13,9 @@ Per micro-batch on the slowest pipeline stage (the last: its layers plus the LM 
         recompute runs the forward's again; with tp_overlap, as Megatron's userbuffers overlap
         them with the block's GEMMs, only what exceeds the layers' compute, recompute included),
         at the TP group's link as every other collective of the step (`tp_link_scale`)
-    P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1
+    P = 2 vp sends of the stage's output (micro_batch x seq/cp x hidden x 2 bytes / tp) when pp > 1;
+        without sequence parallelism each received tensor is then all-gathered over the TP group
+        (Megatron-LM's scatter/gather optimization, `pp_gather_s`)
     C = cp: all-gather of K and V forward and reduce-scatter of their gradients backward, per
         layer, overlapped with that layer's attention (`exposed_s`)
     t_micro = F + B + R + T + P + C
@@ -47,7 +49,9 @@ from typing import Any
 from dispatchprof.sim.device import Device
 from dispatchprof.units import nbytes
 from dispatchprof.sim.placement import placement_of
+from dispatchprof.count.layer_repeat import LayerRepeatError
 from dispatchprof.train.count import CountedStep, build, count_step
+from dispatchprof.train.depth import repeated_step
 from dispatchprof.train.layout import TrainLayout, check_layout, stage_layers
 from dispatchprof.sim.links import SCALE_OUT_GB_PER_S, Links, links_of, ring_allreduce_s, ring_gather_s, send_s
 from dispatchprof.train.memory import PARAM_BYTES, Memory, memory_per_gpu
@@ -108,12 +112,14 @@ class TrainingResult:
 
 def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: str = "compiled",
                      counted: CountedStep | None = None, name: str | None = None,
-                     scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S) -> TrainingResult:
+                     scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S, few_layers: bool = True) -> TrainingResult:
     """Simulate one training step of ``model`` (a catalog name, config path or hub id) on
     ``layout.devices`` GPUs like ``device`` (module docstring). ``counted`` reuses a count of the
     same model, micro-batch, sequence length, tp and fp8. ``scale_out_gb_per_s``: each GPU's
     network bandwidth across nodes, GB/s one way (default one 400 Gb/s NIC per GPU, as DGX H100;
-    a DGX A100 has one 200 Gb/s HDR NIC per GPU: 25)."""
+    a DGX A100 has one 200 Gb/s HDR NIC per GPU: 25). ``few_layers``: a decoder of identical
+    layers is counted with 2, 3 and 4 layers and its step extended to full depth
+    (dispatchprof.train.depth), the full depth counted where that does not apply or its check fails."""
     if not scale_out_gb_per_s > 0:
         raise ValueError(f"scale_out_gb_per_s must be > 0 GB/s, got {scale_out_gb_per_s!r}")
     dev = placement_of(device).devices[0]
@@ -122,11 +128,23 @@ def profile_training(model: Any, device: Any, layout: TrainLayout, *, runtime: s
         cfg = net.config
         layers = int(getattr(cfg, "num_hidden_layers", 0) or getattr(cfg, "n_layer", 0))
         check_layout(layout, layers, int(cfg.num_attention_heads))
-        counted = count_step(net, name or str(model), layout.micro_batch, layout.seq_len, dev, tp=layout.tp,
-                             fp8=layout.fp8, runtime=runtime)
+        counted = counted_step(net, name or str(model), layout, dev, runtime=runtime, few_layers=few_layers)
     check_layout(layout, counted.layers, counted.heads)
     links = links_of(dev, scale_out_gb_per_s) if layout.devices > 1 else Links(1.0, 0.0, 1.0, 0.0)
     return split_step(counted, dev, layout, links)
+
+
+def counted_step(net: Any, name: str, layout: TrainLayout, dev: Device, *, runtime: str = "compiled",
+                 few_layers: bool = True) -> CountedStep:
+    """The counted micro-batch step of ``net`` for ``layout`` on ``dev``: from few layers where
+    they repeat (`profile_training`'s ``few_layers``), else counted at full depth."""
+    options = dict(tp=layout.tp, fp8=layout.fp8, runtime=runtime)
+    if few_layers:
+        try:
+            return repeated_step(net, name, layout.micro_batch, layout.seq_len, dev, **options)
+        except LayerRepeatError:
+            pass
+    return count_step(net, name, layout.micro_batch, layout.seq_len, dev, **options)
 
 
 def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> TrainingResult:
@@ -146,7 +164,7 @@ def split_step(s: CountedStep, dev: Device, lay: TrainLayout, links: Links) -> T
         tp_comm = max(0.0, tp_comm - f_layers - b_layers - recompute)
     act = lay.micro_batch * lay.seq_len / cp * s.hidden * PARAM_BYTES
     bw, lat = links.link(*lay.group(tp * cp * dp, pp))
-    p2p = 2 * vp * send_s(act / tp, bw, lat) if pp > 1 else 0.0
+    p2p = 2 * vp * (send_s(act / tp, bw, lat) + pp_gather_s(act, lay, links)) if pp > 1 else 0.0
     cp_comm = _cp_comm(s, lay, links, fwd.attention_s / stage)
     t_micro = f + b + recompute + tp_comm + p2p + cp_comm
     pipe = pipeline_s(m, pp, vp, t_micro)
@@ -197,6 +215,20 @@ def tp_link_scale(dev: Device, lay: TrainLayout, links: Links) -> float:
         return 1.0
     bw, _ = links.link(spans, per_node)
     return dev.interconnect_gb_per_s / 2 * 1e9 / bw
+
+
+def pp_gather_s(act: float, lay: TrainLayout, links: Links) -> float:
+    """Seconds of the all-gather that follows each pipeline receive of ``act`` bytes (one
+    micro-batch's stage output) without sequence parallelism: Megatron-LM sends each tensor-parallel
+    rank 1/tp of the replicated activation across the stage boundary and all-gathers it over the TP
+    group after the receive (``scatter_gather_tensors_in_pipeline``: Narayanan et al. 2021,
+    arXiv 2104.04473, section 4.1; megatron/p2p_communication.py, ``_communicate``: the receive is
+    followed by ``gather_split_1d_tensor``, on the critical path). With sequence parallelism the
+    tensor is already split by sequence and nothing is gathered; 0 then and for tp = 1."""
+    if lay.sequence_parallel or lay.tp == 1:
+        return 0.0
+    bw, lat = links.link(*lay.group(1, lay.tp))
+    return ring_gather_s(act, lay.tp, bw, lat)
 
 
 def fsdp_layer_bytes(layer_params: float, dp: int) -> tuple[float, float]:
