@@ -224,11 +224,8 @@ def test_real_fake_meta_count_record_by_record(name):
     ops = [r[0] for r in records[0]]
     if name in FAST_OPS:
         assert FAST_OPS[name] in ops                                 # the fast path, on all three
-    else:             # torch's slow path: meta's attention output has other strides, and is copied
+    else:      # torch's slow path: on meta, attention runs the CPU's fused kernel (count/meta_attention.py)
         assert not set(FAST_OPS.values()) & set(ops) and SDPA in ops
-        after = [r[0] for r in records[2]].index(SDPA) + 1
-        assert records[2].pop(after)[0] == "aten.clone"                  # and read by the next op:
-        records = [[r[:-1] for r in kind] for kind in records]              # producers shift by one
     assert records[0] == records[1] == records[2]
     if name in FAST_OPS:                                                # and the same views
         assert real.profile.zero_cost_calls == meta.profile.zero_cost_calls   # (fake adds prim.device)

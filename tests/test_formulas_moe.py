@@ -144,4 +144,5 @@ def test_meta_tensors_run_the_grouped_path_too():
         model(input_ids=ids, labels=ids).loss.backward()
     assert list(c.unknown_ops()) == [] and any(issubclass(w.category, RoutingAssumptionWarning) for w in seen)
     fake, _ = _train_step(_qwen3_moe(), "fake")
-    assert (c.total().macs, c.total().add, c.total().mult) == (fake.total().macs, fake.total().add, fake.total().mult)
+    # every field, bytes too: attention on meta runs the CPU's fused kernel (count/meta_attention.py)
+    assert c.total() == fake.total()

@@ -22,6 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from dispatchprof.count.fastpath import (MASK_VALUE_OPS, MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, MaskValuesError,
                                          mha_forward_body, without_values)
 from dispatchprof.count.flex import FLEX_OPS, run_flex
+from dispatchprof.count.meta_attention import run_attention
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.sdpa_args import sdpa_call
 from dispatchprof.count.tensors import NO_TORCH_FUNCTION, iter_tensors
@@ -229,7 +230,7 @@ class FusedAttentionMode(TorchFunctionMode):
         self.state.inside_fused += 1
         start = _next_sequence_nr()
         try:
-            out = func(*args, **kwargs)
+            out = run_attention(func, args, kwargs)     # meta tensors: the CPU's fused kernel
         finally:
             self.state.inside_fused -= 1
         with NO_TORCH_FUNCTION():

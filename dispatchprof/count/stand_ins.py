@@ -35,6 +35,14 @@ biases as two tensors on the CPU, but as one tensor twice on fake and meta tenso
 copies the shared one into the second bias's gradient (a ``new_empty_strided`` + ``copy_`` per
 layer the real run does not make). The counter returns the second as a tensor of its own
 (`SEPARATE_AS_CPU`).
+
+``aten.convolution`` and ``aten.convolution_backward`` on meta tensors return contiguous outputs (the
+meta kernel has no device to choose a backend by), while the CPU's convolution kernels (oneDNN and
+the slow 2-D one) lay the output, and the input and weight gradients, out channels-last where the
+input or the weight is channels-last (4-D: ``channels_last``, 5-D: ``channels_last_3d``); fake
+tensors already follow the CPU rule. A model whose activations are channels-last (SegFormer's
+depthwise convolutions after a permute) then copies on meta where the CPU does not. On meta tensors
+the counter returns those outputs in the CPU's format (`conv_layout_as_cpu`).
 """
 
 from __future__ import annotations
@@ -161,11 +169,48 @@ def separate_as_cpu(pair: tuple[int, int]) -> Callable[[Callable[..., Any]], Cal
     return wrap
 
 
+def cpu_conv_format(input: torch.Tensor, weight: torch.Tensor) -> torch.memory_format | None:
+    """The memory format of the CPU convolution kernels' outputs: channels-last where the input or the
+    weight suggests it (4-D ``channels_last``, 5-D ``channels_last_3d``), else None (contiguous)."""
+    from torch._prims_common import suggest_memory_format
+
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(input.dim())
+    if fmt is None or fmt not in (suggest_memory_format(input), suggest_memory_format(weight)):
+        return None
+    return fmt
+
+
+def conv_layout_as_cpu(outputs: tuple[int, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper laying the outputs at ``outputs`` (all of a single output: (0,)) out in
+    `cpu_conv_format` of the call's input and weight (``convolution``'s arguments 0 and 1,
+    ``convolution_backward``'s 1 and 2) where they are meta tensors; other kinds run unchanged."""
+    def wrap(call: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            out = call(*args, **kwargs)
+            first = 1 if isinstance(out, tuple) else 0
+            x, w = args[first], args[first + 1]
+            if x.device.type != "meta":
+                return out
+            fmt = cpu_conv_format(x, w)
+            if fmt is None:
+                return out
+            if isinstance(out, torch.Tensor):
+                return out.contiguous(memory_format=fmt)
+            return type(out)(o.contiguous(memory_format=fmt) if i in outputs and isinstance(o, torch.Tensor)
+                             else o for i, o in enumerate(out))
+        return run
+    return wrap
+
+
+#: packet -> the outputs its CPU kernels lay out channels-last by `cpu_conv_format` (meta tensors)
+CONV_LAYOUT_AS_CPU = {aten.convolution: (0,), aten.convolution_backward: (0, 1)}
+
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
 STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes,
     **{packet: contiguous_as_cpu(rule) for packet, rule in CONTIGUOUS_AS_CPU.items()},
-    **{packet: separate_as_cpu(pair) for packet, pair in SEPARATE_AS_CPU.items()}}
+    **{packet: separate_as_cpu(pair) for packet, pair in SEPARATE_AS_CPU.items()},
+    **{packet: conv_layout_as_cpu(outs) for packet, outs in CONV_LAYOUT_AS_CPU.items()}}
 
 
 def runner(packet: Any, call: Callable[..., Any]) -> Callable[..., Any]:
