@@ -23,6 +23,8 @@ SHIPPED_CONFIG = {"meta-llama/Llama-3.1-8B-Instruct": "meta-llama/Meta-Llama-3.1
                   "meta-llama/Llama-3.1-70B": "meta-llama/Meta-Llama-3.1-70B",
                   "nvidia/Qwen3-32B-NVFP4": "Qwen/Qwen3-32B"}
 LAYOUT = ("batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
+#: A disaggregated row's layout: each side's workers, batch and parallel sizes (empty in an aggregated row).
+LAYOUT += tuple(f"{side}_{f}" for side in ("prefill", "decode") for f in ("num_workers",) + LAYOUT)
 
 
 def main() -> None:

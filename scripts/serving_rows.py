@@ -10,7 +10,8 @@ dispatchprof can express it: an aggregated engine (not disaggregated prefill/dec
 the catalog (`MODELS`), a device with a bundled profile, tensor parallelism, and for a
 mixture-of-experts model (`MOE`) its experts either tensor-parallel over the same GPUs
 (moe_tp_size = tp_size) or spread whole over them (moe_ep_size = tp_size: `ServingRow.ep`,
-`serve --ep`); every other row is kept with the reason it is not (`Skipped`). The engine runs
+`serve --ep`), or a dense model disaggregated (`Disaggregated`, below); every other row is kept
+with the reason it is not (`Skipped`). The engine runs
 as AIConfigurator's generator configures a benchmark of a row (`benchmark_figures`, from its rule
 files in the wheel, aiconfigurator/generator/rule_plugin/benchmark/{vllm,trtllm}.rule: "agg
 max_num_tokens = (max_batch_size or 0) + (SlaConfig.isl or 0) + 1500", rounded up to whole blocks of 32 for
@@ -18,6 +19,16 @@ TensorRT-LLM, and "cuda_graph_batch_sizes = range(1, max_batch_size + 1)"): vLLM
 (--max-num-batched-tokens) and capture sizes, TensorRT-LLM's max_num_tokens. SGLang's rule sets no
 chunk size (chunked prefill off, max_prefill_tokens = ISL + 1500), which the simulated scheduler
 does not express; its rows run under the preset's chunk.
+
+A disaggregated row (mode "disagg": prefill_num_workers prefill workers of prefill_tp_size GPUs,
+decode_num_workers decode workers of decode_tp_size GPUs, Dynamo with NIXL moving the KV cache) is
+simulated as ``serve --prefill-replicas P --tp Tp --decode-replicas D --decode-tp Td --kv-link L``
+with each side's engine as AIConfigurator's generator configures it (`side_figures`, from the same
+rule files: "prefill max_batch_size = (max_batch_size if max_batch_size else 1)", vLLM "prefill
+max_num_tokens = (SlaConfig.isl or 0) + 1500", "decode max_num_tokens = max_batch_size",
+TensorRT-LLM the same rounded up to blocks of 32; CUDA graphs 1..max_batch_size), its clients
+``silicon_concurrency`` or, where not named, the rule's "estimated_concurrency = decode_workers x
+decode max_batch_size", and the KV cache crossing the link of the row's system (`KV_LINKS`).
 
 TensorRT-LLM's published offline throughput (`published_rows`: scripts/data/published_serving.csv,
 each row with its source): trtllm-bench queues every request at once with fixed lengths and FP8
@@ -40,6 +51,7 @@ has a first byte divisible by 3 is a fit row, every other row is held out (`spli
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -59,6 +71,14 @@ WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 #: 0.14 on, with async scheduling, under 0.14), and under the newest one where the version is not given
 #: or not a release number (nightly builds)
 ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
+#: system -> (GPUs of one NVLink domain, its NVLink, the scale-out NIC of each GPU), as AIConfigurator's
+#: system files (aiconfigurator_core/systems/*.yaml, ``node:``) have them: H100 / H200 SXM 8 GPUs per
+#: node, "inter_node_bw: 50000000000 # ... CX7 NDR 400Gb/s"; B200 SXM 8 per node, "inter_node_bw:
+#: 100000000000 # ... CX8 XDR 800Gb/s"; GB200 "num_gpus_per_rack: 72", "inter_node_bw: 900000000000 #
+#: ... NVLink via NVSwitch within rack", "inter_rack_bw: 100000000000 # ... CX8 XDR 800Gb/s". A
+#: disaggregated deployment within one domain moves its KV cache over NVLink, a larger one over the NICs.
+KV_LINKS = {"h100_sxm": (8, "nvlink4", "ib-ndr"), "h200_sxm": (8, "nvlink4", "ib-ndr"),
+            "b200_sxm": (8, "nvlink5", "ib-xdr"), "gb200": (72, "nvlink5", "ib-xdr")}
 #: Requests per client of a silicon-sample benchmark: AIConfigurator's benchmark template
 #: (aiconfigurator/generator/config/backend_templates/benchmark/bench_run.sh.j2 in the wheel) runs
 #: ``aiperf profile --concurrency C --num-requests $((C*${BENCH_MULTI_ROUND}))`` with
@@ -103,17 +123,50 @@ class ServingRow:
     prefix_hit: float = 0.0                          # share of each prompt found in the prefix cache
     rounds: int = 0                                  # closed loop: the benchmark's requests per client
     ep: int = 1                                      # GPUs the routed experts spread over (1: experts tensor-parallel)
+    disagg: Disaggregated | None = None              # prefill and decode workers apart (``tp``: the prefill side's)
 
     @property
     def layout(self) -> str:
-        """How the replica spreads the model: its experts over ``ep`` GPUs, or everything tensor-parallel."""
+        """How the replica spreads the model: its experts over ``ep`` GPUs, or everything tensor-parallel;
+        or prefill and decode on workers of their own."""
+        if self.disagg is not None:
+            return "disaggregated prefill/decode"
         return f"experts over {self.ep} GPUs (EP)" if self.ep > 1 else "tensor-parallel"
 
     @property
     def setup_key(self) -> tuple:
-        """Rows with one key share one counted model."""
+        """Rows with one key share one counted model (disaggregated rows: one count, planned for each
+        side's tp, `side_rows`)."""
         key = self.model, self.device, self.tp, self.weight_dtype, self.kv_dtype
+        if self.disagg is not None:
+            return key + ("disaggregated",)
         return key + (f"ep{self.ep}",) if self.ep > 1 else key
+
+    def side_rows(self) -> tuple[ServingRow, ServingRow]:
+        """A disaggregated row's prefill and decode sides, each as the aggregated row of its tp
+        (whose `setup_key` names the counted model it runs)."""
+        return tuple(dataclasses.replace(self, tp=side.tp, max_seqs=side.max_seqs, engine_figures=side.engine_figures,
+                                         disagg=None) for side in (self.disagg.prefill, self.disagg.decode))
+
+
+@dataclass(frozen=True)
+class Side:
+    """The workers of one side of a disaggregated row: how many, their tensor parallelism, their
+    engine's batch limit and the figures the benchmark set (`side_figures`)."""
+
+    workers: int
+    tp: int
+    max_seqs: int
+    engine_figures: dict
+
+
+@dataclass(frozen=True)
+class Disaggregated:
+    """Prefill and decode workers apart, the KV cache moved over ``kv_link`` (`KV_LINKS`)."""
+
+    prefill: Side
+    decode: Side
+    kv_link: str
 
 
 @dataclass(frozen=True)
@@ -152,6 +205,23 @@ def benchmark_figures(backend: str, batch_size: int, isl: int) -> dict:
     return {}
 
 
+def side_figures(backend: str, phase: str, batch_size: int, isl: int) -> dict:
+    """The engine figures AIConfigurator's generator sets for a disaggregated benchmark's ``phase``
+    ("prefill" or "decode") workers of max batch ``batch_size`` (module docstring)."""
+    tokens = isl + 1500 if phase == "prefill" else batch_size
+    if backend == "vllm":
+        return {"max_batched_tokens": tokens, "cuda_graph_sizes": tuple(range(1, batch_size + 1))}
+    if backend == "trtllm":
+        return {"max_batched_tokens": -(-tokens // 32) * 32}
+    return {}
+
+
+def kv_link_of(system: str, gpus: int) -> str:
+    """The link a disaggregated deployment of ``gpus`` GPUs on ``system`` moves KV caches over (`KV_LINKS`)."""
+    domain, nvlink, nic = KV_LINKS[system]
+    return nvlink if gpus <= domain else nic
+
+
 def kv_dtype_of(backend: str, weights: str | None) -> str | None:
     """The KV cache's dtype: TensorRT-LLM stores it in fp8 beside fp8 or fp4 weights (its quantized
     checkpoints carry kv_cache_quant_algo FP8); vLLM and SGLang keep the model's dtype ("auto")."""
@@ -167,6 +237,9 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
             if reason:
                 skipped.append(Skipped(r["id"], reason))
                 continue
+            if r["mode"] == "disagg":
+                rows.append(_disagg_row(r))
+                continue
             named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             clients = int(named.group(1)) if named else int(r["batch_size"])
             weights = WEIGHTS[r["gemm_quant_mode"]]
@@ -179,6 +252,23 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                 benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"])), rounds=ROUNDS,
                 ep=int(r["moe_ep_size"] or 1) if r["model_path"] in MOE else 1))
     return rows, skipped
+
+
+def _disagg_row(r: dict) -> ServingRow:
+    """A disaggregated silicon-sample row as simulated (module docstring)."""
+    isl = int(r["isl"])
+    prefill, decode = (Side(int(r[f"{p}_num_workers"]), int(r[f"{p}_tp_size"]), int(r[f"{p}_batch_size"]),
+                            side_figures(r["backend"], p, int(r[f"{p}_batch_size"]), isl)) for p in ("prefill", "decode"))
+    gpus = prefill.workers * prefill.tp + decode.workers * decode.tp
+    named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
+    clients = int(named.group(1)) if named else decode.workers * decode.max_seqs
+    weights = WEIGHTS[r["gemm_quant_mode"]]
+    return ServingRow(
+        r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]], DEVICES[r["system"]],
+        prefill.tp, r["backend"], preset_version(r["backend"], r["backend_version"]), weights,
+        kv_dtype_of(r["backend"], weights), isl, int(r["osl"]), clients, None, SIMULATED_ROUNDS * clients,
+        {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
+        rounds=ROUNDS, disagg=Disaggregated(prefill, decode, kv_link_of(r["system"], gpus)))
 
 
 def published_rows(path: str) -> list[ServingRow]:
@@ -216,18 +306,32 @@ def sim2real_rows(path: str) -> list[ServingRow]:
 
 def _unexpressed(r: dict) -> str | None:
     """Why a silicon-sample row is not predicted, or None."""
-    if r["mode"] != "agg":
-        return "disaggregated prefill/decode (serve simulates it, not yet validated here)"
+    if r["mode"] not in ("agg", "disagg"):
+        return f"mode {r['mode']}: neither aggregated nor disaggregated prefill/decode"
     if r["model_path"] not in MODELS:
         return f"{r['model_path']}: no catalog model mapped to it here (MODELS)"
     if r["system"] not in DEVICES:
         return f"{r['system']}: no bundled device profile"
     if r["gemm_quant_mode"] not in WEIGHTS:
         return f"weights {r['gemm_quant_mode']}: no simulated weight dtype"
+    if r["mode"] == "disagg":
+        return _disagg_unexpressed(r)
     if r["pp_size"] not in ("", "1") or r["attention_dp_size"] not in ("", "0", "1"):
         return "pipeline or attention data parallelism (serve simulates them, not yet validated here)"
     tp, moe_tp, ep = (int(r[k] or 1) for k in ("tp_size", "moe_tp_size", "moe_ep_size"))
     if r["model_path"] in MOE and (moe_tp, ep) not in ((tp, 1), (1, tp)):
         return (f"experts over moe_tp {moe_tp} x moe_ep {ep} at tp {tp}: serve spreads them tensor-parallel over tp "
                 f"or expert-parallel over tp GPUs")
+    return None
+
+
+def _disagg_unexpressed(r: dict) -> str | None:
+    """Why a disaggregated row of a mapped model, device and dtype is not predicted, or None."""
+    if r["model_path"] in MOE:
+        return "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated here)"
+    if r["system"] not in KV_LINKS:
+        return f"disaggregated on {r['system']}: no KV link known for it (KV_LINKS)"
+    sides = ("prefill", "decode")
+    if any(r[f"{p}_pp_size"] not in ("", "1") or r[f"{p}_attention_dp_size"] not in ("", "0", "1") for p in sides):
+        return "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)"
     return None

@@ -9,7 +9,10 @@ version (its max batch set to the row's ``batch_size``, its step budget as AICon
 generator sets it for the benchmark: `serving_rows.benchmark_figures`), ``serving_rows.ROUNDS``
 requests per client from a burst (AIConfigurator's benchmark template; the first
 ``serving_rows.SIMULATED_ROUNDS`` simulated, `closed_loop_means`); the predicted mean TTFT and
-mean TPOT are compared with the measured ones.
+mean TPOT are compared with the measured ones. A disaggregated row runs ``simulate_disaggregated``
+(``serve --prefill-replicas P --decode-replicas D --decode-tp Td --kv-link L``), each side on the
+counted model of its tp under its engine's preset with the figures the benchmark set for that side
+(`predict_disagg_row`).
 AIConfigurator's own estimate of each row (``cli_estimate``, in .venv-validation:
 scripts/aic_estimate.py) runs in the same run. Beside them: TensorRT-LLM's published offline
 throughput rows and the sim-to-real vLLM runs under open-loop load (`serving_rows.sim2real_rows`:
@@ -42,7 +45,10 @@ import prediction_cache
 from serving_rows import ServingRow, aic_rows, published_rows, sim2real_rows
 
 from dispatchprof.serving import Request, generate_requests, prepare_serving, simulate_serving
+from dispatchprof.llm.models import build_model
 from dispatchprof.serving.engines import engine_preset
+from dispatchprof.serving.repeat import CountMemo
+from dispatchprof.serving.serve_disagg import simulate_disaggregated
 
 ROOT = prediction_cache.ROOT
 AIC_PYTHON = os.path.join(ROOT, ".venv-validation", "bin", "python")
@@ -68,10 +74,11 @@ def silicon_sample(python: str) -> str:
     return out.stdout.strip()
 
 
-def counted_setup(r: ServingRow, folder: str | None):
+def counted_setup(r: ServingRow, folder: str | None, counts=None):
     """The counted model of a row's `ServingRow.setup_key` (host costs left to the engine preset),
     kept in ``folder`` as a pickle stamped with the counting code's version: what engines.yaml
-    says does not change a count, so a preset change re-simulates without counting again."""
+    says does not change a count, so a preset change re-simulates without counting again.
+    ``counts`` (a `CountMemo` of the row's model) shares one count among setups of other tp."""
     path = None
     if folder:
         key = "-".join(str(v) for v in r.setup_key) + f"-{COUNT_VERSION}.pickle"
@@ -81,9 +88,9 @@ def counted_setup(r: ServingRow, folder: str | None):
                 return pickle.load(f)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        setup = prepare_serving(r.model, r.device, weight_dtype=r.weight_dtype, kv_dtype=r.kv_dtype,
-                                runtime="serving", tp=r.tp, engine=r.engine, engine_version=r.engine_version,
-                                ep=r.ep)
+        setup = prepare_serving(r.model if counts is None else counts.model, r.device, weight_dtype=r.weight_dtype,
+                                kv_dtype=r.kv_dtype, runtime="serving", tp=r.tp, engine=r.engine,
+                                engine_version=r.engine_version, ep=r.ep, counts=counts)
     if path:
         os.makedirs(folder, exist_ok=True)
         prediction_cache.save_bytes(pickle.dumps(setup), path)
@@ -92,11 +99,31 @@ def counted_setup(r: ServingRow, folder: str | None):
 
 def predict_group(rows: list[ServingRow], folder: str | None = None) -> dict[str, dict]:
     """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"}."""
+    if rows[0].disagg is not None:
+        return predict_disagg_group(rows, folder)
     try:
         setup = counted_setup(rows[0], folder)
     except ValueError as e:
         return {r.id: {"error": str(e)} for r in rows}
     return {r.id: predict_row(r, setup) for r in rows}
+
+
+def predict_disagg_group(rows: list[ServingRow], folder: str | None) -> dict[str, dict]:
+    """Disaggregated rows of one model, device and dtypes: each side's setup (`ServingRow.side_rows`)
+    counted once for every tp (one `CountMemo`)."""
+    memo, setups, out = CountMemo(build_model(rows[0].model, generator=True)), {}, {}
+    for r in rows:
+        try:
+            sides = []
+            for side in r.side_rows():
+                if side.setup_key not in setups:
+                    setups[side.setup_key] = counted_setup(side, folder, memo)
+                sides.append(setups[side.setup_key])
+        except ValueError as e:
+            out[r.id] = {"error": str(e)}
+            continue
+        out[r.id] = predict_disagg_row(r, *sides)
+    return out
 
 
 def predict_row(r: ServingRow, setup, **figures) -> dict:
@@ -120,6 +147,26 @@ def predict_row(r: ServingRow, setup, **figures) -> dict:
     return {"ttft_mean": s.ttft_s.mean, "ttft_p90": s.ttft_s.p90, "ttft_p99": s.ttft_s.p99, "tpot_mean": s.tpot_s.mean,
             "e2e_mean": s.e2e_s.mean, "e2e_p90": s.e2e_s.p90, "e2e_p99": s.e2e_s.p99,
             "output_tokens_per_s": s.output_tokens_per_s}
+
+
+def predict_disagg_row(r: ServingRow, prefill, decode) -> dict:
+    """A disaggregated row on the counted setups of its two sides (`ServingRow.side_rows`): each
+    side under its engine's preset with its batch limit and the figures its benchmark set, chunked
+    as `predict_row` decides for a side of that many sequences (a decode side's budget of one token
+    per sequence chunks a prompt it recomputes after a preemption)."""
+    setups = []
+    for setup, side in zip((prefill, decode), r.side_rows()):
+        preset = engine_preset(r.engine, r.engine_version, memory_bytes=setup.capacity_bytes, device_name=setup.device)
+        preset = dataclasses.replace(preset, max_seqs=side.max_seqs, **side.engine_figures)
+        chunked = preset.chunked_prefill or r.prompt_len + side.max_seqs - 1 > preset.max_batched_tokens
+        setups.append(dataclasses.replace(setup, engine=dataclasses.replace(preset, chunked_prefill=chunked)))
+    try:
+        result = simulate_disaggregated(*setups, requests_of(r), prefill_replicas=r.disagg.prefill.workers,
+                                        decode_replicas=r.disagg.decode.workers, kv_link=r.disagg.kv_link,
+                                        concurrency=r.concurrency)
+    except ValueError as e:
+        return {"error": str(e)}
+    return closed_loop_means(result.requests, r.concurrency, r.rounds)
 
 
 def closed_loop_means(requests, clients: int, rounds: int) -> dict:
@@ -278,7 +325,8 @@ def main() -> None:
     p.add_argument("--cache", help="JSON file of dispatchprof's predictions (read and extended)")
     p.add_argument("--setups", metavar="DIR", help="keep the counted models here (re-simulating skips counting)")
     p.add_argument("--jobs", type=int, default=1, help="processes simulating in parallel")
-    p.add_argument("--limit", type=int, help="only the first N expressible rows (a quick look)")
+    p.add_argument("--limit", type=int, help="only the first N expressible silicon-sample rows (of those --match "
+                                             "keeps; a quick look)")
     p.add_argument("--match", metavar="REGEX", help="only the rows whose id matches REGEX (re.search)")
     p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
     p.add_argument("--markdown", action="store_true")
@@ -288,22 +336,21 @@ def main() -> None:
     args = p.parse_args()
     rows, skipped = aic_rows(silicon_sample(args.aic_python))
     expressed = len(rows)
+    try:
+        wanted = re.compile(args.match or "")
+    except re.error as e:
+        p.error(f"--match: not a regular expression ({e})")
+    rows = [r for r in rows if wanted.search(r.id)]                     # --match, then --limit of those
     rows = rows[:args.limit] if args.limit else rows
-    rows += published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
-    rows += sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv"))
-    if args.match:
-        try:
-            wanted = re.compile(args.match)
-        except re.error as e:
-            p.error(f"--match: not a regular expression ({e})")
-        rows = [r for r in rows if wanted.search(r.id)]
+    rows += [r for r in published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
+             + sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv")) if wanted.search(r.id)]
     if args.fit_hosts:
         for engine, (step, seq, err, n) in fit_hosts(rows, args.setups, args.jobs, args.fit_hosts).items():
             print(f"{engine}: step_host_us {step}, sequence_host_us {seq}: mean error {100 * err:.1f}% "
                   f"over {n} fit rows")
         return
-    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, requests_of, aic_rows,
-                                             published_rows, sim2real_rows))
+    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, predict_disagg_group,
+                                             predict_disagg_row, requests_of, aic_rows, published_rows, sim2real_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     start = time.perf_counter()
     ours = predict_all(rows, cache, args.cache, args.jobs, args.setups)

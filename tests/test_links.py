@@ -20,7 +20,9 @@ def test_named_link_applies_the_bus_efficiency():
     assert bw == pytest.approx(40e9) and lat == pytest.approx(5e-6)
     # a 0.5 GB cache over it: 0.5e9 / 40e9 = 12.5 ms + 5 us
     assert send_s(0.5e9, bw, lat) == pytest.approx(12.505e-3)
-    assert set(LINKS) == {"nvlink4", "nvlink5", "ib-ndr", "roce-400g", "eth-100g", "pcie5"}
+    assert set(LINKS) == {"nvlink4", "nvlink5", "ib-ndr", "roce-400g", "eth-100g", "pcie5", "ib-xdr"}
+    # ib-xdr (ConnectX-8, 800 Gb/s): 100 GB/s x 0.8 = 80e9 B/s; the same cache in 6.25 ms + 5 us
+    assert send_s(0.5e9, *named_link("ib-xdr")) == pytest.approx(6.255e-3)
 
 
 def test_unknown_link_names_the_known_ones():

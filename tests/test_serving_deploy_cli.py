@@ -58,6 +58,22 @@ def test_disaggregated_run_reports_transfer_and_both_sides(capsys, dirs):
     assert json.loads(out)["summary"]["gpus"] == 2
 
 
+def test_each_side_runs_its_own_tensor_parallelism(capsys, dirs):
+    """--tp sets the prefill replicas', --decode-tp the decode replicas'. This model's KV per token,
+    256 B, is split over a replica's GPUs by KV head (2 heads): a TP 2 prefill GPU holds and sends
+    128 B per token over its own NIC, a TP 1 one all 256 B; 64 tokens over ib-ndr (40e9 B/s) + 5 us.
+    GPUs: 2 prefill x 2 + 1 decode x 1 = 5; 2 x 1 + 1 x 2 = 4."""
+    results = {}
+    for tp, decode_tp in (("2", "1"), ("1", "2")):
+        code, out, err = serve(capsys, dirs["tiny"], "--prefill-replicas", "2", "--decode-replicas", "1", "--tp", tp,
+                               "--decode-tp", decode_tp, "--json")
+        assert code == 0, err
+        results[tp] = json.loads(out)
+    assert results["2"]["summary"]["gpus"] == 5 and results["1"]["summary"]["gpus"] == 4
+    assert results["2"]["disaggregated"]["transfer_s"]["mean"] == pytest.approx(64 * 128 / 40e9 + 5e-6, rel=1e-12)
+    assert results["1"]["disaggregated"]["transfer_s"]["mean"] == pytest.approx(64 * 256 / 40e9 + 5e-6, rel=1e-12)
+
+
 @pytest.mark.parametrize("model, extra, message", [
     ("moe", ["--ep", "3"], "ep=3 does not divide the model's 8 routed experts; allowed: 1, 2, 4, 8"),
     ("tiny", ["--ep", "2"], "ep=2 needs a mixture-of-experts model"),

@@ -8,9 +8,11 @@ import pytest
 
 import serving_rows as sr
 
+SIDE = ("batch_size", "num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 COLUMNS = ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
            "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size", "tp_size", "pp_size", "attention_dp_size",
-           "moe_tp_size", "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms"]
+           "moe_tp_size", "moe_ep_size"] + [f"{p}_{f}" for p in ("prefill", "decode") for f in SIDE] + [
+           "silicon_ttft_ms", "silicon_tpot_ms"]
 
 
 def row(**over):
@@ -19,7 +21,20 @@ def row(**over):
                 mode="agg", isl="1024", osl="128", gemm_quant_mode="fp8", moe_quant_mode="fp8", batch_size="16",
                 tp_size="2", pp_size="1", attention_dp_size="", moe_tp_size="1", moe_ep_size="1",
                 silicon_ttft_ms="165.1", silicon_tpot_ms="11.866")
-    return {**base, **over}
+    return {**{c: "" for c in COLUMNS}, **base, **over}
+
+
+def disagg(**over):
+    """The silicon sample's H100 Qwen3-32B vLLM disaggregated row: 8 prefill workers of TP 1, 2 decode
+    workers of TP 4 with max batch 224, its clients not named."""
+    sides = dict(prefill_batch_size="1", prefill_num_workers="8", prefill_tp_size="1", prefill_pp_size="1",
+                 prefill_attention_dp_size="1", prefill_moe_tp_size="0", prefill_moe_ep_size="0",
+                 decode_batch_size="224", decode_num_workers="2", decode_tp_size="4", decode_pp_size="1",
+                 decode_attention_dp_size="1", decode_moe_tp_size="0", decode_moe_ep_size="0")
+    return row(**{**dict(id="d", silicon_data_source="source_file=qwen3_32b.csv", backend="vllm", backend_version="0.12.0",
+                         mode="disagg", isl="4000", osl="1000", batch_size="", tp_size="", pp_size="",
+                         moe_tp_size="", moe_ep_size="", silicon_ttft_ms="367.7", silicon_tpot_ms="8.7458"),
+                  **sides, **over})
 
 
 def write(tmp_path, rows):
@@ -56,16 +71,86 @@ def test_a_row_as_simulated(tmp_path):
     assert sr.aic_rows(write(tmp_path, [no_clients]))[0][0].concurrency == 64   # batch_size stands for it
 
 
+def test_aggregated_rows_are_expressed_as_before(tmp_path):
+    """Every field an aggregated row is simulated with, written out (the disaggregated rows added
+    beside them change none): TensorRT-LLM TP2, vLLM bf16, SGLang, and a Qwen3-235B EP4 row."""
+    moe = dict(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="4", gemm_quant_mode="fp8_block", moe_tp_size="1",
+               moe_ep_size="4")
+    given = [row(id="t"), row(id="v", backend="vllm", backend_version="0.12.0", gemm_quant_mode="", batch_size="32"),
+             row(id="s", backend="sglang", backend_version="0.5.6", silicon_data_source="gap.csv"), row(id="m", **moe)]
+    rows, skipped = sr.aic_rows(write(tmp_path, given))
+    assert skipped == []
+    ms = {"ttft_mean": 0.1651, "tpot_mean": 0.011866}
+    expected = [  # model, device, tp, engine, version, weights, kv, isl, osl, clients, max_seqs, requests, figures, ep
+        ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.1", "fp8", "fp8", 1024, 128, 16, 16, 144, {"max_batched_tokens": 2560}, 1),
+        ("qwen3-32b", "H100-SXM", 2, "vllm", "0.11.2", None, None, 1024, 128, 16, 32, 144,
+         {"max_batched_tokens": 32 + 1024 + 1500, "cuda_graph_sizes": tuple(range(1, 33))}, 1),
+        ("qwen3-32b", "H100-SXM", 2, "sglang", "0.5", "fp8", None, 1024, 128, 16, 16, 144, {}, 1),
+        ("qwen3-235b-a22b", "H100-SXM", 4, "trtllm", "1.1", "fp8", "fp8", 1024, 128, 16, 16, 144,
+         {"max_batched_tokens": 2560}, 4)]
+    for r, e, g in zip(rows, expected, given):
+        assert (r.model, r.device, r.tp, r.engine, r.engine_version, r.weight_dtype, r.kv_dtype, r.prompt_len,
+                r.output_len, r.concurrency, r.max_seqs, r.num_requests, r.engine_figures, r.ep) == e
+        assert (r.source, r.split, r.measured, r.raw, r.stages, r.prefix_hit, r.rounds, r.disagg) == (
+            "aiconfigurator silicon_sample.csv", sr.split_of(r.id), ms, g, (), 0.0, 20, None)
+    assert [r.setup_key for r in rows] == [("qwen3-32b", "H100-SXM", 2, "fp8", "fp8"),
+                                           ("qwen3-32b", "H100-SXM", 2, None, None),
+                                           ("qwen3-32b", "H100-SXM", 2, "fp8", None),
+                                           ("qwen3-235b-a22b", "H100-SXM", 4, "fp8", "fp8", "ep4")]
+
+
+def test_a_disaggregated_row_as_simulated(tmp_path):
+    r = sr.aic_rows(write(tmp_path, [disagg()]))[0][0]
+    assert (r.model, r.device, r.engine, r.engine_version, r.weight_dtype, r.kv_dtype) == (
+        "qwen3-32b", "H100-SXM", "vllm", "0.11.2", "fp8", None)
+    # AIConfigurator's rules: prefill max batch 1 and step budget ISL + 1500; decode budget = its max batch; graphs
+    # 1..max batch; clients not named: estimated_concurrency = decode workers x decode max batch = 2 x 224
+    assert r.disagg.prefill == sr.Side(8, 1, 1, {"max_batched_tokens": 5500, "cuda_graph_sizes": (1,)})
+    assert r.disagg.decode == sr.Side(2, 4, 224, {"max_batched_tokens": 224, "cuda_graph_sizes": tuple(range(1, 225))})
+    assert (r.concurrency, r.num_requests, r.rounds) == (448, 9 * 448, 20)
+    # 8 x 1 + 2 x 4 = 16 GPUs: two 8-GPU nodes, the cache crosses the ConnectX-7 NDR NICs
+    assert r.disagg.kv_link == "ib-ndr" and r.layout == "disaggregated prefill/decode"
+    assert r.measured == pytest.approx({"ttft_mean": 0.3677, "tpot_mean": 0.0087458})          # ms -> s
+    prefill, decode = r.side_rows()
+    assert (prefill.tp, prefill.max_seqs, prefill.disagg, decode.tp, decode.max_seqs) == (1, 1, None, 4, 224)
+    # each side runs the counted model an aggregated row of its tp runs; disaggregated rows share one count
+    assert (prefill.setup_key, decode.setup_key) == (("qwen3-32b", "H100-SXM", 1, "fp8", None),
+                                                    ("qwen3-32b", "H100-SXM", 4, "fp8", None))
+    assert r.setup_key == ("qwen3-32b", "H100-SXM", 1, "fp8", None, "disaggregated")
+
+
+def test_disaggregated_rows_on_blackwell(tmp_path):
+    """TensorRT-LLM NVFP4 rows at 15000/500: 40 prefill workers of TP 1 and 6 decode workers of TP 4 = 64 GPUs."""
+    over = dict(backend="trtllm", backend_version="1.3.0rc5", model_path="nvidia/Qwen3-32B-NVFP4", precision="fp4",
+                gemm_quant_mode="nvfp4", isl="15000", osl="500", prefill_num_workers="40", decode_num_workers="6",
+                decode_batch_size="80", silicon_data_source="x.csv; silicon_concurrency=480")
+    b200, gb200 = sr.aic_rows(write(tmp_path, [disagg(id="b", system="b200_sxm", **over),
+                                                disagg(id="g", system="gb200", **over)]))[0]
+    # TensorRT-LLM: budgets in blocks of 32: prefill 16500 -> 16512, decode 80 -> 96; KV in fp8 beside fp4 weights
+    assert b200.disagg.prefill == sr.Side(40, 1, 1, {"max_batched_tokens": 16512})
+    assert b200.disagg.decode == sr.Side(6, 4, 80, {"max_batched_tokens": 96})
+    assert (b200.weight_dtype, b200.kv_dtype, b200.concurrency, b200.device) == ("fp4", "fp8", 480, "B200")
+    # 64 GPUs: eight 8-GPU B200 nodes (ConnectX-8 XDR NICs); within one 72-GPU GB200 NVL72 rack (NVLink 5)
+    assert (b200.disagg.kv_link, gb200.disagg.kv_link) == ("ib-xdr", "nvlink5")
+    assert sr.kv_link_of("gb200", 73) == "ib-xdr" and sr.kv_link_of("h200_sxm", 8) == "nvlink4"
+
+
 def test_rows_not_expressed_keep_their_reason(tmp_path):
     rows, skipped = sr.aic_rows(write(tmp_path, [
-        row(id="a", mode="disagg"), row(id="b", model_path="deepseek-ai/DeepSeek-R1"), row(id="c", system="b300_sxm"),
-        row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo")]))
+        row(id="a", mode="afd"), row(id="b", model_path="deepseek-ai/DeepSeek-R1"), row(id="c", system="b300_sxm"),
+        row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo"),
+        disagg(id="f", model_path="Qwen/Qwen3-235B-A22B-FP8"), disagg(id="g", decode_attention_dp_size="8"),
+        disagg(id="h", prefill_pp_size="2"), disagg(id="i", model_path="deepseek-ai/DeepSeek-R1")]))
     assert rows == []
     assert [s.reason for s in skipped] == [
-        "disaggregated prefill/decode (serve simulates it, not yet validated here)",
+        "mode afd: neither aggregated nor disaggregated prefill/decode",
         "deepseek-ai/DeepSeek-R1: no catalog model mapped to it here (MODELS)",
         "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
-        "weights int4_wo: no simulated weight dtype"]
+        "weights int4_wo: no simulated weight dtype",
+        "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated here)",
+        "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
+        "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
+        "deepseek-ai/DeepSeek-R1: no catalog model mapped to it here (MODELS)"]
 
 
 def test_mixture_of_experts_rows_spread_their_experts_as_measured(tmp_path):
@@ -142,3 +227,48 @@ def test_rounds_not_simulated_count_at_the_round_before_the_last():
             ((2.5, 1.5, 0.1), (0.0, 5.0, 0.3), (1.0, 2.0, 0.2), (0.0, 3.0, 0.3), (1.5, 2.0, 0.2), (2.0, 0.5, 0.1))]
     means = validate_serving.closed_loop_means(reqs, 2, 10)
     assert means == pytest.approx({"ttft_mean": 2.1, "tpot_mean": 0.2})
+
+
+def test_a_disaggregated_row_runs_each_side_under_its_own_figures(tmp_path, monkeypatch):
+    """validate_serving.predict_disagg_row hands simulate_disaggregated each side's counted setup
+    under the engine preset with that side's batch limit and budget, both sides' replicas, the link
+    and the clients: the vLLM row of `disagg` (prefill budget 5500 >= the 4000-token prompt, so
+    chunking stays the preset's; the decode budget of 224 tokens chunks a recomputed prompt)."""
+    import dataclasses
+
+    import validate_serving
+    from dispatchprof.serving.engines import engine_preset
+
+    @dataclasses.dataclass(frozen=True)
+    class Setup:                                         # what predict_disagg_row reads of a ServingSetup
+        device: str
+        capacity_bytes: float
+        engine: object = None
+
+    seen = {}
+
+    def fake(prefill, decode, requests, **kwargs):
+        seen.update(prefill=prefill, decode=decode, requests=requests, **kwargs)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr(validate_serving, "simulate_disaggregated", fake)
+    r = sr.aic_rows(write(tmp_path, [disagg()]))[0][0]
+    out = validate_serving.predict_disagg_row(r, Setup("H100-SXM", 80e9), Setup("H100-SXM", 320e9))
+    assert out == {"error": "stop here"}
+    p, d = seen["prefill"].engine, seen["decode"].engine
+    base = engine_preset("vllm", "0.11.2", memory_bytes=80e9, device_name="H100-SXM")
+    assert base.chunked_prefill                         # vLLM V1 always chunks
+    assert (p.max_seqs, p.max_batched_tokens, p.cuda_graph_sizes, p.chunked_prefill) == (1, 5500, (1,), True)
+    assert (d.max_seqs, d.max_batched_tokens, d.cuda_graph_sizes, d.chunked_prefill) == (
+        224, 224, tuple(range(1, 225)), True)
+    assert (p.step_host_us, p.block_size) == (base.step_host_us, base.block_size)    # the rest: the preset's
+    assert (seen["prefill_replicas"], seen["decode_replicas"], seen["kv_link"], seen["concurrency"]) == (
+        8, 2, "ib-ndr", 448)
+    assert len(seen["requests"]) == 9 * 448 and {(q.prompt_tokens, q.output_tokens) for q in seen["requests"]} == {
+        (4000, 1000)}
+    # TensorRT-LLM chunks nothing by default: a prefill side whose budget holds the prompt stays unchunked
+    trt = sr.aic_rows(write(tmp_path, [disagg(backend="trtllm", backend_version="1.1.0")]))[0][0]
+    validate_serving.predict_disagg_row(trt, Setup("H100-SXM", 80e9), Setup("H100-SXM", 320e9))
+    assert not engine_preset("trtllm", "1.1", memory_bytes=80e9, device_name="H100-SXM").chunked_prefill
+    assert (seen["prefill"].engine.max_batched_tokens, seen["prefill"].engine.chunked_prefill) == (5504, False)
+    assert (seen["decode"].engine.max_batched_tokens, seen["decode"].engine.chunked_prefill) == (224, True)

@@ -42,6 +42,7 @@ rates per direction; latencies are one small message's time through the link and
 | nvlink4 | 450 | 3 | H100 SXM datasheet "NVLink 900GB/s" (both directions); nccl-tests 8xH100 all_reduce busbw 460-480 GB/s at large sizes (alayanew.com NCCL-tests reference table); latency: NCCL point-to-point on NVLink, a few us (assumed 3) |
 | nvlink5 | 900 | 3 | B200 datasheet "NVLink 1.8TB/s" (both directions); latency as nvlink4 (assumed) |
 | ib-ndr | 50 | 5 | ConnectX-7 / Quantum-2 NDR 400 Gb/s per port = 50 GB/s (NVIDIA DGX H100 user guide: 8x single-port ConnectX-7, 400 Gb/s); latency: RDMA write ~2 us + software, assumed 5 |
+| ib-xdr | 100 | 5 | ConnectX-8 SuperNIC / Quantum-X800 XDR 800 Gb/s per port = 100 GB/s (NVIDIA ConnectX-8 SuperNIC datasheet: "up to 800Gb/s"; AIConfigurator's b200_sxm.yaml and gb200.yaml: 100 GB/s per GPU "CX8 XDR 800Gb/s"); latency as ib-ndr (assumed) |
 | roce-400g | 50 | 8 | 400GbE (Spectrum-X / ConnectX-7 Ethernet mode) 400 Gb/s = 50 GB/s; latency assumed 8 (Ethernet switch hops above IB's) |
 | eth-100g | 12.5 | 20 | 100GbE: 100 Gb/s = 12.5 GB/s; latency assumed 20 (TCP stack) |
 | pcie5 | 63 | 2 | PCIe 5.0 x16: 32 GT/s x 16 lanes x 128/130 = 63.0 GB/s per direction (PCI-SIG 5.0 spec); latency assumed 2 |
@@ -118,6 +119,7 @@ LINKS: dict[str, tuple[float, float]] = {
     "roce-400g": (50.0, 8.0),
     "eth-100g": (12.5, 20.0),
     "pcie5": (63.0, 2.0),
+    "ib-xdr": (100.0, 5.0),
 }
 
 
