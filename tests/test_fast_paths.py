@@ -244,23 +244,30 @@ def test_real_fake_meta_count_record_by_record(name):
         assert real.profile.zero_cost_calls == meta.profile.zero_cost_calls   # (fake adds prim.device)
 
 
-@pytest.mark.parametrize("batch_first", [False, True])
-def test_meta_attention_output_has_the_cpu_layout(batch_first):
+@pytest.mark.parametrize("batch_first,grad", [(False, False), (True, False), (False, True), (True, True)])
+def test_meta_attention_has_the_cpu_layouts(batch_first, grad):
     """On meta tensors F.scaled_dot_product_attention's output has the strides of the CPU's call
-    (the math backend's are contiguous), so nn.MultiheadAttention's slow path (training mode)
-    runs the real run's ops after it: no copy of the output that the CPU does not make."""
+    (torch's meta call, the math backend, makes it contiguous) and its input gradients those of
+    the CPU's backward, so nn.MultiheadAttention's slow path (training mode) runs the real run's
+    ops after it, forward and backward: no copy the CPU does not make."""
     streams, strides = {}, {}
     for kind in ("cpu", "meta"):
         torch.manual_seed(0)
         model = nn.MultiheadAttention(E, H, batch_first=batch_first).to(kind).train()
-        x = torch.randn(B, L, E, device=kind)
-        with torch.no_grad():
-            c = count(lambda: model(x, x, x, need_weights=False))
+        x = torch.randn(B, L, E, device=kind, requires_grad=grad)
+
+        def run():
+            y = model(x, x, x, need_weights=False)[0]
+            if grad:
+                y.sum().backward()
+        with torch.set_grad_enabled(grad):
+            c = count(run)
             q = torch.randn(L, B * H, E // H, device=kind).transpose(0, 1).view(B, H, L, E // H)
             with OpCounter():
                 strides[kind] = torch.nn.functional.scaled_dot_product_attention(q, q, q).stride()
-        streams[kind] = [(r.op, r.cost, r.shapes) for r in c.profile.records]
-    assert streams["cpu"] == streams["meta"] and SDPA in [op for op, _, _ in streams["cpu"]]
+        streams[kind] = [(r.op, r.phase, r.cost, r.shapes) for r in c.profile.records]
+    ops = [op for op, _, _, _ in streams["cpu"]]
+    assert streams["cpu"] == streams["meta"] and SDPA in ops and (SDPA + "_backward" in ops) == grad
     contiguous = (H * L * (E // H), L * (E // H), E // H, 1)
     assert strides["cpu"] == strides["meta"] != contiguous      # torch's meta call: contiguous
 

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from dispatchprof.count.fastpath import MHA_FORWARD, FastPathGuard, mha_forward_body
 from dispatchprof.count.flex import FLEX_OPS, run_flex
-from dispatchprof.count.meta_layout import as_on_cpu
+from dispatchprof.count.meta_layout import meta_attention
 from dispatchprof.count.packing import NESTED_FAST_PATH_OPS, PACKED_OPS, NestedTensorNotSupported, Packing
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.sdpa_args import sdpa_call
@@ -227,9 +227,11 @@ class FusedAttentionMode(TorchFunctionMode):
         self.state.inside_fused += 1
         start = _next_sequence_nr()
         try:
-            out = func(*args, **kwargs)
-            if type(out) is torch.Tensor and out.device.type == "meta":
-                out = as_on_cpu(out, args, kwargs)        # the layout the real device gives it
+            out = None
+            if type(args[0]) is torch.Tensor and args[0].device.type == "meta":
+                out = meta_attention(args, kwargs)        # the layouts the real device gives
+            if out is None:
+                out = func(*args, **kwargs)
         finally:
             self.state.inside_fused -= 1
         with NO_TORCH_FUNCTION():
