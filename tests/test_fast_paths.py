@@ -10,6 +10,7 @@ or the math backend's ops): a third run marks where each attention call begins a
 torch-function mode that must leave the op stream as it was (checked).
 """
 
+import contextlib
 import types
 from collections import Counter
 
@@ -21,7 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import zoo
 from conftest import count
-from dispatchprof import fake_model, fake_mode
+from dispatchprof import OpCounter, fake_model, fake_mode
 from dispatchprof.count.fastpath import mha_forward_body
 from op_formulas import state_of
 
@@ -183,17 +184,29 @@ def test_torch_fast_paths_run_and_count_as_uncounted(name):
     assert FAST_OPS[name] in ops if name in FAST_OPS else not set(FAST_OPS.values()) & set(ops)
 
 
-def _kind(name, kind):
-    """Total counts of one forward of ``name`` on tensor kind ``kind`` (same weights' shapes)."""
+#: Models whose padding mask says how the batch is packed: its values are an input, as token ids
+#: are, so it stays a real CPU tensor on every kind (docs/counting.md, "Fast paths").
+MASK_VALUES = {"encoder-nested"}
+
+
+def _kind(name, kind, masks=None):
+    """The counter of one forward of ``name`` on tensor kind ``kind`` (same weights' shapes).
+    ``masks``: None for `_masks` on the kind's device (real for `MASK_VALUES` models), "kind" for
+    `_masks` on the kind's device whatever the model, or the masks to pass (the batch is theirs)."""
     build, call = MODELS[name]
     torch.manual_seed(0)
+    if masks is None and name in MASK_VALUES:
+        masks = _masks("cpu")
+    batch = B if not isinstance(masks, types.SimpleNamespace) else len(masks.pad)
     if kind == "fake":
         model = fake_model(build)
         with fake_mode(model):
-            x, masks = torch.randn(B, L, E), _masks("cpu")
+            x = torch.randn(batch, L, E)
+            masks = masks if isinstance(masks, types.SimpleNamespace) else _masks("cpu")
     else:
         model = build().to(kind)
-        x, masks = torch.randn(B, L, E, device=kind), _masks(kind)
+        x = torch.randn(batch, L, E, device=kind)
+        masks = masks if isinstance(masks, types.SimpleNamespace) else _masks(kind)
     model.eval()
 
     def run():
@@ -205,10 +218,10 @@ def _kind(name, kind):
         return count(run)
 
 
-#: Models counted record by record on real, fake and meta tensors (the padding-mask encoder
-#: packs by the mask's values: `test_padding_mask_encoder_refuses_tensors_without_values`).
+#: Models counted record by record on real, fake and meta tensors.
 KINDS_MODELS = ["mha-padding", "mha-weights", "mha-keywords", "mha-plain", "mha-both-masks",
-                "mha-seq-first", "layer-mask", "encoder-gelu-mask", "encoder-padding-no-nested", "layer-seq-first"]
+                "mha-seq-first", "layer-mask", "encoder-gelu-mask", "encoder-padding-no-nested", "layer-seq-first",
+                "encoder-nested"]
 
 
 def _record(r):
@@ -229,6 +242,34 @@ def test_real_fake_meta_count_record_by_record(name):
     assert records[0] == records[1] == records[2]
     if name in FAST_OPS:                                                # and the same views
         assert real.profile.zero_cost_calls == meta.profile.zero_cost_calls   # (fake adds prim.device)
+
+
+@pytest.mark.parametrize("batch_first,grad", [(False, False), (True, False), (False, True), (True, True)])
+def test_meta_attention_has_the_cpu_layouts(batch_first, grad):
+    """On meta tensors F.scaled_dot_product_attention's output has the strides of the CPU's call
+    (torch's meta call, the math backend, makes it contiguous) and its input gradients those of
+    the CPU's backward, so nn.MultiheadAttention's slow path (training mode) runs the real run's
+    ops after it, forward and backward: no copy the CPU does not make."""
+    streams, strides = {}, {}
+    for kind in ("cpu", "meta"):
+        torch.manual_seed(0)
+        model = nn.MultiheadAttention(E, H, batch_first=batch_first).to(kind).train()
+        x = torch.randn(B, L, E, device=kind, requires_grad=grad)
+
+        def run():
+            y = model(x, x, x, need_weights=False)[0]
+            if grad:
+                y.sum().backward()
+        with torch.set_grad_enabled(grad):
+            c = count(run)
+            q = torch.randn(L, B * H, E // H, device=kind).transpose(0, 1).view(B, H, L, E // H)
+            with OpCounter():
+                strides[kind] = torch.nn.functional.scaled_dot_product_attention(q, q, q).stride()
+        streams[kind] = [(r.op, r.phase, r.cost, r.shapes) for r in c.profile.records]
+    ops = [op for op, _, _, _ in streams["cpu"]]
+    assert streams["cpu"] == streams["meta"] and SDPA in ops and (SDPA + "_backward" in ops) == grad
+    contiguous = (H * L * (E // H), L * (E // H), E // H, 1)
+    assert strides["cpu"] == strides["meta"] != contiguous      # torch's meta call: contiguous
 
 
 def test_meta_leaves_torch_as_it_was():
@@ -253,10 +294,89 @@ def test_meta_leaves_torch_as_it_was():
     assert FAST_OPS["mha-plain"] not in stream.ops
 
 
+def _padding(lengths, length=L):
+    """A padding mask (True: padding) keeping the first ``n`` of ``length`` tokens per sequence;
+    a negative ``n`` keeps the last -n (a mask that is not left aligned)."""
+    pad = torch.ones(len(lengths), length, dtype=torch.bool)
+    for row, n in enumerate(lengths):
+        if n >= 0:
+            pad[row, :n] = False
+        else:
+            pad[row, length + n:] = False
+    return types.SimpleNamespace(pad=pad, causal=None)
+
+
+#: batch of sequence lengths -> whether torch packs it (left aligned); all padding-mask encoders
+PADDINGS = {(5, 3): True, (2, 5, 4): True, (5, 5): True, (1, 1, 1, 1): True, (5, -3): False}
+
+
+@pytest.mark.parametrize("lengths", PADDINGS, ids=str)
+def test_padding_mask_encoder_real_fake_meta_with_lengths(lengths):
+    """The packed encoder on fake and meta tensors with a real mask: every record the real run's;
+    packed, each layer counts what the slow path counts sequence by sequence at its own length."""
+    real, fake, meta = (_kind("encoder-nested", k, _padding(lengths)) for k in ("cpu", "fake", "meta"))
+    records = [[_record(r) for r in c.profile.records] for c in (real, fake, meta)]
+    assert records[0] == records[1] == records[2]
+    ops = [r[0] for r in records[0]]
+    assert ("aten._nested_tensor_from_mask" in ops) == PADDINGS[lengths]    # torch's own choice, read
+    if not PADDINGS[lengths]:
+        return
+    layers = [r for r in meta.profile.records if r.op == FAST_OPS["encoder-nested"]]
+    layer = nn.TransformerEncoderLayer(E, H, F_, batch_first=True).to("meta").eval()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.no_grad():
+            alone = [count(layer, torch.randn(1, n, E, device="meta")).total() for n in lengths]
+    finally:
+        torch.backends.mha.set_fastpath_enabled(True)
+    assert len(layers) == 2
+    for field in ("add", "mult", "div", "sqrt", "exp", "cmp", "macs"):
+        assert getattr(layers[0].cost, field) == sum(getattr(a, field) for a in alone)
+
+
 @pytest.mark.parametrize("kind", ["meta", "fake"])
-def test_padding_mask_encoder_refuses_tensors_without_values(kind):
-    with pytest.raises(RuntimeError, match="packs each sequence by the values of src_key_padding_mask"):
-        _kind("encoder-nested", kind)
+def test_padding_mask_encoder_refuses_a_mask_without_values(kind):
+    with pytest.raises(RuntimeError, match="pass the mask as a real CPU tensor"):
+        _kind("encoder-nested", kind, "kind")
+
+
+def _torch_state():
+    """What the counter must leave as it found it: the kernels torch has for the packing ops on
+    meta, the fast-path device name, the mode stacks, the global module hooks."""
+    from torch.nn.modules import module
+    from torch.utils import backend_registration
+    ops = ("aten::_nested_tensor_from_mask", "aten::_nested_tensor_from_mask_left_aligned",
+           "aten::to_padded_tensor", "aten::_transformer_encoder_layer_fwd")
+    return ([torch._C._dispatch_has_kernel_for_dispatch_key(op, key) for op in ops for key in ("Meta", "Python")],
+            backend_registration._privateuse1_backend_name, torch._C._len_torch_function_stack(),
+            torch._C._len_torch_dispatch_stack(), len(module._global_forward_pre_hooks),
+            len(module._global_forward_hooks))
+
+
+@pytest.mark.parametrize("kind", ["meta", "fake"])
+def test_packed_encoder_leaves_torch_as_it_was_after_exit_and_exception(kind):
+    before = _torch_state()
+    _kind("encoder-nested", kind)
+    assert _torch_state() == before
+    build, call = MODELS["encoder-nested"]
+
+    def stop(module, args):
+        raise RuntimeError("stopped")
+    for where in ("layer", "slow path"):           # raised by a hook; by the counter (a slow path)
+        model = fake_model(build) if kind == "fake" else build().to("meta").eval()
+        if where == "layer":
+            model.layers[1].register_forward_pre_hook(stop)
+        else:
+            model.layers[1].train()                 # torch: MHA refuses the nested batch
+        masks = _masks("cpu")                      # real: the lengths
+        with (fake_mode(model) if kind == "fake" else contextlib.nullcontext()):
+            x = torch.randn(B, L, E, device="cpu" if kind == "fake" else "meta")
+            with torch.no_grad(), pytest.raises((RuntimeError, TypeError)) as raised:
+                count(lambda: call(model, x, masks))
+        assert ("stopped" if where == "layer" else "nested tensors are not supported") in str(raised.value)
+        assert _torch_state() == before
+    again = _kind("encoder-nested", kind)                       # and the next count is whole
+    assert [r.op for r in again.profile.records] == [r.op for r in _kind("encoder-nested", "cpu").profile.records]
 
 
 def _variant(**kw):

@@ -176,7 +176,7 @@ class OpCounter:
         _HEADROOM.acquire()
         self._headroom = True
         counting = CountingMode(state) if state.clock is None else TimedCountingMode(state, state.clock)
-        for m in (FusedAttentionMode(state), counting):
+        for m in (FusedAttentionMode(state, counting.packing), counting):
             m.__enter__()
             self._modes.append(m)
         if state.clock is not None:

@@ -20,8 +20,9 @@ _privateuse1_backend_name``) refuses meta. For the call of such a module on meta
 guard names meta as that third device type (`meta_as_device`) and puts the name back when the
 call returns or raises, so torch's own code takes the path the real device takes: the same ops,
 counts and bytes as real tensors. The fast path's fused kernels have meta kernels; the
-padding-mask encoder's packing reads the mask's values, which meta and fake tensors lack
-(`MaskValuesError`).
+padding-mask encoder's packing reads the mask's values and makes nested tensors, which meta and
+fake tensors lack: on them the counter runs those ops itself from the mask the encoder is given
+(`dispatchprof.count.packing`), and the guard pushes that mask for the encoder's call.
 
 Where the module's slow path runs (training, gradients, batch_first=False), the mode is active and
 ``F.multi_head_attention_forward`` runs its own body with the mode still on (`mha_forward_body`):
@@ -36,12 +37,12 @@ from typing import Any
 import torch
 import torch.utils.backend_registration as backend_registration
 from torch import nn
-from torch._subclasses import FakeTensor
 from torch.nn import functional as F
 from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.overrides import _get_current_function_mode, _pop_mode, _push_mode
 
 from dispatchprof.count.fastpath_checks import call_kwargs, mha_takes_fast_path
+from dispatchprof.count.packing import Packing
 
 #: The modules whose forward picks a fast path by ``has_torch_function`` (exact types: a subclass
 #: may call attention itself in its forward, which the mode must then see).
@@ -50,12 +51,6 @@ FAST_PATH_MODULES = (nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.Trans
 #: and linears), and whose fused kernels call none.
 _CALLING_MODULES = (nn.TransformerEncoderLayer, nn.TransformerEncoder)
 MHA_FORWARD = F.multi_head_attention_forward
-#: The ops nn.TransformerEncoder's padding-mask fast path runs on the nested tensor it makes
-#: itself: counted (each sequence with its own length); any other op refuses nested tensors.
-NESTED_FAST_PATH_OPS = frozenset({"aten._transformer_encoder_layer_fwd", "aten.to_padded_tensor"})
-#: The padding-mask encoder's ops whose result depends on the mask's values (whether it is left
-#: aligned; each sequence's length): refused on meta and fake tensors (`MaskValuesError`).
-MASK_VALUE_OPS = frozenset({"aten._nested_tensor_from_mask_left_aligned", "aten._nested_tensor_from_mask"})
 _body: list[Any] = []
 
 
@@ -76,22 +71,6 @@ def mha_forward_body() -> Any:
 
 def _no_torch_function(*args: Any) -> bool:
     return False
-
-
-class MaskValuesError(RuntimeError):
-    """nn.TransformerEncoder's padding-mask fast path on tensors without values (meta, fake)."""
-
-    def __init__(self, op: str) -> None:
-        super().__init__(
-            f"dispatchprof: {op}: nn.TransformerEncoder's padding-mask fast path packs each sequence "
-            f"by the values of src_key_padding_mask, which meta and fake tensors do not have; count "
-            f"on real tensors, or build the encoder with enable_nested_tensor=False to count the "
-            f"padded batch")
-
-
-def without_values(tensors: Any) -> bool:
-    """Whether any of ``tensors`` has no values (a meta tensor or a fake tensor)."""
-    return any(t.device.type == "meta" or isinstance(t, FakeTensor) for t in tensors)
 
 
 def fast_path_tensors(module: nn.Module, args: tuple) -> list[torch.Tensor] | None:
@@ -130,12 +109,16 @@ class FastPathGuard:
     nn.TransformerEncoderLayer and nn.TransformerEncoder step off when they may take it: a module
     called inside a layer so suspended means the layer took its slow path (the fused kernel calls
     no module), and inside an encoder it is a layer, which decides for itself; either way the mode
-    goes back on the stack first, so the slow path's attention is one record as everywhere."""
+    goes back on the stack first, so the slow path's attention is one record as everywhere.
+    An nn.TransformerEncoder so suspended on tensors without values hands its padding mask to
+    ``packing`` for its call (`Packing.enter`)."""
 
-    def __init__(self, mode: Any) -> None:
+    def __init__(self, mode: Any, packing: Packing) -> None:
         self._mode = mode
+        self._packing = packing
         self._handles: list[Any] = []
-        self._suspended: list[list[Any]] = []   # [module, device name to restore, mode off the stack]
+        # [module, device name to restore, mode off the stack, padding mask pushed to packing]
+        self._suspended: list[list[Any]] = []
 
     def install(self) -> None:
         self._handles.append(register_module_forward_pre_hook(self._pre))
@@ -144,15 +127,21 @@ class FastPathGuard:
     def remove(self) -> None:
         while self._suspended:             # an exit mid-forward: the stack as it was found
             self._leave(self._suspended.pop())
+        self._packing.clear()
         while self._handles:
             self._handles.pop().remove()
 
     def _leave(self, entry: list[Any]) -> None:
         meta_as_device(entry[1])
+        if entry[3]:
+            self._packing.leave()
         if entry[2]:
             _push_mode(self._mode)
 
     def _pre(self, module: nn.Module, args: tuple) -> None:
+        if self._packing.open:         # a packed batch: only the encoder's own layers may run on it
+            top = self._suspended[-1][0] if self._suspended else None
+            self._packing.refuse_slow_path(module, type(top) is nn.TransformerEncoder)
         if self._suspended and self._suspended[-1][2] and type(self._suspended[-1][0]) in _CALLING_MODULES:
             self._suspended[-1][2] = False          # a module called inside: the mode goes back
             _push_mode(self._mode)
@@ -166,8 +155,9 @@ class FastPathGuard:
             if kwargs is None or not mha_takes_fast_path(module, args, kwargs):
                 return None
         on_meta = any(t.device.type == "meta" for t in tensors)
+        pushed = type(module) is nn.TransformerEncoder and self._packing.enter(module, args, call_kwargs(1))
         _pop_mode()
-        self._suspended.append([module, meta_as_device("meta") if on_meta else None, True])
+        self._suspended.append([module, meta_as_device("meta") if on_meta else None, True, pushed])
         return None
 
     def _post(self, module: nn.Module, args: tuple, output: Any) -> None:

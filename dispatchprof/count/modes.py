@@ -19,14 +19,16 @@ from torch._ops import HigherOrderOperator
 from torch.overrides import TorchFunctionMode, _pop_mode, _push_mode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from dispatchprof.count.fastpath import (MASK_VALUE_OPS, MHA_FORWARD, NESTED_FAST_PATH_OPS, FastPathGuard, MaskValuesError,
-                                         mha_forward_body, without_values)
+from dispatchprof.count.fastpath import MHA_FORWARD, FastPathGuard, mha_forward_body
 from dispatchprof.count.flex import FLEX_OPS, run_flex
 from dispatchprof.count.meta_attention import run_attention
+from dispatchprof.count.packing import NESTED_FAST_PATH_OPS, PACKED_OPS, NestedTensorNotSupported, Packing
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.sdpa_args import sdpa_call
 from dispatchprof.count.tensors import NO_TORCH_FUNCTION, iter_tensors
 from dispatchprof.errors import DataDependentOpError
+
+__all__ = ["CountingMode", "FusedAttentionMode", "NestedTensorNotSupported", "eager_flex_attention", "run_once"]
 
 aten = torch.ops.aten
 _next_sequence_nr = torch._C._autograd._get_sequence_nr
@@ -35,22 +37,15 @@ _PROFILER = torch.autograd.profiler       # ``_is_profiler_enabled``: whether a 
 _SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
-class NestedTensorNotSupported(TypeError):
-    """Raised when a counted op receives a nested (jagged or strided nested) tensor, except the
-    ops of nn.TransformerEncoder's own nested fast path (`NESTED_FAST_PATH_OPS`)."""
-
-    def __init__(self, op: str) -> None:
-        super().__init__(f"dispatchprof: nested tensors are not supported (op {op} got a nested tensor); "
-                         f"count the padded dense tensor instead (nt.to_padded_tensor(0.0))")
-
-
 class CountingMode(TorchDispatchMode):
     """Sees every aten op; counts it unless a fused op above already did. An op with no formula
     that has a CompositeImplicit decomposition (``aten.linear`` reaches here undecomposed under
     ``torch.inference_mode``) is decomposed, so its parts are counted as they would be elsewhere.
     A higher-order op (cond, while_loop, map) runs its body with this mode active, so its ops
     are counted one by one; flex_attention is one record over the blocks its BlockMask keeps
-    (`dispatchprof.count.flex`); any other runs as is and is reported unknown with the reason."""
+    (`dispatchprof.count.flex`); any other runs as is and is reported unknown with the reason.
+    nn.TransformerEncoder's padding-mask fast path on tensors without values runs through
+    ``packing`` (`dispatchprof.count.packing`), shared with the attention mode's hooks."""
 
     supports_higher_order_operators = True
 
@@ -65,6 +60,7 @@ class CountingMode(TorchDispatchMode):
     def __init__(self, state: Recorder) -> None:
         super().__init__()
         self.state = state
+        self.packing = Packing()
         _hide_from_dynamo()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -91,8 +87,9 @@ class CountingMode(TorchDispatchMode):
             return out
         if info.data_dependent and any(t.device.type == "meta" for t in iter_tensors(args)):
             raise DataDependentOpError(info.name, state.scope_and_phase()[0])
-        if info.name in MASK_VALUE_OPS and without_values(iter_tensors(args)):
-            raise MaskValuesError(info.name)
+        if info.name in PACKED_OPS and self.packing.diverts(info.name, args):
+            with NO_TORCH_FUNCTION():
+                return self.packing.run(func, info.name, args, kwargs, state.count)
         if info.formula is None and info.decomposable:
             with self:
                 out = func.decompose(*args, **kwargs)
@@ -199,10 +196,10 @@ class FusedAttentionMode(TorchFunctionMode):
     code; where the module's slow path runs instead, attention inside
     ``F.multi_head_attention_forward`` is still recorded as one fused op."""
 
-    def __init__(self, state: Recorder) -> None:
+    def __init__(self, state: Recorder, packing: Packing | None = None) -> None:
         super().__init__()
         self.state = state
-        self._guard = FastPathGuard(self)
+        self._guard = FastPathGuard(self, packing if packing is not None else Packing())
 
     def __enter__(self) -> FusedAttentionMode:
         super().__enter__()
