@@ -62,3 +62,20 @@ def layer_container(model: torch.nn.Module) -> str | None:
 
 
 __all__ = ["VARYING", "layer_container", "shallow_model", "uniform_reason"]
+
+
+def shallow_reason(model: torch.nn.Module, deepest: int) -> str:
+    """'' when ``model`` can be counted with at most ``deepest`` layers and its counts extended to
+    full depth (its config's layers repeat, it is deeper than ``deepest``, its layers are one list),
+    else why not."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return "the model has no config"
+    reason = uniform_reason(config)
+    if reason:
+        return reason
+    if config.num_hidden_layers <= deepest:
+        return f"{config.num_hidden_layers} layers: counted as they are"
+    if layer_container(model) is None:
+        return "no single list of num_hidden_layers layers"
+    return ""

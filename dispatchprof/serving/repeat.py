@@ -25,7 +25,7 @@ import torch
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer, repeat_layers
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.llm.generation import count_steps as generation_steps
-from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
+from dispatchprof.llm.layer_repeat import layer_container, shallow_model, shallow_reason
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.placement import Scenarios
 
@@ -35,17 +35,7 @@ SHALLOW = (2, 3)
 
 def repeatable(model: torch.nn.Module) -> str:
     """'' when ``model`` can be counted with few layers and repeated, else why not."""
-    config = getattr(model, "config", None)
-    if config is None:
-        return "the model has no config"
-    reason = uniform_reason(config)
-    if reason:
-        return reason
-    if config.num_hidden_layers <= SHALLOW[-1]:
-        return f"{config.num_hidden_layers} layers: counted as they are"
-    if layer_container(model) is None:
-        return "no single list of num_hidden_layers layers"
-    return ""
+    return shallow_reason(model, SHALLOW[-1])
 
 
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,

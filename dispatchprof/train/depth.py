@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from dispatchprof.count.layer_repeat import LayerRepeatError
-from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
+from dispatchprof.llm.layer_repeat import shallow_model, shallow_reason
 from dispatchprof.sim.device import Device
 from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, model_sizes, op_table,
                                       simulate_model, step_from)
@@ -50,17 +50,7 @@ FLOAT_TOLERANCE = (1e-9, 1e-8)
 
 def repeat_reason(model: torch.nn.Module) -> str:
     """'' when ``model``'s training step can be timed from few layers, else why not."""
-    config = getattr(model, "config", None)
-    if config is None:
-        return "the model has no config"
-    reason = uniform_reason(config)
-    if reason:
-        return reason
-    if config.num_hidden_layers <= DEPTHS[-1]:
-        return f"{config.num_hidden_layers} layers: counted as they are"
-    if layer_container(model) is None:
-        return "no single list of num_hidden_layers layers"
-    return ""
+    return shallow_reason(model, DEPTHS[-1])
 
 
 def repeated_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
