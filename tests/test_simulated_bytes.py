@@ -56,9 +56,10 @@ SMALL = ["llama-3.2-1b", "--batch", "1", "--prompt-len", "16", "--new-tokens", "
 
 #: llama-3.2-1b's parameters: embedding 128,256 x 2,048 = 262,668,288; per layer q, o 2,048 x 2,048,
 #: k, v 512 x 2,048, gate, up, down 8,192 x 2,048, two norms of 2,048 (60,821,504), 16 layers; final norm 2,048.
-#: A forward reads each once and the tied LM head reads the embedding again (bf16), and reads the
-#: rotary embedding's buffer inv_freq (head dim 64 / 2 = 32 fp32 elements) once.
-PARAMS_READ = 262_668_288 + 16 * 60_821_504 + 2_048 + 262_668_288
+#: A forward reads each once, except the embedding, which gathers the prompt's 16 rows of 2,048 (not
+#: its table); the tied LM head reads the whole table (bf16); the rotary embedding's buffer inv_freq
+#: (head dim 64 / 2 = 32 fp32 elements) is read once.
+PARAMS_READ = 16 * 2_048 + 16 * 60_821_504 + 2_048 + 262_668_288
 INV_FREQ = 32
 
 

@@ -42,8 +42,8 @@ INPUT_ERRORS = (UsageError, ValueError, OSError, RecursionError, ImportError, Me
 #: Top-level packages of our own code: an exception raised here is ours (an input error or a bug).
 OWN = ("dispatchprof", "op_formulas")
 #: Our modules that call torch on the model's behalf (the counter's modes): where an exception's
-#: innermost frame is one of these, the caller's frame decides (the op the model called raised).
-PASS_THROUGH = ("dispatchprof.count.modes",)
+#: innermost frames are these, the caller's frame decides (the op the model called raised).
+PASS_THROUGH = ("dispatchprof.count.modes", "dispatchprof.count.meta_attention")
 INTERRUPTED, TERMINATED, BUG = 130, 143, 1
 #: How a signal ends a command: exit status and line.
 ENDINGS = {signal.SIGINT: (INTERRUPTED, "dispatchprof: interrupted"),
@@ -167,13 +167,13 @@ def printable(text: str) -> str:
 
 def raised_by(tb: TracebackType | None) -> str | None:
     """The package whose code raised: the top-level package of the innermost frame that is not
-    the standard library's (nor a `PASS_THROUGH` frame); None when that frame is dispatchprof's
+    the standard library's (nor one of the `PASS_THROUGH` frames it ends with); None when that frame is dispatchprof's
     own (or there is none)."""
     frames = []
     while tb is not None:
         frames.append(tb.tb_frame.f_globals.get("__name__", ""))
         tb = tb.tb_next
-    if frames and frames[-1] in PASS_THROUGH:
+    while frames and frames[-1] in PASS_THROUGH:
         frames.pop()
     for module in reversed(frames):
         top = module.split(".")[0]
