@@ -58,3 +58,17 @@ def test_the_simulator_charges_the_rows_not_the_table():
     r, c = _record(nn.Embedding(1000, 64), torch.tensor([[1, 2, 3]]), "aten.embedding", devices="PIM-AI-1chip")
     (op,) = [o for o in c.simulated().ops if o.t_memory > 0]
     assert op.t_memory == pytest.approx(1560 / 102.4e9, abs=1e-15)             # 15.23 ns
+
+
+def test_a_gather_from_an_activation_leaves_the_parameters_read_whole():
+    class FromActivations(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("ids", torch.tensor([[0, 2]]))
+
+        def forward(self, table):
+            return nn.functional.embedding(self.ids, table * 2)
+
+    # the table (4 x 8 fp32, an activation) is gathered: 2 rows; the index buffer (16 bytes) is read whole
+    r, _ = _record(FromActivations(), torch.randn(4, 8), "aten.embedding")
+    assert r.cost.bytes_read == 16 + 2 * 32 and (r.param_bytes, r.param_elements) == (16, 2)

@@ -197,7 +197,7 @@ class Recorder:
                                                                                 self.ledger.producer_of)
         if info.gathers is not None and cost.bytes_read is not None and info.gathers < len(args):
             param_bytes, param_elements = parameter_share(total, param_bytes, param_elements, cost.bytes_read,
-                                                          args[info.gathers])
+                                                          args[info.gathers], self.tracker.resident)
         written, out_elements = bytes_written(info, args, kwargs, out_tensors)
         if cost.bytes_read is None or cost.bytes_written is None:
             cost = cost.with_bytes(total if cost.bytes_read is None else cost.bytes_read,

@@ -69,14 +69,16 @@ def bytes_read(info: Any, args: tuple, kwargs: dict, resident: set[int],
 
 
 def parameter_share(total: int, param_bytes: int, param_elements: int, formula_read: int,
-                    table: Any) -> tuple[int, int]:
+                    table: Any, resident: set[int]) -> tuple[int, int]:
     """The parameter bytes and elements read by an op that gathers from the parameter ``table``
     (op_formulas.registry.PARAMETER_GATHERS: ``embedding`` reads some rows of a table,
     ``_grouped_mm`` the experts its tokens route to), whose formula reads ``formula_read`` bytes
     where the generic rule reads ``total``, ``param_bytes`` of them parameters. Rule: every other
     input is read whole, so the difference is the table's: it comes off (or, where rows repeat,
-    adds to) the parameter bytes and, in the table's element size, the parameter elements."""
-    if not isinstance(table, Tensor) or not param_bytes:
+    adds to) the parameter bytes and, in the table's element size, the parameter elements. A table
+    that is not a parameter or buffer (``resident``: their storages) leaves them as they are."""
+    if (not isinstance(table, Tensor) or not param_bytes
+            or not (storage_key(table) in resident or is_parameter(table))):
         return param_bytes, param_elements
     unread = min(total - formula_read, param_bytes)
     return param_bytes - unread, max(0, param_elements - unread // table.element_size())
