@@ -67,6 +67,13 @@ class RoutingAssumptionWarning(UserWarning):
     """Issued when a count depends on the MoE routing assumption (`ROUTING_ASSUMPTION`)."""
 
 
+def in_format(out: Any, fmt: torch.memory_format, positions: Any) -> Any:
+    """``out`` (a tensor, or a tuple whose outputs at ``positions`` are re-laid) in memory format ``fmt``."""
+    if isinstance(out, torch.Tensor):
+        return out.contiguous(memory_format=fmt)
+    return type(out)(o.contiguous(memory_format=fmt) if i in positions and isinstance(o, torch.Tensor)
+                     else o for i, o in enumerate(out))
+
 def _valueless(t: Any) -> bool:
     return isinstance(t, torch.Tensor) and tensor_kind(t) != "real"
 
@@ -139,10 +146,7 @@ def contiguous_as_cpu(rule: tuple[tuple[int, ...], int | None]) -> Callable[[Cal
             if not _valueless(args[0]):
                 return out
             fmt = torch.contiguous_format if like is None else suggest_memory_format(args[like])
-            if isinstance(out, torch.Tensor):
-                return out.contiguous(memory_format=fmt)
-            return type(out)(o.contiguous(memory_format=fmt) if i in positions and isinstance(o, torch.Tensor)
-                             else o for i, o in enumerate(out))
+            return in_format(out, fmt, positions)
         return run
     return wrap
 
@@ -192,12 +196,7 @@ def conv_layout_as_cpu(outputs: tuple[int, ...]) -> Callable[[Callable[..., Any]
             if x.device.type != "meta":
                 return out
             fmt = cpu_conv_format(x, w)
-            if fmt is None:
-                return out
-            if isinstance(out, torch.Tensor):
-                return out.contiguous(memory_format=fmt)
-            return type(out)(o.contiguous(memory_format=fmt) if i in outputs and isinstance(o, torch.Tensor)
-                             else o for i, o in enumerate(out))
+            return out if fmt is None else in_format(out, fmt, outputs)
         return run
     return wrap
 
