@@ -2,7 +2,8 @@
 PyTorch programs, simulated on the bundled UPMEM profile with the DPUs the measured run allocated,
 and compared with the measured time breakdowns in scripts/data/prim_rows.csv.
 
-    python scripts/validate_pim.py            # the table, then median |error| by workload family
+    python scripts/validate_pim.py            # the table, then median |error| by workload family,
+                                              # then the HBM-PIM and AiM rows (scripts/pim_vendor_rows.py)
 
 Per row, with the shipped UPMEM-2556 per-DPU figures (devices/upmem.yaml) on ``dpus`` DPUs
 (`dispatchprof.sim.pim_timing.on_units`):
@@ -33,6 +34,7 @@ import os
 import statistics
 import sys
 
+import pim_vendor_rows
 import prim_workloads
 
 from dispatchprof import OpCounter
@@ -199,6 +201,8 @@ def main() -> int:
             if p in result:
                 print(f"    {p[:-3]:12} {result[p]:+6.1%}")
     print_robustness(compared)
+    print()
+    pim_vendor_rows.print_rows(pim_vendor_rows.read_rows())
     return 0
 
 
