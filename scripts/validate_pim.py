@@ -2,7 +2,8 @@
 PyTorch programs, simulated on the bundled UPMEM profile with the DPUs the measured run allocated,
 and compared with the measured time breakdowns in scripts/data/prim_rows.csv.
 
-    python scripts/validate_pim.py            # the table, then median |error| by workload family
+    python scripts/validate_pim.py            # the table, then median |error| by workload family,
+                                              # then the HBM-PIM and AiM rows (scripts/pim_vendor_rows.py)
 
 Per row, with the shipped UPMEM-2556 per-DPU figures (devices/upmem.yaml) on ``dpus`` DPUs
 (`dispatchprof.sim.pim_timing.on_units`):
@@ -33,6 +34,7 @@ import os
 import statistics
 import sys
 
+import pim_vendor_rows
 import prim_workloads
 
 from dispatchprof import OpCounter
@@ -158,6 +160,30 @@ def repeats(compared: list[tuple[dict[str, str], dict[str, float], float]]
     return pairs
 
 
+def measured_rates(row: dict[str, str]) -> tuple[float, float]:
+    """(GB/s in, GB/s out) the measured run moved: its workload's bytes over its CPU-DPU and DPU-CPU
+    parts (every round's bytes for TRNS); 0 where the part is under 1 ms. Where the rate of the same
+    program and bytes changes with the allocation alone, no per-rank figure can follow it."""
+    w = prim_workloads.workload(row["workload"], int(row["dpus"]), size_of(row["size"]))
+    rounds = prim_workloads.round_workloads(w, int(row["dpus"]))
+    bytes_in, bytes_out = (sum(getattr(one, f) for _, one in rounds) for f in ("bytes_in", "bytes_out"))
+    ms_in, ms_out = float(row["cpu_dpu_ms"]), float(row["dpu_cpu_ms"])
+    return (bytes_in / ms_in / 1e6 if ms_in >= 1 else 0.0, bytes_out / ms_out / 1e6 if ms_out >= 1 else 0.0)
+
+
+def print_rates(rows: list[dict[str, str]]) -> None:
+    """Each workload's measured host transfer rates by DPUs (GB/s in / out), every split."""
+    print("\nmeasured host transfer rates, GB/s in / out (workload bytes over the measured part; '-': under 1 ms):")
+    by: dict[str, list[str]] = {}
+    for row in rows:
+        rin, rout = measured_rates(row)
+        by.setdefault(row["workload"], []).append(
+            f"{row['dpus']}{'*' if row['split'] == 'held-out' else ''}: {rin:.2f} / " + (f"{rout:.2f}" if rout else "-"))
+    for workload, cells in by.items():
+        print(f"  {workload:9} " + "  ".join(cells))
+    print("  (* held-out row)")
+
+
 def print_robustness(compared: list[tuple[dict[str, str], dict[str, float], float]]) -> None:
     """Per workload, each row's error; the median's spread with one row left out; repeated runs."""
     for split in SPLITS:
@@ -199,6 +225,9 @@ def main() -> int:
             if p in result:
                 print(f"    {p[:-3]:12} {result[p]:+6.1%}")
     print_robustness(compared)
+    print_rates([row for row, _, _ in compared])
+    print()
+    pim_vendor_rows.print_rows(pim_vendor_rows.read_rows())
     return 0
 
 

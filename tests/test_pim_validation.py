@@ -123,3 +123,17 @@ def test_held_out_rows_as_shipped_no_workload_over_the_bar_and_docs_show_the_spr
         for workload, errs in vp.by_workload(compared, split).items():
             cell = f"| {split}: {workload} | " + ", ".join(f"{e:+.1%} ({d} DPUs)" for d, e in errs) + " |"
             assert cell in doc, cell
+
+
+def test_measured_transfer_rates_by_hand():
+    by_id = {r["id"]: r for r in rows()}
+    # VA on 64 DPUs: a and b in (2 x 167,772,160 int32 = 1,342,177,280 B) in 1,089.146 ms; c out in 435.753 ms
+    assert vp.measured_rates(by_id["full-va-64"]) == pytest.approx(
+        (1_342_177_280 / 1.089146 / 1e9, 671_088_640 / 0.435753 / 1e9))
+    # the same program and bytes on 60 DPUs: 445.942 ms in, 2.4x the rate
+    assert vp.measured_rates(by_id["full-va-60"])[0] == pytest.approx(1_342_177_280 / 0.445942 / 1e9)
+    # RED reads back 8 bytes per run, under 1 ms: no rate out
+    assert vp.measured_rates(by_id["full-red-64"]) == pytest.approx((3_355_443_200 / 2.724774 / 1e9, 0.0))
+    # TRNS on 480 DPUs runs 5 rounds (480 x 4, 128) over all 2,048 column tiles of 12,288 x 16 x 8 int64
+    assert vp.measured_rates(by_id["full-trns-480"])[0] == pytest.approx(
+        8 * 2048 * 12288 * 16 * 8 / 270.141513 / 1e9)

@@ -78,12 +78,16 @@ def test_skew_sets_the_busiest_device():
         (15, 90, 30, 30, 15)
 
 
-def test_active_experts_follow_balanced_routing(seconds):
-    """A step of T tokens reads min(1, F T k / E) of the busiest device's experts: 1 token, top 2
-    of 8: 1/4; skew 2 on ep 8: 1/2; 4 tokens: all."""
+def test_active_experts_follow_independent_routing(seconds):
+    """A step of T tokens reads the experts some token picks: each of 8 experts is missed by a
+    top-2 token with probability 3/4: 1 token reads 1/4 of them, 4 tokens 1 - (3/4)^4 = 175/256;
+    with skew 2 on ep 8 the busiest device's experts are missed with probability 1/2 per token:
+    1 token 1/2, 3 tokens 7/8; a top-8-of-8 token reads them all."""
     assert cost_of(Layout()).active_share(1) == 0.25
+    assert cost_of(Layout()).active_share(4) == pytest.approx(175 / 256, rel=1e-15)
     assert cost_of(layout_of(None, ep=8, expert_skew=2.0)).active_share(1) == 0.5
-    assert cost_of(Layout()).active_share(4) == 1.0
+    assert cost_of(layout_of(None, ep=8, expert_skew=2.0)).active_share(3) == 0.875
+    assert cost_of(Layout(), top_k=8).active_share(1) == 1.0
 
 
 def test_two_stage_pipeline_by_hand(seconds):

@@ -186,12 +186,22 @@ def test_tp2_allreduce_by_hand():
     assert allreduce(8192, 1, h100) == (0.0, 0.0)
 
 
+def test_tp8_allreduce_latency_grows_with_the_ring_by_hand():
+    h100 = load_device("H100-SXM")                 # 6 us over 2 GPUs, 0.6 us per further ring step
+    # 8 GPUs: 2 * 7 = 14 ring steps, 12 more than 2 GPUs' 2: 6 + 12 * 0.6 = 13.2 us;
+    # each sends 2 * 7/8 * 8192 = 14336 bytes one way at 450 GB/s
+    seconds, _ = allreduce(8192, 8, h100)
+    assert seconds == pytest.approx(14336 / 450e9 + 13.2e-6)
+    assert allreduce(8192, 4, h100)[0] == pytest.approx(12288 / 450e9 + 8.4e-6)    # 6 + 4 * 0.6
+
+
 def test_tp4_allreduce_over_pcie_by_hand():
     l40s = load_device("L40S")     # no NVLink: PCIe, a measured 13.25 GB/s bus bandwidth (26.5 both ways), 6 us
     # 2 MB over 4 devices: each sends 2 * 3/4 * 2 MB = 3 MB one way at 13.25 GB/s (226.4 us), + 6 us
+    # for two devices + 4 further ring steps at PCIe's 1.0 us
     seconds, joules = allreduce(2_000_000, 4, l40s)
-    assert seconds == pytest.approx(3_000_000 / 13.25e9 + 6e-6)
-    assert seconds == pytest.approx(232.415e-6, rel=1e-5)
+    assert seconds == pytest.approx(3_000_000 / 13.25e9 + 10e-6)
+    assert seconds == pytest.approx(236.415e-6, rel=1e-5)
     assert joules == pytest.approx(8 * 3_000_000 * 27e-12)
 
 

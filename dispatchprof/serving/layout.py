@@ -30,10 +30,14 @@ routing balanced as `op_formulas.moe` assumes) is timed twice per step:
 **Active experts.** Serving counts a mixture-of-experts model on batches of B x E / gcd(E, k)
 sequences (`dispatchprof.llm.shape_generic.batch_step`), where balanced routing (the count's
 assumption, `op_formulas.moe`) gives every expert T k / E token-expert pairs: one op stream,
-linear in the composition, every expert's weights read. A step of T tokens routes T k pairs
-over min(E, T k) experts under the same assumption, so the routed-expert ops read
-min(1, F T k / E) of their weights (`LayoutCost.active_share`; F = 1 without EP): a decode step
-of one sequence through DeepSeek-V3 (k = 8 of 256) reads 8 experts' weights per layer, not 256.
+linear in the composition, every expert's weights read. A step of T tokens reads the weights of
+the experts its tokens reach: each token picks k of the E experts, so an expert is missed by all
+T tokens with probability (1 - k / E)^T when tokens route independently (the pairs per expert
+stay T k / E on average, as counted), and the routed-expert ops read 1 - (1 - min(1, F k / E))^T
+of the busiest device's expert weights (`LayoutCost.active_share`; F = 1 without EP). A decode
+step of one sequence through DeepSeek-V3 (k = 8 of 256) reads 8 experts' weights per layer, not
+256; 16 sequences through Qwen3-235B (8 of 128) reach 1 - (15/16)^16 = 64% of the experts, not
+all 128 (pairs spread one per expert would be an upper bound).
 
 The MoE block's own all-reduce in the count (at tp > 1: the shared experts' row-parallel
 output) is kept.
@@ -205,10 +209,10 @@ class LayoutCost:
 
     def active_share(self, tokens: float) -> float:
         """The share of the busiest device's experts that a step of ``tokens`` tokens reads:
-        min(1, F T k / E) (module docstring, "Active experts")."""
+        1 - (1 - min(1, F k / E))^T (module docstring, "Active experts")."""
         if not self.experts:
             return 1.0
-        return min(1.0, self.layout.expert_skew * tokens * self.top_k / self.experts)
+        return 1.0 - (1.0 - min(1.0, self.layout.expert_skew * self.top_k / self.experts)) ** tokens
 
     def exchange_s(self, tokens: float) -> float:
         """One MoE layer's dispatch and combine on the busiest rank (module docstring)."""

@@ -67,7 +67,8 @@ class Device:
     cache_bandwidth_gb_per_s: float | None = None  # cache bandwidth instead of memory bandwidth
     interconnect_gb_per_s: float | None = None
     interconnect_pj_per_bit: float | None = None
-    interconnect_latency_us: float = 0.0          # per collective (tensor parallelism's all-reduces)
+    interconnect_latency_us: float = 0.0          # per all-reduce over two devices (tensor parallelism's)
+    interconnect_step_us: float = 0.0             # per further ring step of a small all-reduce (sim.links)
     host_overhead_us: float = 0.0                 # host cost per op launched one by one (runtime "eager")
     graph_launch_us: float = 0.0                  # host cost per step launched as one graph (compiled, serving)
     sequence_host_us: float = 0.0                 # host cost per sequence of a step (serving: schedule, inputs, sample)
@@ -113,7 +114,7 @@ class Device:
         power, no per-unit PIM timing."""
         return dataclasses.replace(self, compute_efficiency=1.0, memory_efficiency=1.0, launch_overhead_us=0.0,
                                    host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
-                                   interconnect_latency_us=0.0, compute_units=None, gemm_tile=None,
+                                   interconnect_latency_us=0.0, interconnect_step_us=0.0, compute_units=None, gemm_tile=None,
                                    matrix_memory_efficiency=None, weight_only_efficiency={}, weight_only_kernel_us={},
                                    unoverlapped_fraction=0.0, static_power_w=0.0, host_measured=False, pim=None)
 

@@ -31,6 +31,16 @@ per GPU, for ``nbytes`` the size of the whole (unsharded) buffer:
                                                                  its own share staying local)
     point-to-point send/recv:         nbytes / bw + latency
 
+**Small collectives grow with the ring** (`ring_allreduce_latency_s`): a profile's
+``interconnect_latency_us`` is a small all-reduce between two GPUs (NVIDIA/nccl#1259: ~6 us on 2x
+H100 NVLink); a ring all-reduce over n ranks takes 2 (n-1) steps, and NCCL's own tuning model adds
+a fixed latency per step (src/graph/tuning.cc, NCCL 2.2x: ``hwLat[NVLINK][RING][LL] = .6`` us,
+``hwLat[PCI][RING][LL] = 1.0``), the profile's ``interconnect_step_us``, so each rank past the
+second adds two steps: 6 + 2 (8-2) x 0.6 = 13.2 us over 8 H100s. Tensor parallelism's all-reduces after each
+sharded layer (`dispatchprof.sim.timing.allreduce`: a decode step's are a few kilobytes, all
+latency) take it; the ring formulas below keep the link's latency as given (their buffers are
+gradients and activations, where the bytes decide).
+
 **Named links** (`LINKS`, `named_link`): the links a KV cache or a cross-node collective takes,
 by name, each as (bandwidth one direction GB/s, latency us) with its source; `named_link` applies
 ``BUS_EFFICIENCY`` to the bandwidth as `links_of` does. Bandwidths are the datasheets' signalling
@@ -88,6 +98,13 @@ def links_of(device: Device, scale_out_gb_per_s: float = SCALE_OUT_GB_PER_S) -> 
                          f"no interconnect_gb_per_s")
     return Links(device.interconnect_gb_per_s / 2 * 1e9 * BUS_EFFICIENCY, device.interconnect_latency_us * 1e-6,
                  scale_out_gb_per_s * 1e9 * BUS_EFFICIENCY, SCALE_OUT_LATENCY_US * 1e-6)
+
+
+def ring_allreduce_latency_s(device: Device, n: int) -> float:
+    """Seconds of latency of a small ring all-reduce over ``n`` devices like ``device``: its
+    ``interconnect_latency_us`` (two devices, two ring steps) plus ``interconnect_step_us`` for each
+    of the 2 (n-2) further steps (module docstring); 0 for one device."""
+    return 0.0 if n <= 1 else (device.interconnect_latency_us + 2 * (n - 2) * device.interconnect_step_us) * 1e-6
 
 
 def ring_gather_s(nbytes: float, n: int, bw: float, latency: float) -> float:

@@ -87,6 +87,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "interconnect_gb_per_s": (_NUMBER, False, _positive),
     "interconnect_pj_per_bit": (_NUMBER, False, _non_negative),
     "interconnect_latency_us": (_NUMBER, False, _non_negative),
+    "interconnect_step_us": (_NUMBER, False, _non_negative),
     "host_overhead_us": (_NUMBER, False, _non_negative),
     "graph_launch_us": (_NUMBER, False, _non_negative),
     "sequence_host_us": (_NUMBER, False, _non_negative),

@@ -35,8 +35,10 @@ device is free.
 Collectives send ``comm_bytes`` to the other processes over the device's interconnect (its host
 link without one): t_comm = comm_bytes / interconnect, e_comm = 8 * comm_bytes * its pJ/bit,
 added to t_op and energy. Tensor parallelism over N devices (p.group = N) adds a ring all-reduce
-of p.allreduce_bytes after the op: t = 2 (N-1)/N * bytes / (interconnect / 2) + latency, the
-interconnect figure being the datasheet's both-directions total (a ring sends one way).
+of p.allreduce_bytes after the op: t = 2 (N-1)/N * bytes / (interconnect / 2) + latency(N), the
+interconnect figure being the datasheet's both-directions total (a ring sends one way) and
+latency(N) the profile's two-GPU latency grown by the ring's steps
+(`dispatchprof.sim.links.ring_allreduce_latency_s`: + 2 (N-2) x interconnect_step_us).
 
 A tensor read on device d that was produced on another device, or that comes from the host
 (a model input: a tensor no counted op produced and that is not a parameter or buffer), is
@@ -80,6 +82,7 @@ import numpy as np
 from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
 from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
+from dispatchprof.sim.links import ring_allreduce_latency_s
 from dispatchprof.sim.pim_timing import pim_op_times
 
 _SOFTMAX = frozenset({"aten._softmax", "aten._safe_softmax", "aten.softmax"})
@@ -338,7 +341,8 @@ def graph_host_us(d: Device, sequences: int) -> float:
 def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
     """(seconds, joules) of a ring all-reduce of ``nbytes`` over ``group`` devices like ``d``:
     each sends 2 (N-1)/N * bytes one way over the interconnect (half the datasheet's
-    both-directions figure), plus the interconnect latency."""
+    both-directions figure), plus the two-GPU interconnect latency grown by the ring's steps
+    (`ring_allreduce_latency_s`)."""
     if not nbytes or group <= 1:
         return 0.0, 0.0
     if d.interconnect_gb_per_s is None:
@@ -346,7 +350,7 @@ def allreduce(nbytes: int, group: int, d: Device) -> tuple[float, float]:
                          f"interconnect_gb_per_s")
     sent = 2 * (group - 1) / group * nbytes
     pj = _interconnect_pj_per_bit(d)
-    return sent / (d.interconnect_gb_per_s / 2 * 1e9) + d.interconnect_latency_us * 1e-6, 8 * sent * pj * 1e-12
+    return sent / (d.interconnect_gb_per_s / 2 * 1e9) + ring_allreduce_latency_s(d, group), 8 * sent * pj * 1e-12
 
 
 def _communication(nbytes: int, d: Device) -> tuple[float, float]:
