@@ -5,31 +5,21 @@ rows dispatchprof predicts and over the rows both tools predict, recomputed here
 script. The CSV keeps 4 significant digits, so a median may differ from the table's by rounding:
 0.1 percentage point at most."""
 
-import csv
-import statistics
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-ROWS = ROOT / "scripts" / "data" / "serving_predictions.csv"
+from tests.accuracy_docs import ROOT, doc_section, median_abs_error, read_rows, table_line
+
 METRICS = {"TTFT mean": "ttft_mean", "TPOT mean": "tpot_mean"}
+SECTION = "Serving benchmarks under load"
 
 
 def _held_out(engine: str | None) -> list[dict]:
-    with open(ROWS, newline="") as f:
-        return [r for r in csv.DictReader(f)
-                if r["split"] == "held-out" and (engine is None or r["engine"] == engine)]
-
-
-def _median(rows: list[dict], column: str) -> float:
-    return 100 * statistics.median(abs(float(r[column]) / float(r["measured"]) - 1) for r in rows)
+    return [r for r in read_rows("serving_predictions.csv")
+            if r["split"] == "held-out" and (engine is None or r["engine"] == engine)]
 
 
 def _table_line(group: str, metric: str) -> list[str]:
-    text = (ROOT / "docs" / "accuracy.md").read_text()
-    (line,) = [l for l in text.splitlines() if l.startswith(f"| {group} | {metric} |")]
-    return [c.strip() for c in line.strip("|").split("|")]
+    return table_line(doc_section("docs/accuracy.md", SECTION), group, metric)
 
 
 @pytest.mark.parametrize("engine", [None, "vllm", "sglang", "trtllm"])
@@ -40,9 +30,9 @@ def test_the_held_out_lines_are_the_rows_medians(engine, metric):
     group = "held-out" if engine is None else f"held-out, {engine}"
     _, _, count, ours, n_both, ours_both, theirs = _table_line(group, metric)
     assert count == f"{len(rows)}/{len(rows)}" and int(n_both) == len(both)
-    assert float(ours.rstrip("%")) == pytest.approx(_median(rows, "dispatchprof"), abs=0.1)
-    assert float(ours_both.rstrip("%")) == pytest.approx(_median(both, "dispatchprof"), abs=0.1)
-    assert float(theirs.rstrip("%")) == pytest.approx(_median(both, "aiconfigurator"), abs=0.1)
+    assert float(ours.rstrip("%")) == pytest.approx(median_abs_error(rows), abs=0.1)
+    assert float(ours_both.rstrip("%")) == pytest.approx(median_abs_error(both), abs=0.1)
+    assert float(theirs.rstrip("%")) == pytest.approx(median_abs_error(both, "aiconfigurator"), abs=0.1)
 
 
 def test_the_readme_quotes_the_table():
