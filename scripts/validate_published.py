@@ -378,7 +378,8 @@ def print_table(rows: list[dict], values: dict, markdown: bool) -> None:
 
 
 def print_medians(rows: list[dict], values: dict) -> None:
-    """The median |error| of each split, and of each metric family on the held-out rows."""
+    """The median |error| of each split, of each metric family on the held-out rows, and of each
+    device and runtime over all rows."""
     errs: dict[str, list[float]] = {"fit": [], "held-out": []}
     families: dict[str, list[float]] = {}
     for r in rows:
@@ -391,6 +392,11 @@ def print_medians(rows: list[dict], values: dict) -> None:
             print(f"median |error| on {len(errs[split])} {split} rows: {statistics.median(errs[split]):.1%}")
     for fam, v in sorted(families.items()):
         print(f"  held-out {fam}: median |error| {statistics.median(v):.1%} over {len(v)} rows")
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["hardware"], r["runtime"]), []).append(abs(error(float(r["value"]), values[r["id"]])))
+    for (hardware, runtime), v in sorted(groups.items()):
+        print(f"  all {hardware} {runtime}: median |error| {statistics.median(v):.1%} over {len(v)} rows")
 
 
 if __name__ == "__main__":
