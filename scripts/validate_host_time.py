@@ -2,6 +2,7 @@
 
     python scripts/validate_host_time.py            # as shipped: every row, median |error| by runtime, family, host
     python scripts/validate_host_time.py --fit      # also: the python_loop_ns the eager fit rows prefer
+    python scripts/validate_host_time.py --errors FILE   # also: every row's prediction to FILE (CSV)
 
 Rows: scripts/data/host_time_rows.csv (each with its source URL and the quoted text). The split is
 fixed before any prediction: a row is held-out when the first hex digit of SHA-256(row id) is below
@@ -155,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fit", action="store_true", help="scan the anchor python_loop_ns on the fit rows")
     ap.add_argument("--rows", default=DATA)
+    ap.add_argument("--errors", metavar="FILE", help="write every row's measured and predicted step to FILE (CSV)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     rows = read_rows(args.rows)
@@ -173,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             scanned[r["id"]] = {f: times[f"{r['hardware']}|{f}"] for f in FACTORS}
     print("\nmedian |error| as shipped")
     print(error_table(results))
+    if args.errors:
+        write_errors(args.errors, results)
     if args.fit:
         best = fitted_factors(results, scanned)
         for group, (f, loss, n) in sorted(best.items()):
@@ -203,6 +207,25 @@ def fitted_factors(results: list, scanned: dict) -> dict[str, tuple[float, float
         best = min(FACTORS, key=loss.get)
         out[group] = (best, loss[best], len(rs))
     return out
+
+
+def write_errors(path: str, results: list) -> None:
+    """Every row of (row, predicted s, error) triples, as shipped: its split, group columns
+    (runtime, family, host) and the measured and predicted decode step in seconds (6 significant
+    digits): what docs/accuracy.md's host-time figures are computed from
+    (tests/test_accuracy_host_time.py recomputes them)."""
+    import csv
+    import io
+
+    from dispatchprof.results.files import write_atomic
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "split", "model", "hardware", "runtime", "family", "host", "metric", "measured", "dispatchprof"])
+    for r, pred, _ in results:
+        w.writerow([r["id"], r["split"], r["model"], r["hardware"], r["runtime"], family(r["model"]), host_of(r).name,
+                    "decode_step_s", f"{float(r['value']):.6g}", f"{pred:.6g}"])
+    write_atomic(path, buf.getvalue())
 
 
 def error_table(results: list) -> str:

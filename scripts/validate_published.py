@@ -1,7 +1,7 @@
 """How close is the simulator to published GPU measurements? Predict every row of
 scripts/data/published_gpu.csv, fit a few parameters on the rows marked "fit", report both errors.
 
-    python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE] [--jobs N] [--as-shipped]
+    python scripts/validate_published.py [--markdown] [--only ID,ID] [--cache FILE] [--jobs N] [--as-shipped] [--errors FILE]
 
 Each row (a model on a GPU, tensor-parallel degree, runtime, weight and KV-cache dtype, batch,
 prompt and output length, one measured metric, its source) is predicted on weightless (fake) models,
@@ -301,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", help="JSON file keeping predictions between runs (per generation and variant; "
                                    "refused when written by other code)")
     p.add_argument("--as-shipped", action="store_true", help="fit nothing: predict every row on its bundled profile")
+    p.add_argument("--errors", metavar="FILE", help="write every row's measured and predicted figure to FILE (CSV)")
     args = p.parse_args(argv)
     warnings.simplefilter("ignore")
     from dispatchprof.sim.catalog import load_device
@@ -316,7 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         print_table(rows, {r["id"]: shipped_value(r, preds[r["id"]][SHIPPED]) for r in rows}, args.markdown)
         print("as shipped: every row on its bundled device profile, nothing fitted "
               "(the split is the fitted table's; nothing here was fitted on either part)")
-        print_medians(rows, {r["id"]: shipped_value(r, preds[r["id"]][SHIPPED]) for r in rows})
+        values = {r["id"]: shipped_value(r, preds[r["id"]][SHIPPED]) for r in rows}
+        print_medians(rows, values)
+        if args.errors:
+            write_errors(args.errors, rows, values)
         return 0
     fitted, preds = fit(rows, cache, args.cache, args.jobs)
     values = {}
@@ -338,7 +342,27 @@ def main(argv: list[str] | None = None) -> int:
                                              for k, host in fitted.host.items())
           + "".join(f"; {k} per-sequence time draws {READINGS[v]}" for k, v in fitted.busy.items()))
     print_medians(rows, values)
+    if args.errors:
+        write_errors(args.errors, rows, values)
     return 0
+
+
+def write_errors(path: str, rows: list[dict], values: dict) -> None:
+    """Every row's measured and predicted figure (``values``, by row id) in the row's own unit
+    (s, tok/s or J/token), with its split, group columns and metric family (`FAMILIES`): the
+    per-row predictions docs/accuracy.md's published-rows section is computed from (6 significant
+    digits; tests/test_accuracy_published.py recomputes the section from them)."""
+    import io
+
+    from dispatchprof.results.files import write_atomic
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "split", "model", "hardware", "tp", "runtime", "family", "metric", "measured", "dispatchprof"])
+    for r in rows:
+        w.writerow([r["id"], r["split"], r["model"], r["hardware"], r["tp"], r["runtime"], FAMILIES[r["measure"]],
+                    r["measure"], f"{float(r['value']):.6g}", f"{values[r['id']]:.6g}"])
+    write_atomic(path, buf.getvalue())
 
 
 def print_table(rows: list[dict], values: dict, markdown: bool) -> None:
@@ -354,7 +378,8 @@ def print_table(rows: list[dict], values: dict, markdown: bool) -> None:
 
 
 def print_medians(rows: list[dict], values: dict) -> None:
-    """The median |error| of each split, and of each metric family on the held-out rows."""
+    """The median |error| of each split, of each metric family on the held-out rows, and of each
+    device and runtime over all rows."""
     errs: dict[str, list[float]] = {"fit": [], "held-out": []}
     families: dict[str, list[float]] = {}
     for r in rows:
@@ -367,6 +392,11 @@ def print_medians(rows: list[dict], values: dict) -> None:
             print(f"median |error| on {len(errs[split])} {split} rows: {statistics.median(errs[split]):.1%}")
     for fam, v in sorted(families.items()):
         print(f"  held-out {fam}: median |error| {statistics.median(v):.1%} over {len(v)} rows")
+    groups: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["hardware"], r["runtime"]), []).append(abs(error(float(r["value"]), values[r["id"]])))
+    for (hardware, runtime), v in sorted(groups.items()):
+        print(f"  all {hardware} {runtime}: median |error| {statistics.median(v):.1%} over {len(v)} rows")
 
 
 if __name__ == "__main__":
