@@ -7,11 +7,10 @@ must be the plain run's ops, in order. The one documented difference: a call of
 F.scaled_dot_product_attention is one record, ``aten.scaled_dot_product_attention``, where the
 plain run sees the ops of the backend torch picked (``_scaled_dot_product_flash_attention_for_cpu``,
 or the math backend's ops): a third run marks where each attention call begins and ends, with a
-torch-function mode that must leave the op stream as it was (checked).
+torch-function mode that must leave the op stream as it was (checked). The module calls are
+tests/attention_calls.py's; the packed encoder (a padding mask) is tested in test_packed_encoder.py.
 """
 
-import contextlib
-import types
 from collections import Counter
 
 import pytest
@@ -21,13 +20,13 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import zoo
+from attention_calls import B, E, FAST_OPS, H, L, MODELS, count_kind, make_masks, mha, real_model, record_fields
 from conftest import count
 from dispatchprof import OpCounter, fake_model, fake_mode
 from dispatchprof.count.fastpath import mha_forward_body
 from op_formulas import state_of
 
 SDPA = "aten.scaled_dot_product_attention"
-E, H, F_, B, L = 16, 4, 32, 2, 5
 
 
 class OpStream(TorchDispatchMode):
@@ -124,98 +123,13 @@ def check_invisible(run, attention_calls: bool = True):
 
 
 # --- torch's own fast paths ------------------------------------------------------------------
-def _mha():
-    return nn.MultiheadAttention(E, H, batch_first=True)
-
-
-def _masks(device) -> types.SimpleNamespace:
-    """The padding mask (the second sequence has 3 tokens) and the causal mask, made before a
-    count (fake tensors make an indexed write with other ops than real ones)."""
-    pad = torch.zeros(B, L, dtype=torch.bool, device=device)
-    pad[1, 3:] = True
-    return types.SimpleNamespace(pad=pad, causal=torch.ones(L, L, dtype=torch.bool, device=device).triu(1))
-
-
-def _layer(**kw):
-    return nn.TransformerEncoderLayer(E, H, F_, batch_first=True, **kw)
-
-
-#: name -> (build, call(model, x)); all self-attention, batch first, eval, no grad
-MODELS = {
-    "mha-padding": (_mha, lambda m, x, k: m(x, x, x, key_padding_mask=k.pad, need_weights=False)[0]),
-    "mha-weights": (_mha, lambda m, x, k: m(x, x, x, attn_mask=k.causal)),
-    "mha-keywords": (_mha, lambda m, x, k: m(query=x, key=x, value=x, need_weights=False)[0]),
-    "layer-mask": (_layer, lambda m, x, k: m(x, src_mask=k.causal)),
-    "encoder-gelu-mask": (lambda: nn.TransformerEncoder(_layer(activation="gelu"), 2, enable_nested_tensor=False),
-                          lambda m, x, k: m(x, mask=k.causal, is_causal=False)),  # no value check
-    "encoder-nested": (lambda: nn.TransformerEncoder(_layer(), 2),
-                       lambda m, x, k: m(x, src_key_padding_mask=k.pad)),
-    "mha-plain": (_mha, lambda m, x, k: m(x, x, x, need_weights=False)[0]),
-    "mha-both-masks": (_mha, lambda m, x, k: m(x, x, x, attn_mask=k.causal, key_padding_mask=k.pad,
-                                            need_weights=False)[0]),
-    "mha-seq-first": (lambda: nn.MultiheadAttention(E, H), lambda m, x, k: m(x, x, x, need_weights=False)[0]),
-    "encoder-padding-no-nested": (lambda: nn.TransformerEncoder(_layer(), 2, enable_nested_tensor=False),
-                                  lambda m, x, k: m(x, src_key_padding_mask=k.pad)),
-    "layer-seq-first": (lambda: nn.TransformerEncoderLayer(E, H, F_), lambda m, x, k: m(x)),   # slow path
-}
-FAST_OPS = {"mha-padding": "aten._native_multi_head_attention", "mha-keywords": "aten._native_multi_head_attention",
-            "mha-weights": "aten._native_multi_head_attention",
-            "layer-mask": "aten._transformer_encoder_layer_fwd",
-            "encoder-gelu-mask": "aten._transformer_encoder_layer_fwd",
-            "encoder-nested": "aten._transformer_encoder_layer_fwd",
-            "mha-plain": "aten._native_multi_head_attention", "mha-both-masks": "aten._native_multi_head_attention",
-            "encoder-padding-no-nested": "aten._transformer_encoder_layer_fwd"}
-
-
-def _real(name):
-    build, call = MODELS[name]
-    torch.manual_seed(0)
-    model = build().eval()
-    x, masks = torch.randn(B, L, E), _masks("cpu")
-    return model, lambda: call(model, x, masks)
-
-
 @pytest.mark.parametrize("name", MODELS)
 def test_torch_fast_paths_run_and_count_as_uncounted(name):
-    model, run = _real(name)
+    model, run = real_model(name)
     with torch.no_grad():
         c = check_invisible(run, attention_calls=name not in FAST_OPS)   # marking a slow path changes nothing
     ops = [r.op for r in c.profile.records]
     assert FAST_OPS[name] in ops if name in FAST_OPS else not set(FAST_OPS.values()) & set(ops)
-
-
-#: Models whose padding mask says how the batch is packed: its values are an input, as token ids
-#: are, so it stays a real CPU tensor on every kind (docs/counting.md, "Fast paths").
-MASK_VALUES = {"encoder-nested"}
-
-
-def _kind(name, kind, masks=None):
-    """The counter of one forward of ``name`` on tensor kind ``kind`` (same weights' shapes).
-    ``masks``: None for `_masks` on the kind's device (real for `MASK_VALUES` models), "kind" for
-    `_masks` on the kind's device whatever the model, or the masks to pass (the batch is theirs)."""
-    build, call = MODELS[name]
-    torch.manual_seed(0)
-    if masks is None and name in MASK_VALUES:
-        masks = _masks("cpu")
-    batch = B if not isinstance(masks, types.SimpleNamespace) else len(masks.pad)
-    if kind == "fake":
-        model = fake_model(build)
-        with fake_mode(model):
-            x = torch.randn(batch, L, E)
-            masks = masks if isinstance(masks, types.SimpleNamespace) else _masks("cpu")
-    else:
-        model = build().to(kind)
-        x = torch.randn(batch, L, E, device=kind)
-        masks = masks if isinstance(masks, types.SimpleNamespace) else _masks(kind)
-    model.eval()
-
-    def run():
-        if kind != "fake":
-            return call(model, x, masks)
-        with fake_mode(model):
-            return call(model, x, masks)
-    with torch.no_grad():
-        return count(run)
 
 
 #: Models counted record by record on real, fake and meta tensors.
@@ -224,16 +138,10 @@ KINDS_MODELS = ["mha-padding", "mha-weights", "mha-keywords", "mha-plain", "mha-
                 "encoder-nested"]
 
 
-def _record(r):
-    """What a record says, but host time (measured) and storage ids (addresses)."""
-    return (r.op, r.scope, r.phase, r.dtype, r.cost, r.causal, r.param_bytes, r.param_elements,
-            r.out_elements, r.shapes, [i[:2] for i in r.inputs])
-
-
 @pytest.mark.parametrize("name", KINDS_MODELS)
 def test_real_fake_meta_count_record_by_record(name):
-    real, fake, meta = (_kind(name, k) for k in ("cpu", "fake", "meta"))
-    records = [[_record(r) for r in c.profile.records] for c in (real, fake, meta)]
+    real, fake, meta = (count_kind(name, k) for k in ("cpu", "fake", "meta"))
+    records = [[record_fields(r) for r in c.profile.records] for c in (real, fake, meta)]
     ops = [r[0] for r in records[0]]
     if name in FAST_OPS:
         assert FAST_OPS[name] in ops                                 # the fast path, on all three
@@ -275,8 +183,8 @@ def test_meta_attention_has_the_cpu_layouts(batch_first, grad):
 def test_meta_leaves_torch_as_it_was():
     from torch.utils import backend_registration
     before = backend_registration._privateuse1_backend_name
-    _kind("encoder-gelu-mask", "meta")
-    model = _mha().to("meta").eval()
+    count_kind("encoder-gelu-mask", "meta")
+    model = mha().to("meta").eval()
     x = torch.randn(B, L, E, device="meta")
 
     def stop(module, args):
@@ -290,93 +198,8 @@ def test_meta_leaves_torch_as_it_was():
         stream = OpStream()
         y = torch.randn(B, L, E, device="meta")
         with stream:
-            _mha().to("meta").eval()(y, y, y)         # (no hook here)
+            mha().to("meta").eval()(y, y, y)         # (no hook here)
     assert FAST_OPS["mha-plain"] not in stream.ops
-
-
-def _padding(lengths, length=L):
-    """A padding mask (True: padding) keeping the first ``n`` of ``length`` tokens per sequence;
-    a negative ``n`` keeps the last -n (a mask that is not left aligned)."""
-    pad = torch.ones(len(lengths), length, dtype=torch.bool)
-    for row, n in enumerate(lengths):
-        if n >= 0:
-            pad[row, :n] = False
-        else:
-            pad[row, length + n:] = False
-    return types.SimpleNamespace(pad=pad, causal=None)
-
-
-#: batch of sequence lengths -> whether torch packs it (left aligned); all padding-mask encoders
-PADDINGS = {(5, 3): True, (2, 5, 4): True, (5, 5): True, (1, 1, 1, 1): True, (5, -3): False}
-
-
-@pytest.mark.parametrize("lengths", PADDINGS, ids=str)
-def test_padding_mask_encoder_real_fake_meta_with_lengths(lengths):
-    """The packed encoder on fake and meta tensors with a real mask: every record the real run's;
-    packed, each layer counts what the slow path counts sequence by sequence at its own length."""
-    real, fake, meta = (_kind("encoder-nested", k, _padding(lengths)) for k in ("cpu", "fake", "meta"))
-    records = [[_record(r) for r in c.profile.records] for c in (real, fake, meta)]
-    assert records[0] == records[1] == records[2]
-    ops = [r[0] for r in records[0]]
-    assert ("aten._nested_tensor_from_mask" in ops) == PADDINGS[lengths]    # torch's own choice, read
-    if not PADDINGS[lengths]:
-        return
-    layers = [r for r in meta.profile.records if r.op == FAST_OPS["encoder-nested"]]
-    layer = nn.TransformerEncoderLayer(E, H, F_, batch_first=True).to("meta").eval()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with torch.no_grad():
-            alone = [count(layer, torch.randn(1, n, E, device="meta")).total() for n in lengths]
-    finally:
-        torch.backends.mha.set_fastpath_enabled(True)
-    assert len(layers) == 2
-    for field in ("add", "mult", "div", "sqrt", "exp", "cmp", "macs"):
-        assert getattr(layers[0].cost, field) == sum(getattr(a, field) for a in alone)
-
-
-@pytest.mark.parametrize("kind", ["meta", "fake"])
-def test_padding_mask_encoder_refuses_a_mask_without_values(kind):
-    with pytest.raises(RuntimeError, match="pass the mask as a real CPU tensor"):
-        _kind("encoder-nested", kind, "kind")
-
-
-def _torch_state():
-    """What the counter must leave as it found it: the kernels torch has for the packing ops on
-    meta, the fast-path device name, the mode stacks, the global module hooks."""
-    from torch.nn.modules import module
-    from torch.utils import backend_registration
-    ops = ("aten::_nested_tensor_from_mask", "aten::_nested_tensor_from_mask_left_aligned",
-           "aten::to_padded_tensor", "aten::_transformer_encoder_layer_fwd")
-    return ([torch._C._dispatch_has_kernel_for_dispatch_key(op, key) for op in ops for key in ("Meta", "Python")],
-            backend_registration._privateuse1_backend_name, torch._C._len_torch_function_stack(),
-            torch._C._len_torch_dispatch_stack(), len(module._global_forward_pre_hooks),
-            len(module._global_forward_hooks))
-
-
-@pytest.mark.parametrize("kind", ["meta", "fake"])
-def test_packed_encoder_leaves_torch_as_it_was_after_exit_and_exception(kind):
-    before = _torch_state()
-    _kind("encoder-nested", kind)
-    assert _torch_state() == before
-    build, call = MODELS["encoder-nested"]
-
-    def stop(module, args):
-        raise RuntimeError("stopped")
-    for where in ("layer", "slow path"):           # raised by a hook; by the counter (a slow path)
-        model = fake_model(build) if kind == "fake" else build().to("meta").eval()
-        if where == "layer":
-            model.layers[1].register_forward_pre_hook(stop)
-        else:
-            model.layers[1].train()                 # torch: MHA refuses the nested batch
-        masks = _masks("cpu")                      # real: the lengths
-        with (fake_mode(model) if kind == "fake" else contextlib.nullcontext()):
-            x = torch.randn(B, L, E, device="cpu" if kind == "fake" else "meta")
-            with torch.no_grad(), pytest.raises((RuntimeError, TypeError)) as raised:
-                count(lambda: call(model, x, masks))
-        assert ("stopped" if where == "layer" else "nested tensors are not supported") in str(raised.value)
-        assert _torch_state() == before
-    again = _kind("encoder-nested", kind)                       # and the next count is whole
-    assert [r.op for r in again.profile.records] == [r.op for r in _kind("encoder-nested", "cpu").profile.records]
 
 
 def _variant(**kw):
@@ -406,7 +229,7 @@ MHA_CALLS = {
 def test_mha_fast_path_conditions_are_torchs(name):
     from dispatchprof.count.fastpath_checks import mha_takes_fast_path
     build, call = MHA_CALLS[name]
-    model, x, masks = build().eval(), torch.randn(B, L, E), _masks("cpu")
+    model, x, masks = build().eval(), torch.randn(B, L, E), make_masks("cpu")
     seen = {}
 
     def spy(module, args, kwargs):
@@ -422,7 +245,7 @@ def test_mha_fast_path_conditions_are_torchs(name):
 def test_keyword_arguments_come_from_the_module_call_only():
     from dispatchprof.count.fastpath_checks import call_kwargs
     seen = []
-    model = _mha().eval()
+    model = mha().eval()
     model.register_forward_pre_hook(lambda module, args: seen.append(call_kwargs(1)))
     x = torch.randn(B, L, E)
     model(x, x, x, need_weights=False)
@@ -431,7 +254,7 @@ def test_keyword_arguments_come_from_the_module_call_only():
 
 
 def test_native_mha_counts_by_hand():
-    model, run = _real("mha-padding")
+    model, run = real_model("mha-padding")
     with torch.no_grad():
         c = count(run)
     r = [r for r in c.profile.records if r.op == FAST_OPS["mha-padding"]][0]
@@ -468,7 +291,7 @@ def _mha_step(kind):
         model = nn.MultiheadAttention(E, H, batch_first=True, dropout=0.0).to(kind)
         x = torch.randn(B, L, E, device=kind, requires_grad=True)
     model.train()
-    k = _masks("cpu" if kind == "fake" else kind)
+    k = make_masks("cpu" if kind == "fake" else kind)
 
     def step():
         out = model(x, x, x, key_padding_mask=k.pad, need_weights=False)[0]
@@ -502,7 +325,7 @@ class _UserMode(TorchFunctionMode):
 
 
 def test_a_mode_of_your_own_still_disables_the_fast_path_as_without_the_counter():
-    model, run = _real("mha-padding")
+    model, run = real_model("mha-padding")
     with torch.no_grad(), _UserMode():
         c = check_invisible(run, attention_calls=False)
     assert FAST_OPS["mha-padding"] not in [r.op for r in c.profile.records]
@@ -510,7 +333,7 @@ def test_a_mode_of_your_own_still_disables_the_fast_path_as_without_the_counter(
 
 def test_a_forward_that_raises_puts_the_attention_mode_back():
     from dispatchprof import OpCounter
-    model, _ = _real("mha-padding")
+    model, _ = real_model("mha-padding")
     q, wrong = torch.randn(1, 2, 4, 8), torch.randn(B, L, E + 1)
     with torch.no_grad(), pytest.raises(RuntimeError, match="embed_dim 16") as alone:   # the fast path's error
         model(wrong, wrong, wrong)
@@ -522,35 +345,9 @@ def test_a_forward_that_raises_puts_the_attention_mode_back():
     assert [r.op for r in c.profile.records] == [SDPA]     # seen by the mode, put back
 
 
-def test_nested_encoder_counts_each_sequence_with_its_own_length():
-    model, run = _real("encoder-nested")          # sequences of 5 and 3 tokens (E = 16)
-    with torch.no_grad():
-        c = count(run)
-    layers = [r for r in c.profile.records if r.op == FAST_OPS["encoder-nested"]]
-    assert len(layers) == 2
-    # independent: the slow path (fast path switched off), op by op, one sequence at a time
-    layer = model.layers[0].to("meta")
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with torch.no_grad():
-            alone = [count(layer, torch.randn(1, n, E, device="meta")) for n in (5, 3)]
-    finally:
-        torch.backends.mha.set_fastpath_enabled(True)
-    assert all(FAST_OPS["encoder-nested"] not in [r.op for r in c.profile.records] for c in alone)
-    alone = [c.total() for c in alone]
-    for field in ("add", "mult", "div", "sqrt", "exp", "cmp", "other", "macs"):
-        assert getattr(layers[0].cost, field) == getattr(alone[0], field) + getattr(alone[1], field)
-    gather = [r for r in c.profile.records if r.op == "aten._nested_tensor_from_mask"][0].cost
-    assert (gather.bytes_read, gather.bytes_written) == (10 + 8 * 16 * 4, 8 * 16 * 4)   # bool mask [2,5]
-    pad = [r for r in c.profile.records if r.op == "aten.to_padded_tensor"][0].cost
-    assert (pad.bytes_read, pad.bytes_written) == (8 * 16 * 4, 2 * 5 * 16 * 4)
-    check = [r for r in c.profile.records if r.op == "aten._nested_tensor_from_mask_left_aligned"][0].cost
-    assert check.cmp == 10
-
-
 def test_the_fast_path_still_runs_after_a_slow_path_call_in_the_same_count():
     from dispatchprof import OpCounter
-    model, run = _real("mha-padding")
+    model, run = real_model("mha-padding")
     with OpCounter() as c:
         model.train()
         run()                                  # slow path: F.multi_head_attention_forward's own code

@@ -11,7 +11,7 @@ decoder's first step (the start token; it projects the encoder output into every
 cross-attention keys and values, and samples the first token), counted alone for each prompt
 (batch 1), as `dispatchprof.serving.encoder` runs an image. Every op's work is a polynomial of
 degree 2 in P (linear layers in P, bidirectional attention in P^2), so counts at four prompt
-lengths fit the features (1, P, P^2) and check them (`dispatchprof.serving.cost.fit`); Whisper's
+lengths fit the features (1, P, P^2) and check them (`dispatchprof.serving.fit.fit`); Whisper's
 fixed window is counted once. Each op is then timed at its own P (`StepCostModel`).
 
 **Decode step cost** (`count_decode_model`): N decoding sequences, sequence i with k_i
@@ -44,8 +44,11 @@ from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.fake import fake_mode
 from dispatchprof.llm.generation import StepSpan, cache_layer_bytes, model_dtype
 from dispatchprof.llm.models import token_ids
-from dispatchprof.serving.cost import Composition, CountedStep, StepCost, StepCostModel, counted_steps, fit
+from dispatchprof.serving.composition import Composition
+from dispatchprof.serving.counting import CountedStep, counted_steps
 from dispatchprof.serving.engine import DecodeBatch
+from dispatchprof.serving.fit import fit
+from dispatchprof.serving.step_cost import StepCost, StepCostModel
 from dispatchprof.sim.placement import Scenarios
 
 #: Prompt lengths counted for the prompt cost: three coefficients and one check.

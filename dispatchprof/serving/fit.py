@@ -1,0 +1,100 @@
+"""The fit: every op's quantities as exact linear functions of the batch composition, from the
+counted steps; ops of equal form and coefficients grouped into a `StepCostModel` per scenario.
+
+**What is fitted: work, not time.** Every op's counts, bytes, output elements, the traffic the
+runtime removes, the bytes all-reduced after it, the sequences a step's host launch prepares (N),
+a GEMM's M, N, K and the bytes of moved inputs (`dispatchprof.serving.work`) are exactly linear in
+the composition x (`dispatchprof.serving.composition`) on uniform batches (B sequences of q tokens
+after p cached ones). Its time is not: a GEMM's tile and wave efficiency depends on its M (the
+step's tokens), and a memory term may switch to a cache's bandwidth; the step cost model times
+the fitted work at each step (`dispatchprof.serving.step_cost`).
+
+Rules:
+- an op's quantities at the counted compositions (`dispatchprof.serving.cost.DESIGN`: ten) determine
+  its nine coefficients by exact least squares (`dispatchprof.serving.least_squares`); a value off
+  the fitted plane by more than 1e-6 of the largest raises ValueError: the model is not covered
+  (as does an op whose form changes with the batch, or an op stream that changes, such as
+  mixture-of-experts routing that leaves experts idle);
+- ops only in multi-token steps (`dispatchprof.serving.op_streams`) are fitted over the
+  multi-token compositions (five) on `MULTI_FEATURES` = (1, T, N) (token-wise work: the other
+  features are not separable there), the two left over checking them exactly as above; their
+  coefficients beyond (1, T, N) are 0;
+- ops of equal form (scope aside: the same time) and coefficients form one `OpGroup`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from typing import Sequence
+
+from dispatchprof.serving.composition import FEATURES
+from dispatchprof.serving.counting import CountedStep
+from dispatchprof.serving.least_squares import integer_pseudo_inverse
+from dispatchprof.serving.op_streams import one_op_stream
+from dispatchprof.serving.step_cost import OpGroup, StepCostModel
+
+#: The features an op only in multi-token steps is fitted on (module docstring).
+MULTI_FEATURES = FEATURES[:3]
+
+
+def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
+    """Coefficients of every op's quantities from counted steps (exact least squares); ops of
+    equal form and coefficients are grouped; ops only in multi-token steps are fitted on those
+    (module docstring)."""
+    stream, index_of, extra = one_op_stream(steps)
+    multi = [s for s in steps if s.q > 1]
+    rows = [s.features() for s in steps]
+    pinv, denominator = integer_pseudo_inverse(rows)
+    multi_rows = [s.features()[:len(MULTI_FEATURES)] for s in multi]
+    multi_fit = integer_pseudo_inverse(multi_rows) if extra else None
+    first = next(s for s in steps if s.q > 1) if extra else steps[0]
+    models = {}
+    for name in first.ops:
+        index: dict[tuple, int] = {}
+        groups: list[list] = []
+        order = []
+        for i, key in enumerate(stream):
+            only_multi = i in extra
+            used = multi if only_multi else steps
+            samples = [s.ops[name][index_of[id(s)][i]] for s in used]
+            form, values = samples[0]
+            if any(f != form or len(v) != len(values) for f, v in samples):
+                raise ValueError(f"{form.op} in {form.scope or '<root>'} on {name} changes form (kernel, launch, "
+                                 f"moved inputs or shape) with the batch composition: the serving cost model does "
+                                 f"not cover this model")
+            p, d, x = (*multi_fit, multi_rows) if only_multi else (pinv, denominator, rows)
+            coeffs = []
+            for q in range(len(values)):
+                column = [_exact(v[q]) for _, v in samples]
+                numerators = [sum(a * v for a, v in zip(prow, column)) for prow in p]
+                _check_linear(numerators, d, x, column, key, name)
+                c = [float(Fraction(n, 1) / d) for n in numerators]
+                coeffs.append(tuple(c + [0.0] * (len(rows[0]) - len(c))))     # a multi-token op's: 0 beyond (1, T, N)
+            group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), only_multi)   # scope: same time
+            if group_key not in index:
+                index[group_key] = len(groups)
+                groups.append([0, form, tuple(coeffs), only_multi])
+            groups[index[group_key]][0] += 1
+            order.append(index[group_key])
+        models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name],
+                                     first.static_power_w[name], first.weight_dtype, [k[1] for k in stream])
+    return models
+
+
+def _check_linear(numerators: Sequence, denominator: int, rows: Sequence[Sequence[int]], values: Sequence,
+                  key: tuple[str, str, str], scenario: str) -> None:
+    """The counted values must lie on the fitted plane (the design has one decode step more than
+    coefficients), to 1e-6 of the largest, in exact arithmetic; else the op's work is not linear
+    in the composition for this model."""
+    scale = max(abs(v) for v in values) * denominator
+    for x, v in zip(rows, values):
+        if abs(sum(n * b for n, b in zip(numerators, x)) - v * denominator) > Fraction(1, 10**6) * scale:
+            raise ValueError(f"the work of {key[0]} in {key[1] or '<root>'} on {scenario} is not linear in the batch "
+                             f"composition (tokens, sequences, context): the serving cost model does not cover "
+                             f"this model")
+
+
+def _exact(v: float) -> int | Fraction:
+    """A counted quantity as an exact number (counts and bytes are integers)."""
+    return int(v) if float(v).is_integer() else Fraction(v)

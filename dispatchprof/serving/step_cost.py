@@ -1,0 +1,149 @@
+"""A step's time and energy from its ops' fitted work: the step cost model of one scenario.
+
+Each op group (`OpGroup`: ops of equal form and coefficients, such as the same op in every decoder
+layer) holds, per quantity of `dispatchprof.serving.work.QUANTITIES`, its coefficients over the
+composition's features (`dispatchprof.serving.composition.FEATURES`), as the fit found them
+(`dispatchprof.serving.fit`). A step of composition x is timed **by the simulator itself**: each
+group's quantities at x (coefficients . x) rebuild its op's record and plan, and
+`dispatchprof.serving.work.op_timing` asks the simulator's `time_op` (`dispatchprof.sim.timing`),
+so a GEMM's tile and wave efficiency is that of the step's own M and a memory term may switch to a
+cache's bandwidth. The ops, in stream order, go through the host/device timeline
+(`dispatchprof.sim.timeline.step_time`); energy = the ops' dynamic energy + static power x the
+step's time, as `Simulation.total` composes it. A group is timed once per step (and its timing
+kept while its quantities do not change: a decode run changes only the context's ops).
+
+Rules:
+- ops that run only in steps with a sequence of more than one new token (`OpGroup.multi`) are
+  costed only in steps whose longest sequence has q > 1 (`Composition.multi_token`), as
+  transformers runs them on the flattened batch;
+- a causal flash kernel's op (`OpForm.flash`) is timed at its counted work times the step's
+  `Composition.flash_share` (the score tiles its mask leaves, per sequence).
+
+Units: seconds and joules of one device of a tensor-parallel group (the counts were split over
+``tp`` devices as `simulate` splits them; serving multiplies energy by tp). Tests compare steps
+with direct simulation of counted steps at random compositions (equal to 1e-9 relative).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from dispatchprof.serving.composition import Composition
+from dispatchprof.serving.work import OpForm, op_timing
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.timeline import step_time
+from dispatchprof.sim.timing import OpTiming
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """Time (s) and energy (J) of one step (one device of a tensor-parallel group)."""
+
+    time_s: float
+    energy_j: float
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """Ops of equal form and coefficients (the same op in every decoder layer): how many, and
+    per quantity its coefficients over the composition's features (`composition.FEATURES`)."""
+
+    count: int
+    form: OpForm
+    coeffs: tuple[tuple[float, ...], ...]
+    #: run only in steps with a sequence of more than one new token (module docstring)
+    multi: bool = False
+
+
+class StepCostModel:
+    """Step time and energy on one scenario as functions of the composition (module docstring)."""
+
+    def __init__(self, scenario: str, groups: Sequence[OpGroup], order: Sequence[int], devices: dict[str, Device],
+                 static_power_w: float, weight_dtype: str | None, scopes: Sequence[str] = ()) -> None:
+        self.scenario, self.groups, self.order = scenario, tuple(groups), tuple(order)
+        self.scopes = tuple(scopes)                  # per op in stream order: its module scope (may be empty)
+        self.devices, self.static_power_w, self.weight_dtype = devices, static_power_w, weight_dtype
+        self.ops = len(self.order)
+        self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
+        self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
+        self._multi = any(g.multi for g in self.groups)
+        single = [g for g in self.order if not self.groups[g].multi]
+        self._single_runs = _runs([self.groups[g].form.host != "" for g in single], single)
+
+    def present(self, c: Composition) -> list[bool] | None:
+        """Per op in stream order, whether it runs in a step of composition ``c``; None: all do."""
+        if not self._multi or c.multi_token:
+            return None
+        return [not self.groups[g].multi for g in self.order]
+
+    @functools.cached_property
+    def _quantity_matrix(self) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """Every group's quantities as rows of one matrix over FEATURES, and the rows of each group."""
+        rows = [v for grp in self.groups for v in grp.coeffs]
+        ends = np.cumsum([len(grp.coeffs) for grp in self.groups]).tolist()
+        return np.array(rows, dtype=np.float64).reshape(len(rows), -1), list(zip([0] + ends[:-1], ends))
+
+    def group_values(self, c: Composition) -> list[list[float]]:
+        """Per group, its quantities (`dispatchprof.serving.work.QUANTITIES`) at composition ``c``."""
+        matrix, bounds = self._quantity_matrix
+        flat = (matrix @ np.asarray(c.x, dtype=np.float64)).tolist() if len(matrix) else []
+        return [flat[a:b] for a, b in bounds]
+
+    def op_timings(self, c: Composition) -> list[OpTiming]:
+        """One OpTiming per group at composition ``c`` (`dispatchprof.serving.work.op_timing`)."""
+        values = self.group_values(c)
+        out = []
+        share = c.flash_share
+        for k, (g, v) in enumerate(zip(self.groups, values)):
+            last = self._last[k]                     # a decode run changes only the context's ops
+            key = (v, share if g.form.flash else 1.0)
+            if last is None or last[0] != key:
+                last = self._last[k] = (key, op_timing(g.form, v, self.devices, self.weight_dtype, key[1]))
+            out.append(last[1])
+        return out
+
+    def cost(self, c: Composition) -> StepCost:
+        """Time and energy of a step of composition ``c``: its ops in stream order on the
+        host/device timeline (`dispatchprof.sim.timeline.step_time`); energy = their dynamic
+        energy + static power x the step's time, as `Simulation.total` composes it."""
+        timings = self.op_timings(c)
+        times = [t.time_s for t in timings]
+        entries: list = []
+        every = not self._multi or c.multi_token
+        for lead, run in (self._runs if every else self._single_runs):
+            if lead >= 0:
+                entries.append(timings[lead])
+            if run:
+                entries.append(_Run(sum(n * times[g] for g, n in run)))
+        time = step_time(entries)
+        dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings) if every or not g.multi)
+        return StepCost(time, dynamic + self.static_power_w * time)
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """Consecutive ops that the host does not issue (t_host = 0): on the timeline each starts
+    when the one before it ends (`step_time`), so the run enters it as one entry of their summed
+    time. Tests compare every runtime's steps with direct simulation."""
+
+    time_s: float
+    t_host: float = 0.0
+
+
+def _runs(issued: Sequence[bool], order: Sequence[int]) -> list[tuple[int, tuple[tuple[int, int], ...]]]:
+    """The op stream as (group of an op the host issues or -1, the following ops it does not
+    issue as (group, how many))."""
+    out: list[tuple[int, dict[int, int]]] = []
+    for g, host in zip(order, issued):
+        if host:
+            out.append((g, {}))
+            continue
+        if not out:
+            out.append((-1, {}))
+        run = out[-1][1]
+        run[g] = run.get(g, 0) + 1
+    return [(lead, tuple(run.items())) for lead, run in out]
