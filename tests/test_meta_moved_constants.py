@@ -55,3 +55,19 @@ def test_the_rule_reads_devices_dtype_and_format():
     assert not moved_onto_meta((meta,), {}, torch.empty(2, device="meta"))    # meta to meta: a copy
     assert not moved_onto_meta((cpu,), {}, torch.empty(2, device="meta", dtype=torch.float16))   # a cast
     assert not moved_onto_meta((cpu,), {"memory_format": torch.channels_last}, meta)
+
+
+def test_a_scalar_assigned_into_a_slice_is_documented_not_matched():
+    """`x[:, 0] = 5` (T5's and Whisper's shift of the decoder ids): on the CPU torch fills the
+    slice from a 0-dim CPU tensor it makes without dispatching (`fill_`: reads 8 B, writes 2 x 8 B);
+    on meta it makes the scalar with a dispatched `scalar_tensor` on the meta device (writes 8 B)
+    and copies it (`copy_`: reads 8 B, writes 16 B). A `scalar_tensor` on meta cannot be told apart
+    from one the model asks for, so meta counts 8 B more written (docs/zoo.md)."""
+    def ops(device):
+        x = torch.zeros(2, 3, dtype=torch.int64, device=device)
+        with OpCounter() as c:
+            x[:, 0] = 5
+        return [(r.op, r.cost.bytes_read, r.cost.bytes_written) for r in c.profile.records]
+
+    assert ops("cpu") == [("aten.fill_", 8, 16)]
+    assert ops("meta") == [("aten.scalar_tensor", 0, 8), ("aten.copy_", 8, 16)]
