@@ -15,7 +15,8 @@ from torch import nn
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
-from dispatchprof.count.tensors import dtype_name, first_kind, iter_tensors, output_tensors, stored_bytes, to_meta
+from dispatchprof.count.tensors import (dtype_name, first_kind, iter_tensors, moved_onto_meta, output_tensors,
+                                       stored_bytes, to_meta)
 from dispatchprof.count.tracker import Frame, ModuleTracker
 from dispatchprof.count.traffic import EVERYTHING, Existing, bytes_read, bytes_written, input_keys, parameter_share
 from dispatchprof.count.stand_ins import runner
@@ -171,6 +172,10 @@ class Recorder:
             else:
                 self._track(out_tensors, UNRECORDED, Existing(input_keys(args, kwargs), self.tracker.resident))
                 self._unknown(info.name, "no formula registered")
+            return
+        if info.moves and moved_onto_meta(args, kwargs, out):   # a CPU run's no-op: free (docs/zoo.md)
+            self._track(out_tensors, UNRECORDED, EVERYTHING)
+            self.zero_cost[info.name] += 1
             return
         if _graph_task_id() != -1:
             scope, phase = self.tracker.backward_scope(), "backward"
@@ -362,8 +367,8 @@ class OpInfo:
     """One overload's entry on the hot path: its formula (None if it has none), name, schema
     facts and the registry sets it belongs to. Built once per counting context."""
 
-    __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "gathers", "skips_first",
-                 "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names",
+    __slots__ = ("func", "packet", "name", "formula", "zero_cost", "attention", "collective", "gathers", "moves",
+                 "skips_first", "data_dependent", "decomposable", "write_only", "mutated_positions", "mutated_names",
                  "view", "call")
 
     def __init__(self, func: torch._ops.OpOverload) -> None:
@@ -380,6 +385,8 @@ class OpInfo:
         self.collective = packet in COLLECTIVES
         #: the position of the parameter the formula reads only part of, or None
         self.gathers = PARAMETER_GATHERS.get(packet)
+        #: aten._to_copy: free where it only moves a CPU constant onto the meta device (`moved_onto_meta`)
+        self.moves = packet is aten._to_copy
         self.skips_first = packet in OVERWRITES_SELF    # first argument overwritten, not read
         self.data_dependent = packet in DATA_DEPENDENT
         #: an aten op with a CompositeImplicitAutograd kernel (decomposed when it has no formula)

@@ -79,6 +79,19 @@ def nested_meta(t: Tensor) -> tuple[TensorMeta, ...]:
     return tuple(TensorMeta(tuple(map(int, size)), t.dtype) for size in t._nested_tensor_size().tolist())
 
 
+def moved_onto_meta(args: tuple, kwargs: dict, out: Any) -> bool:
+    """Whether an ``aten._to_copy`` call only moves a real CPU tensor onto the meta device, as it
+    is (same dtype, layout and memory format): a model's ``.to(device)`` of a constant it built on
+    the CPU, which on a CPU run dispatches nothing (the tensor is already there). The one op a
+    meta run has that the real run has not, recognised exactly from the call (docs/zoo.md,
+    "A constant moved onto the meta device")."""
+    src = args[0] if args else None
+    return (isinstance(out, Tensor) and not isinstance(out, FakeTensor) and out.device.type == "meta"
+            and isinstance(src, Tensor) and not isinstance(src, FakeTensor) and src.device.type == "cpu"
+            and src.dtype == out.dtype and src.layout == out.layout
+            and kwargs.get("memory_format") in (None, torch.preserve_format))
+
+
 def tensor_kind(t: torch.Tensor) -> str:
     """"fake" (a FakeTensor), "meta" or "real": the kinds of tensor a count can run on."""
     if isinstance(t, FakeTensor):
