@@ -23,7 +23,7 @@ from dispatchprof.count.hostcal import counter_floors, python_loop_ns
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmode import TimedCountingMode
 from dispatchprof.count.hoststeady import steady_host_times
-from dispatchprof.count.interrupts import interrupts_deferred
+from dispatchprof.count.interrupts import interrupts_at_safe_points
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
 from dispatchprof.count.tensors import tensor_kind
@@ -141,12 +141,14 @@ class OpCounter:
         self._headroom = False
         self._thread = 0
         self._gc_hook: Any = None
+        self._signals = contextlib.ExitStack()
 
     # --- context ---------------------------------------------------------------------------
     def __enter__(self) -> OpCounter:
         """Install the hooks and modes. Each step is undone by `_close` as soon as it is done, and
-        signals wait until all are installed (interrupts_deferred): no interrupt or error, at any
-        point, leaves a hook behind."""
+        signals that arrive from here until `__exit__` has undone everything wait for a safe point
+        (count/interrupts.interrupts_at_safe_points: the next op's entry, or the end of __exit__):
+        no interrupt or error, at any point, leaves a hook behind or aborts inside torch."""
         if self._state is not None:
             raise RuntimeError("this OpCounter is already counting; use a new OpCounter to nest")
         self._profile = None
@@ -157,15 +159,16 @@ class OpCounter:
             op_floors, hook_floor = ({}, 0) if self._host_time == "raw" else counter_floors(OpCounter,
                                                                                          _model_kind(self._model))
             clock = HostClock(op_floors.get("real", 0), hook_floor, loop_ns=python_loop_ns(), op_floors=op_floors)
-        with interrupts_deferred():
+        self._signals = contextlib.ExitStack()
+        self._signals.enter_context(interrupts_at_safe_points())   # held in here until a safe point
+        try:
             self._state = Recorder(self._model, self._causal)
             self._state.clock = self._state.tracker.clock = clock
             self._state.reuse_host = self._host_time is True
-            try:
-                self._install(self._state)
-            except BaseException:
-                self._close()
-                raise
+            self._install(self._state)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def _install(self, state: Recorder) -> None:
@@ -185,7 +188,8 @@ class OpCounter:
             state.clock.leave()
 
     def __exit__(self, *exc: Any) -> None:
-        with interrupts_deferred():
+        """Undo everything (`_close`), then deliver a signal held meanwhile (count/interrupts)."""
+        with self._signals:
             self._close()
 
     def _close(self) -> None:

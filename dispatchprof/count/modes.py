@@ -21,6 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from dispatchprof.count.fastpath import MHA_FORWARD, FastPathGuard, mha_forward_body
 from dispatchprof.count.flex import FLEX_OPS, run_flex
+from dispatchprof.count.interrupts import PENDING, raise_pending
 from dispatchprof.count.meta_attention import run_attention
 from dispatchprof.count.packing import NESTED_FAST_PATH_OPS, PACKED_OPS, NestedTensorNotSupported, Packing
 from dispatchprof.count.recorder import Recorder
@@ -64,6 +65,8 @@ class CountingMode(TorchDispatchMode):
         _hide_from_dynamo()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if PENDING:                     # a signal held for a safe point: this op's entry is one
+            raise_pending()
         tracing = _eval_frame_callback()
         if tracing is not None and tracing is not False:     # inside torch.compile's tracing
             return _dispatch_without_dynamo(self, func, types, args, kwargs)
