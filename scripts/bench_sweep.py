@@ -12,12 +12,13 @@ row per model: model build, fit (its counts: the decoder's fit from counts of th
 2 and 3 layers, repeated to full depth and checked against one count of the full model, and a
 MoE model's fits of the batch sizes balanced routing does not split evenly, Mixtral's batch 1;
 the layers counted; the reason where the model is counted directly), per-configuration time after
-the fit, the sweep's total (build + fit + every configuration) and its CPU seconds per stage (the
-wall time on a loaded machine is what other jobs leave), the configurations the vector simulator
-answered (dispatchprof.llm.sweep_vector: all at once) and the seconds it took, and the
-configurations counted shape by shape (outside every fit's region) with the seconds each took.
-Those take tens of seconds each, so only the first --direct-limit of them are timed and the rest
-are projected at that rate: the "total" column says "projected" then, "measured" otherwise.
+the fit (wall, and the vector simulator's CPU time per configuration it answered), the sweep's
+total (build + fit + every configuration) and its CPU seconds per stage (the wall time on a
+loaded machine is what other jobs leave), the configurations the vector simulator answered
+(dispatchprof.llm.sweep_vector: all at once) and the seconds it took, and the configurations
+counted shape by shape (outside every fit's region) with the seconds each took. Those take tens
+of seconds each, so only the first --direct-limit of them are timed and the rest are projected at
+that rate: the "total" column says "projected" then, "measured" otherwise.
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
             "configs": len(todo) * len(DEVICES), "timed": timed_configs, "per_config_s": per_config,
             "total_s": fitted - start + per_config * len(todo) * len(DEVICES), "rows": sum(map(len, rows)),
             "vector": len(fast) * len(DEVICES), "vector_s": answered - fitted, "direct": len(left) * len(DEVICES),
-            "direct_s": per_direct / len(DEVICES)}
+            "direct_s": per_direct / len(DEVICES),
+            "cpu_per_config_s": (cpu_answered - cpu_fitted) / max(len(fast) * len(DEVICES), 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     from tabulate import tabulate
 
     headers = ["model", "build s", "fit s", "layers counted", "counted directly because", "ms per configuration",
-               "total s (build + fit + all)", "CPU s = build + fit + vector", "configurations", "vector: configs, s",
-               "direct: configs, s each"]
+               "CPU ms per configuration", "total s (build + fit + all)", "CPU s = build + fit + vector",
+               "configurations", "vector: configs, s", "direct: configs, s each"]
     for k, name in enumerate(args.model or MODELS):
         r = measure(name, args.limit or None, args.direct_limit)
         projected = r["timed"] < r["configs"]
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         row = [name, f"{r['build_s']:.1f}", f"{r['fit_s']:.1f} ({r['fit_counts']} counts)",
                "2 and 3, repeated" if not r["depth"] else f"all: {r['depth'][:40]}",
                (r["reason"][:60] + "...") if r["reason"] else "-", f"{r['per_config_s'] * 1e3:.1f} (over {r['timed']})",
+               f"{r['cpu_per_config_s'] * 1e3:.1f}",
                f"{r['total_s']:.1f}" + (" projected" if projected else " measured"),
                f"{r['cpu_s']:.1f} = " + " + ".join(f"{x:.1f}" for x in r["cpu_parts"]), r["configs"],
                f"{r['vector']}, {r['vector_s']:.2f}", f"{r['direct']}, {r['direct_s']:.1f}" if r["direct"] else "0"]
