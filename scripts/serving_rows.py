@@ -10,8 +10,9 @@ dispatchprof can express it: an aggregated engine (not disaggregated prefill/dec
 the catalog (`MODELS`), a device with a bundled profile, tensor parallelism, and for a
 mixture-of-experts model (`MOE`) its experts either tensor-parallel over the same GPUs
 (moe_tp_size = tp_size) or spread whole over them (moe_ep_size = tp_size: `ServingRow.ep`,
-`serve --ep`), or a dense model disaggregated (`Disaggregated`, below); every other row is kept
-with the reason it is not (`Skipped`). The engine runs
+`serve --ep`) and ``tp`` dividing its attention heads (DeepSeek-R1/V3's 128: not the 12 .. 72
+GPUs of some GB200 rows), or a dense model disaggregated (`Disaggregated`, below); every other row
+is kept with the reason it is not (`Skipped`). The engine runs
 as AIConfigurator's generator configures a benchmark of a row (`benchmark_figures`, from its rule
 files in the wheel, aiconfigurator/generator/rule_plugin/benchmark/{vllm,trtllm}.rule: "agg
 max_num_tokens = (max_batch_size or 0) + (SlaConfig.isl or 0) + 1500", rounded up to whole blocks of 32 for
@@ -52,16 +53,21 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
 
 #: silicon-sample model -> catalog model (the -Instruct and FP8/NVFP4 checkpoints share the architecture)
+#: (DeepSeek-V3.1 and Kimi-K2.5 are not mapped: the catalog has no config of theirs)
 MODELS = {"Qwen/Qwen3-32B": "qwen3-32b", "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
           "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
-          "meta-llama/Llama-3.1-70B": "llama-3.1-70b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b"}
+          "meta-llama/Llama-3.1-70B": "llama-3.1-70b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+          "deepseek-ai/DeepSeek-R1": "deepseek-r1", "nvidia/DeepSeek-R1-NVFP4": "deepseek-r1",
+          "deepseek-ai/DeepSeek-V3": "deepseek-v3", "openai/gpt-oss-120b": "gpt-oss-120b"}
 #: the mixture-of-experts models of MODELS: their moe_tp_size and moe_ep_size say how the experts spread
-MOE = {"Qwen/Qwen3-235B-A22B-FP8"}
+MOE = {"Qwen/Qwen3-235B-A22B-FP8", "deepseek-ai/DeepSeek-R1", "nvidia/DeepSeek-R1-NVFP4", "deepseek-ai/DeepSeek-V3",
+       "openai/gpt-oss-120b"}
 #: silicon-sample system -> bundled device profile
 DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
 #: gemm_quant_mode -> simulated weight dtype (None: the model's bf16)
@@ -322,7 +328,17 @@ def _unexpressed(r: dict) -> str | None:
     if r["model_path"] in MOE and (moe_tp, ep) not in ((tp, 1), (1, tp)):
         return (f"experts over moe_tp {moe_tp} x moe_ep {ep} at tp {tp}: serve spreads them tensor-parallel over tp "
                 f"or expert-parallel over tp GPUs")
+    if r["model_path"] in MOE and _heads(MODELS[r["model_path"]]) % tp:
+        return (f"tp {tp} does not divide {MODELS[r['model_path']]}'s {_heads(MODELS[r['model_path']])} attention "
+                f"heads (the engine splits attention another way)")
     return None
+
+
+@functools.cache
+def _heads(model: str) -> int:
+    """The attention heads of a catalog model."""
+    from dispatchprof.llm.catalog import load_config
+    return load_config(model).num_attention_heads
 
 
 def _disagg_unexpressed(r: dict) -> str | None:

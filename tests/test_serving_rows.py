@@ -137,20 +137,20 @@ def test_disaggregated_rows_on_blackwell(tmp_path):
 
 def test_rows_not_expressed_keep_their_reason(tmp_path):
     rows, skipped = sr.aic_rows(write(tmp_path, [
-        row(id="a", mode="afd"), row(id="b", model_path="deepseek-ai/DeepSeek-R1"), row(id="c", system="b300_sxm"),
+        row(id="a", mode="afd"), row(id="b", model_path="moonshotai/Kimi-K2.5"), row(id="c", system="b300_sxm"),
         row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo"),
         disagg(id="f", model_path="Qwen/Qwen3-235B-A22B-FP8"), disagg(id="g", decode_attention_dp_size="8"),
-        disagg(id="h", prefill_pp_size="2"), disagg(id="i", model_path="deepseek-ai/DeepSeek-R1")]))
+        disagg(id="h", prefill_pp_size="2"), disagg(id="i", model_path="nvidia/DeepSeek-V3.1-NVFP4")]))
     assert rows == []
     assert [s.reason for s in skipped] == [
         "mode afd: neither aggregated nor disaggregated prefill/decode",
-        "deepseek-ai/DeepSeek-R1: no catalog model mapped to it here (MODELS)",
+        "moonshotai/Kimi-K2.5: no catalog model mapped to it here (MODELS)",
         "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
         "weights int4_wo: no simulated weight dtype",
         "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated here)",
         "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
         "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
-        "deepseek-ai/DeepSeek-R1: no catalog model mapped to it here (MODELS)"]
+        "nvidia/DeepSeek-V3.1-NVFP4: no catalog model mapped to it here (MODELS)"]
 
 
 def test_mixture_of_experts_rows_spread_their_experts_as_measured(tmp_path):
@@ -170,6 +170,38 @@ def test_mixture_of_experts_rows_spread_their_experts_as_measured(tmp_path):
     # a dense model's moe_* columns say nothing (the sample fills them arbitrarily)
     dense = sr.aic_rows(write(tmp_path, [row(moe_tp_size="0", moe_ep_size="0")]))[0][0]
     assert (dense.tp, dense.ep) == (2, 1)
+
+
+def test_deepseek_and_gpt_oss_rows_tensor_or_expert_parallel_over_the_same_gpus(tmp_path):
+    """DeepSeek-R1/V3 (and the R1 NVFP4 checkpoint) and gpt-oss-120b rows whose experts are tensor-
+    parallel or expert-parallel over the replica's GPUs are expressed; 72 GPUs on a GB200 rack do not
+    divide DeepSeek's 128 attention heads (128 = 2^7); a disaggregated MoE row keeps its reason."""
+    ds = dict(model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", backend="sglang", backend_version="0.5.6",
+              gemm_quant_mode="fp8")
+    rows, skipped = sr.aic_rows(write(tmp_path, [
+        row(id="r1tp8", tp_size="8", moe_tp_size="8", moe_ep_size="1", **ds),
+        row(id="r1ep4", tp_size="4", moe_tp_size="1", moe_ep_size="4", **{**ds, "gemm_quant_mode": "nvfp4"}),
+        row(id="nv", model_path="nvidia/DeepSeek-R1-NVFP4", system="b200_sxm", gemm_quant_mode="nvfp4", tp_size="8",
+            moe_tp_size="1", moe_ep_size="8"),
+        row(id="v3", model_path="deepseek-ai/DeepSeek-V3", system="h200_sxm", tp_size="8", moe_tp_size="8",
+            moe_ep_size="1"),
+        row(id="oss", model_path="openai/gpt-oss-120b", system="h200_sxm", gemm_quant_mode="nvfp4", tp_size="2",
+            moe_tp_size="2", moe_ep_size="1"),
+        row(id="rack", tp_size="72", moe_tp_size="72", moe_ep_size="1", **{**ds, "system": "gb200"}),
+        row(id="mixed", tp_size="64", moe_tp_size="8", moe_ep_size="8", **ds),
+        disagg(id="dis", model_path="deepseek-ai/DeepSeek-R1")]))
+    assert [(r.id, r.model, r.device, r.tp, r.ep, r.engine, r.weight_dtype, r.kv_dtype) for r in rows] == [
+        ("r1tp8", "deepseek-r1", "B200", 8, 1, "sglang", "fp8", None),
+        ("r1ep4", "deepseek-r1", "B200", 4, 4, "sglang", "fp4", None),
+        ("nv", "deepseek-r1", "B200", 8, 8, "trtllm", "fp4", "fp8"),
+        ("v3", "deepseek-v3", "H200", 8, 1, "trtllm", "fp8", "fp8"),
+        ("oss", "gpt-oss-120b", "H200", 2, 1, "trtllm", "fp4", "fp8")]
+    assert [(s.id, s.reason) for s in skipped] == [
+        ("rack", "tp 72 does not divide deepseek-r1's 128 attention heads (the engine splits attention another way)"),
+        ("mixed", "experts over moe_tp 8 x moe_ep 8 at tp 64: serve spreads them tensor-parallel over tp or "
+                  "expert-parallel over tp GPUs"),
+        ("dis", "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated "
+                "here)")]
 
 
 def test_the_split_depends_on_the_id_alone():

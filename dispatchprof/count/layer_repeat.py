@@ -33,6 +33,17 @@ layer) and layer 0 as many; ``shorter`` equals ``longer`` taken down to n layers
 global attention) or change kind at some depth (dense then MoE) past the counted ones are not seen
 by this check: a caller proves the result against a direct count of the full model once
 (dispatchprof.llm.shape_generic does, at its held-out shape).
+
+**After a prefix** (`repeat_layers_after(shorter, longer, container, layers, first)`): a decoder
+whose first layers differ from the rest (DeepSeek-V3's 3 dense layers before 58 MoE ones) repeats
+layer ``first`` >= 1 of ``longer`` instead of layer 1, with n >= first + 1: layers 0 .. first - 1
+are kept as they are (the prefix and the first layer of the repeating kind, which reads the
+prefix's output), copies of layer ``first`` become layers first .. first + D, the layers after it
+move up by D. Every rule above holds with 1 replaced by ``first`` and 2 by first + 1: a layer
+i < first is v_longer(i) + D (v_longer(i) - v_shorter(i)), a layer i >= first is v_longer(first) +
+(i - first)(v_longer(first + 1) - v_longer(first)) + D (v_longer(first) - v_shorter(first)); the
+check compares layers first .. m - 1 with each other and layer first - 1's record count with
+layer first's. ``first`` = 1 is `repeat_layers`.
 """
 
 from __future__ import annotations
@@ -70,43 +81,59 @@ def per_layer(longer: Sequence[int], shorter: Sequence[int], layers: int) -> tup
     """One integer per layer (KV bytes of each layer's cache) for ``layers`` layers, from its
     values with m = len(longer) >= 3 and m - 1 = len(shorter) layers, by the bilinear rule of the
     module docstring."""
+    return per_layer_after(longer, shorter, layers, 1)
+
+
+def per_layer_after(longer: Sequence[int], shorter: Sequence[int], layers: int, first: int) -> tuple[int, ...]:
+    """`per_layer` with layer ``first`` >= 1 the one that repeats (module docstring, "After a
+    prefix"): m = len(longer) >= first + 2 values, m - 1 in ``shorter``, ``layers`` >= first + 1."""
     m = len(longer)
-    if m < 3 or len(shorter) != m - 1 or layers < 2:
-        raise LayerRepeatError(f"per-layer values need 3 or more layers in the longer count and one fewer in "
-                               f"the shorter, for 2 or more layers; got {m}, {len(shorter)}, {layers}")
+    if first < 1 or m < first + 2 or len(shorter) != m - 1 or layers < first + 1:
+        raise LayerRepeatError(f"per-layer values repeated from layer {first} need {first + 2} or more layers in the "
+                               f"longer count and one fewer in the shorter, for {first + 1} or more layers; got "
+                               f"{m}, {len(shorter)}, {layers}")
     d = layers - m
-    first = longer[0] + d * (longer[0] - shorter[0])
-    return (first,) + tuple(longer[1] + (i - 1) * (longer[2] - longer[1]) + d * (longer[1] - shorter[1])
-                            for i in range(1, layers))
+    kept = tuple(longer[i] + d * (longer[i] - shorter[i]) for i in range(first))
+    return kept + tuple(longer[first] + (i - first) * (longer[first + 1] - longer[first])
+                        + d * (longer[first] - shorter[first]) for i in range(first, layers))
 
 
 def repeat_layers(shorter: Profile, longer: Profile, container: str, layers: int) -> Profile:
     """The profile of the model with ``layers`` layers (>= 2) from counts with n and n + 1
     layers (module docstring); raises `LayerRepeatError` where the layers are not repeatable."""
+    return repeat_layers_after(shorter, longer, container, layers, 1)
+
+
+def repeat_layers_after(shorter: Profile, longer: Profile, container: str, layers: int, first: int) -> Profile:
+    """`repeat_layers` with layer ``first`` >= 1 the one that repeats, the layers before it kept
+    (module docstring, "After a prefix"): counts with n >= first + 1 and n + 1 layers, ``layers``
+    >= first + 1; raises `LayerRepeatError` where the layers from ``first`` on are not repeatable."""
     n_short, m = _depth(shorter, container), _depth(longer, container)
-    if m != n_short + 1 or n_short < 2:
-        raise LayerRepeatError(f"repeating layers needs counts with n >= 2 and n + 1 layers under {container!r}; "
-                               f"got {n_short} and {m}")
-    if layers < 2:
-        raise LayerRepeatError(f"layers must be >= 2, got {layers}")
+    if first < 1:
+        raise LayerRepeatError(f"the repeated layer must be 1 or later, got {first}")
+    if m != n_short + 1 or n_short < first + 1:
+        raise LayerRepeatError(f"repeating layer {first} needs counts with n >= {first + 1} and n + 1 layers under "
+                               f"{container!r}; got {n_short} and {m}")
+    if layers < first + 1:
+        raise LayerRepeatError(f"layers must be >= {first + 1}, got {layers}")
     for p in (shorter, longer):
         if p.unknown:
             raise LayerRepeatError(f"unknown ops ({', '.join(u.op for u in p.unknown)}): not repeated")
-    _check_identical(longer.records, container, m)
-    down = _records(longer.records, container, m, n_short)
+    _check_identical(longer.records, container, m, first)
+    down = _records(longer.records, container, m, n_short, first)
     if _plain(down) != _plain(shorter.records):
         k = next((i for i, (a, b) in enumerate(zip(_plain(down), _plain(shorter.records))) if a != b),
                  min(len(down), len(shorter.records)))
         raise LayerRepeatError(f"the {n_short}-layer count is not the {m}-layer count less one layer: record {k} "
                                f"of {len(shorter.records)} differs")
-    scopes = _scopes(shorter, longer, container, m, layers)
+    scopes = _scopes(shorter, longer, container, m, layers, first)
     d = layers - m
     if [op for op, _ in shorter.zero_cost_calls] != [op for op, _ in longer.zero_cost_calls] or \
             [ph for ph, _ in shorter.phase_peaks] != [ph for ph, _ in longer.phase_peaks]:
         raise LayerRepeatError(f"the {n_short}- and {m}-layer counts list different zero-cost ops or phases")
     line = lambda a, b: b + d * (b - a)                                 # noqa: E731
     return dataclasses.replace(
-        longer, records=tuple(_records(longer.records, container, m, layers)), scopes=scopes,
+        longer, records=tuple(_records(longer.records, container, m, layers, first)), scopes=scopes,
         zero_cost_calls=tuple((op, line(a, b)) for (_, a), (op, b) in zip(shorter.zero_cost_calls,
                                                                            longer.zero_cost_calls)),
         phase_peaks=tuple((ph, line(a, b)) for (_, a), (ph, b) in zip(shorter.phase_peaks, longer.phase_peaks)),
@@ -137,8 +164,9 @@ def _positions(records: Sequence[OpRecord], container: str) -> tuple[list[int | 
     return layer, pos, where
 
 
-def _check_identical(records: Sequence[OpRecord], container: str, m: int) -> None:
-    """Layers 1 .. m - 1 run the same records (producers relative to the layer); layer 0 as many."""
+def _check_identical(records: Sequence[OpRecord], container: str, m: int, first: int) -> None:
+    """Layers first .. m - 1 run the same records (producers relative to the layer); layer first - 1
+    as many."""
     layer, pos, _ = _positions(records, container)
     blocks: dict[int, list] = {j: [] for j in range(m)}
     for k, r in enumerate(records):
@@ -148,40 +176,41 @@ def _check_identical(records: Sequence[OpRecord], container: str, m: int) -> Non
         inputs = tuple(((p,) if p < 0 or layer[p] is None else (layer[p] - j, pos[p]), b) for p, b, _ in r.inputs)
         blocks[j].append((r.op, renamed(r.scope, container, 0), r.phase, r.dtype, r.cost, r.causal, inputs,
                           r.param_bytes, r.param_elements, r.out_elements, r.shapes, r.host_calls))
-    for j in range(2, m):
-        if blocks[j] != blocks[1]:
-            k = next((i for i, (a, b) in enumerate(zip(blocks[j], blocks[1])) if a != b), min(len(blocks[j]),
-                                                                                             len(blocks[1])))
-            raise LayerRepeatError(f"layer {j} under {container!r} differs from layer 1 at its record {k}: the layers "
-                                   f"are not identical")
-    if len(blocks[0]) != len(blocks[1]):
-        raise LayerRepeatError(f"layer 0 under {container!r} runs {len(blocks[0])} records, layer 1 {len(blocks[1])}")
+    for j in range(first + 1, m):
+        if blocks[j] != blocks[first]:
+            k = next((i for i, (a, b) in enumerate(zip(blocks[j], blocks[first])) if a != b),
+                     min(len(blocks[j]), len(blocks[first])))
+            raise LayerRepeatError(f"layer {j} under {container!r} differs from layer {first} at its record {k}: the "
+                                   f"layers are not identical")
+    if len(blocks[first - 1]) != len(blocks[first]):
+        raise LayerRepeatError(f"layer {first - 1} under {container!r} runs {len(blocks[first - 1])} records, layer "
+                               f"{first} {len(blocks[first])}")
 
 
-def _records(records: Sequence[OpRecord], container: str, m: int, layers: int) -> list[OpRecord]:
-    """``records`` (of m layers) for ``layers`` layers (module docstring)."""
+def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, first: int = 1) -> list[OpRecord]:
+    """``records`` (of m layers) for ``layers`` layers, layer ``first`` repeated (module docstring)."""
     layer, pos, where = _positions(records, container)
     d = layers - m
-    copies = range(1, d + 2)                   # layer 1's block becomes layers 1 .. d + 1
-    # emission order: (source index, target layer or None); a run of layer-1 records once per copy
+    copies = range(first, first + d + 1)       # layer first's block becomes layers first .. first + d
+    # emission order: (source index, target layer or None); a run of layer-first records once per copy
     order: list[tuple[int, int | None]] = []
     run: list[int] = []
     for k, j in enumerate(layer + [None]):
-        if j == 1:
+        if j == first:
             run.append(k)
             continue
         if run:
             order += [(i, t) for t in copies for i in run]
             run = []
         if k < len(records):
-            order.append((k, None if j is None else (j if j == 0 else j + d)))
+            order.append((k, None if j is None else (j if j < first else j + d)))
     new_index = {(k, t): i for i, (k, t) in enumerate(order)}
 
     def target(j: int, q: int) -> int:
         """New index of the record at position q of (new) layer j."""
-        if j == 0 or j in copies:
-            src = where[(min(j, 1), q)]
-        elif d + 2 <= j < layers:
+        if 0 <= j < first or j in copies:
+            src = where[(min(j, first), q)]
+        elif first + d + 1 <= j < layers:
             src = where[(j - d, q)]
         else:
             raise LayerRepeatError(f"a producer falls in layer {j}, outside 0 .. {layers - 1}")
@@ -192,14 +221,14 @@ def _records(records: Sequence[OpRecord], container: str, m: int, layers: int) -
     out = []
     for k, t in order:
         r, j = records[k], layer[k]
-        shift = 0 if j == 0 else (t - 1 if j == 1 else d)
+        shift = d if j is None else (0 if j < first else (t - first if j == first else d))
         inputs = []
         for a, (p, b, tensor) in enumerate(r.inputs):
             if p >= 0 and layer[p] is not None:
                 p = target(layer[p] + shift, pos[p])
             elif p >= 0:
                 p = new_index[(p, None)]
-            elif j == 1 and t > 1 and not _shared(records, where, pos[k], a, tensor):
+            elif j == first and t > first and not _shared(records, where, pos[k], a, tensor, first + 1):
                 tensor = fresh.setdefault((tensor, t), max(ids, default=0) + 1 + len(fresh))
             inputs.append((p, b, tensor))
         scope = r.scope if j is None or t == j else renamed(r.scope, container, t)
@@ -207,9 +236,10 @@ def _records(records: Sequence[OpRecord], container: str, m: int, layers: int) -
     return out
 
 
-def _shared(records: Sequence[OpRecord], where: dict, q: int, a: int, tensor: int) -> bool:
-    """Whether layer 2's record at position q reads the same storage as its input ``a``."""
-    other = where.get((2, q))
+def _shared(records: Sequence[OpRecord], where: dict, q: int, a: int, tensor: int, after: int = 2) -> bool:
+    """Whether layer ``after``'s (the repeated layer's next) record at position q reads the same
+    storage as its input ``a``."""
+    other = where.get((after, q))
     return other is not None and len(records[other].inputs) > a and records[other].inputs[a][2] == tensor
 
 
@@ -218,54 +248,56 @@ def _plain(records: Sequence[OpRecord]) -> list:
     return [dataclasses.replace(r, inputs=tuple((p, b) for p, b, _ in r.inputs), host_loops=0.0) for r in records]
 
 
-def _scopes(shorter: Profile, longer: Profile, container: str, m: int, layers: int) -> tuple[Scope, ...]:
+def _scopes(shorter: Profile, longer: Profile, container: str, m: int, layers: int, first: int = 1) -> tuple[Scope, ...]:
     """``longer``'s scopes for ``layers`` layers, quantities by the module docstring's rules."""
     d = layers - m
     short = {s.name: s for s in shorter.scopes}
-    names_down = [s.name for s in _scope_order(longer.scopes, container, m - 1)]
+    names_down = [s.name for s in _scope_order(longer.scopes, container, m - 1, first=first)]
     if [s.name for s in shorter.scopes] != names_down:
         raise LayerRepeatError(f"the scopes of the {m - 1}-layer count are not those of the {m}-layer count "
                                f"less one layer")
     by_name = {s.name: s for s in longer.scopes}
     out = []
-    for s, t in _scope_order(longer.scopes, container, layers, with_targets=True):
+    for s, t in _scope_order(longer.scopes, container, layers, with_targets=True, first=first):
         j = layer_of(s.name, container)
         if j is None:
             values = {f: getattr(s, f) + d * (getattr(s, f) - getattr(short[s.name], f)) for f in _SCOPE_INTS}
             latency = max(0.0, s.latency_s + d * (s.latency_s - short[s.name].latency_s))
             out.append(dataclasses.replace(s, latency_s=latency, **values))
             continue
-        base = min(t, 1)
-        v = [by_name[renamed(s.name, container, i)] for i in (base, 2)]
+        base = min(t, first)
+        v = [by_name[renamed(s.name, container, i)] for i in ((base, first + 1) if t >= first else (base, base))]
         vs = short[renamed(s.name, container, base)]
         values = {f: getattr(v[0], f) + d * (getattr(v[0], f) - getattr(vs, f))
-                  + (t - 1) * (getattr(v[1], f) - getattr(v[0], f)) * (t >= 1) for f in _SCOPE_INTS}
+                  + (t - first) * (getattr(v[1], f) - getattr(v[0], f)) * (t >= first) for f in _SCOPE_INTS}
         parent = s.parent if layer_of(s.parent or "", container) is None else renamed(s.parent, container, t)
         out.append(dataclasses.replace(v[0], name=renamed(s.name, container, t), parent=parent, **values))
     return tuple(out)
 
 
-def _scope_order(scopes: Sequence[Scope], container: str, layers: int, with_targets: bool = False) -> list:
-    """Scopes of m layers in order for ``layers`` layers: layer 1's run repeated (as `_records`);
-    with targets: (source scope, target layer or None)."""
+def _scope_order(scopes: Sequence[Scope], container: str, layers: int, with_targets: bool = False,
+                 first: int = 1) -> list:
+    """Scopes of m layers in order for ``layers`` layers: layer ``first``'s run repeated (as
+    `_records`); with targets: (source scope, target layer or None)."""
     m = 1 + max(layer_of(s.name, container) or 0 for s in scopes)
     d = layers - m
     order: list = []
     run: list[Scope] = []
     for s in list(scopes) + [None]:
         j = None if s is None else layer_of(s.name, container)
-        if j == 1:
+        if j == first:
             run.append(s)
             continue
         if run:
-            order += [(r, t) for t in range(1, d + 2) for r in run]
+            order += [(r, t) for t in range(first, first + d + 1) for r in run]
             run = []
         if s is not None:
-            order.append((s, None if j is None else (j if j == 0 else j + d)))
+            order.append((s, None if j is None else (j if j < first else j + d)))
     if with_targets:
         return order
     return [dataclasses.replace(s, name=s.name if t is None or t == layer_of(s.name, container)
                                 else renamed(s.name, container, t)) for s, t in order]
 
 
-__all__ = ["LayerRepeatError", "layer_of", "per_layer", "renamed", "repeat_layers"]
+__all__ = ["LayerRepeatError", "layer_of", "per_layer", "per_layer_after", "renamed", "repeat_layers",
+           "repeat_layers_after"]

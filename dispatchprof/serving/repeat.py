@@ -5,10 +5,14 @@ The step cost model (`dispatchprof.serving.cost`) counts a handful of uniform st
 whole model. A decoder whose layers are identical modules (`dispatchprof.llm.layer_repeat
 .uniform_reason`) is instead counted with 2 and 3 layers on the same chain, and the profile of
 the full depth is built from the two (`dispatchprof.count.layer_repeat.repeat_layers`: records,
-producers, scopes). A chain's steps keep their place: a step's first and last record positions,
-like every whole-model quantity, are linear in the depth (the step's prefix, one block per layer,
-its suffix), so position(L) = position(3) + (L - 3) x (position(3) - position(2)); its KV bytes
-per layer follow `per_layer`'s rule.
+producers, scopes). A decoder whose layers are identical after a prefix of k layers of another
+kind (`dispatchprof.llm.layer_repeat.prefix_reason`: DeepSeek-V3's 3 dense layers before 58 MoE
+layers, k = 3) is counted with k + 2 and k + 3 layers, the prefix as it is and its layer k + 1
+repeated (`repeat_layers_after`); `depths` gives the two. A chain's steps keep their place: a
+step's first and last record positions, like every whole-model quantity, are linear in the depth
+(the step's prefix, one block per layer, its suffix), so position(L) = position(m) + (L - m) x
+(position(m) - position(m - 1)) with m = k + 3; its KV bytes per layer follow `per_layer_after`'s
+rule.
 
 The result is proved by the caller: the design's first chain is counted at full depth and the
 others repeated, so the cost model's own checks (one op stream in every chain, every quantity on
@@ -22,41 +26,60 @@ from typing import Any, Sequence
 
 import torch
 
-from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer, repeat_layers
+from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.llm.generation import count_steps as generation_steps
-from dispatchprof.llm.layer_repeat import layer_container, shallow_model, shallow_reason
+from dispatchprof.llm.layer_repeat import layer_container, prefix_layers, prefix_reason, shallow_model
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.placement import Scenarios
 
-#: The depths counted: n and n + 1 layers, n >= 2 (`repeat_layers`).
+#: The depths counted for a decoder without a prefix: n and n + 1 layers, n >= 2 (`repeat_layers`).
 SHALLOW = (2, 3)
 
 
+def depths(model: torch.nn.Module) -> tuple[int, int]:
+    """The two depths ``model`` is counted with: `SHALLOW` after its prefix of k layers (k + 2, k + 3)."""
+    k = prefix_layers(model.config)
+    return SHALLOW[0] + k, SHALLOW[1] + k
+
+
 def repeatable(model: torch.nn.Module) -> str:
-    """'' when ``model`` can be counted with few layers and repeated, else why not."""
-    return shallow_reason(model, SHALLOW[-1])
+    """'' when ``model`` can be counted with few layers (`depths`) and repeated, else why not."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return "the model has no config"
+    reason = prefix_reason(config)
+    if reason:
+        return reason
+    deepest = depths(model)[-1]
+    if config.num_hidden_layers <= deepest:
+        return f"{config.num_hidden_layers} layers: counted as they are"
+    if layer_container(model) is None:
+        return "no single list of num_hidden_layers layers"
+    return ""
 
 
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,
                    **options: Any) -> tuple[Profile, list[StepSpan]]:
     """The profile and step spans of `dispatchprof.llm.generation.count_steps` on ``model`` at its
-    full depth, from counts of the same chain with 2 and 3 layers (module docstring); ``options``
+    full depth, from counts of the same chain with `depths` layers (module docstring); ``options``
     are count_steps' keywords. Raises `LayerRepeatError` where the layers do not repeat."""
     container, layers = layer_container(model), model.config.num_hidden_layers
+    shallow = depths(model)
+    first = shallow[0] - 1                     # the layer repeated: 1, or k + 1 after a prefix of k
     counted = []
-    for n in SHALLOW:
+    for n in shallow:
         c, spans = generation_steps(shallow_model(model, n), batch, tokens, scenarios, **options)
         counted.append((c.profile, spans))
     (short, short_spans), (long, long_spans) = counted
-    profile = repeat_layers(short, long, container, layers)
-    extra = layers - SHALLOW[-1]
+    profile = repeat_layers_after(short, long, container, layers, first)
+    extra = layers - shallow[-1]
 
     def at_depth(shorter: int, longer: int) -> int:
         return longer + extra * (longer - shorter)
 
     spans = [StepSpan(lo.tokens, lo.past, at_depth(sh.start, lo.start), at_depth(sh.end, lo.end),
-                      per_layer(lo.kv_layer_bytes, sh.kv_layer_bytes, layers))
+                      per_layer_after(lo.kv_layer_bytes, sh.kv_layer_bytes, layers, first))
              for sh, lo in zip(short_spans, long_spans)]
     if spans and spans[-1].end != len(profile.records):
         raise ValueError(f"repeated steps end at record {spans[-1].end} of {len(profile.records)}")
@@ -70,7 +93,7 @@ class CountMemo:
     (`counted_steps`), so layouts of other tensor-parallel sizes reuse one count (``plan``).
 
     **Few layers.** A decoder whose layers are identical (`dispatchprof.serving.repeat`) has its
-    first chain counted at full depth and every other chain counted with 2 and 3 layers and
+    first chain counted at full depth and every other chain counted with few layers (`depths`) and
     repeated: `count_design` fits them together, so the cost model's checks (one op stream, one
     plane) compare the repeated chains with the direct one, and counts every chain at full depth
     where they fail (``full_depth_reason`` says why chains are counted whole)."""
@@ -109,4 +132,4 @@ class CountMemo:
         return profile, spans
 
 
-__all__ = ["SHALLOW", "CountMemo", "repeatable", "repeated_steps"]
+__all__ = ["SHALLOW", "CountMemo", "depths", "repeatable", "repeated_steps"]
