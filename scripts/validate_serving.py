@@ -328,6 +328,8 @@ def main() -> None:
     p.add_argument("--limit", type=int, help="only the first N expressible silicon-sample rows (of those --match "
                                              "keeps; a quick look)")
     p.add_argument("--match", metavar="REGEX", help="only the rows whose id matches REGEX (re.search)")
+    p.add_argument("--skip-models", metavar="NAME,...", default="",
+                   help="leave out the rows of these catalog models (e.g. deepseek-r1,deepseek-v3,gpt-oss-120b)")
     p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--errors", metavar="FILE", help="write every row's errors to FILE (CSV)")
@@ -340,7 +342,8 @@ def main() -> None:
         wanted = re.compile(args.match or "")
     except re.error as e:
         p.error(f"--match: not a regular expression ({e})")
-    rows = [r for r in rows if wanted.search(r.id)]                     # --match, then --limit of those
+    skip = {name for name in args.skip_models.split(",") if name}
+    rows = [r for r in rows if wanted.search(r.id) and r.model not in skip]  # --match, then --limit of those
     rows = rows[:args.limit] if args.limit else rows
     rows += [r for r in published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
              + sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv")) if wanted.search(r.id)]
