@@ -102,14 +102,14 @@ __all__ = ["PREFIX", "VARYING", "layer_container", "prefix_layers", "prefix_reas
            "uniform_reason"]
 
 
-def shallow_reason(model: torch.nn.Module, deepest: int) -> str:
+def shallow_reason(model: torch.nn.Module, deepest: int, layers_reason=uniform_reason) -> str:
     """'' when ``model`` can be counted with at most ``deepest`` layers and its counts extended to
-    full depth (its config's layers repeat, it is deeper than ``deepest``, its layers are one list),
-    else why not."""
+    full depth (``layers_reason`` of its config is '': by default its layers repeat from the first,
+    `uniform_reason`; it is deeper than ``deepest``; its layers are one list), else why not."""
     config = getattr(model, "config", None)
     if config is None:
         return "the model has no config"
-    reason = uniform_reason(config)
+    reason = layers_reason(config)
     if reason:
         return reason
     if config.num_hidden_layers <= deepest:

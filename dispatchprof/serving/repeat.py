@@ -29,7 +29,7 @@ import torch
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.llm.generation import count_steps as generation_steps
-from dispatchprof.llm.layer_repeat import layer_container, prefix_layers, prefix_reason, shallow_model
+from dispatchprof.llm.layer_repeat import layer_container, prefix_layers, prefix_reason, shallow_model, shallow_reason
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.placement import Scenarios
 
@@ -45,18 +45,9 @@ def depths(model: torch.nn.Module) -> tuple[int, int]:
 
 def repeatable(model: torch.nn.Module) -> str:
     """'' when ``model`` can be counted with few layers (`depths`) and repeated, else why not."""
-    config = getattr(model, "config", None)
-    if config is None:
+    if getattr(model, "config", None) is None:
         return "the model has no config"
-    reason = prefix_reason(config)
-    if reason:
-        return reason
-    deepest = depths(model)[-1]
-    if config.num_hidden_layers <= deepest:
-        return f"{config.num_hidden_layers} layers: counted as they are"
-    if layer_container(model) is None:
-        return "no single list of num_hidden_layers layers"
-    return ""
+    return shallow_reason(model, depths(model)[-1], prefix_reason)
 
 
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,
