@@ -84,12 +84,14 @@ def mpt_proxy(name: str):
 
 
 def layout_of(r: dict) -> TrainLayout:
+    """The row's layout. A row without a ``sequence_parallel`` column (scripts/data/
+    published_training_memory.csv's) takes sequence parallelism on, the recipes' default."""
     vp = int(r["vp"])
     return TrainLayout(int(r["devices"]), int(r["micro_batch"]), int(r["global_batch"]), int(r["seq_len"]),
                        tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), zero=int(r["zero"]),
                        schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
                        fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
-                       tp_overlap=r["tp_overlap"] == "1", sequence_parallel=r["sequence_parallel"] == "1")
+                       tp_overlap=r["tp_overlap"] == "1", sequence_parallel=r.get("sequence_parallel", "1") == "1")
 
 
 def scale_out_of(r: dict) -> float:

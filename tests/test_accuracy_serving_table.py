@@ -72,3 +72,50 @@ def test_each_line(line):
 def test_every_metric_of_a_split_has_its_line(split):
     quoted = {l[1] for l in TABLE if l[0] == split}
     assert {METRICS[m] for m in quoted} == {r["metric"] for r in _rows() if r["split"] == split}
+
+
+def _text() -> str:
+    return " ".join(doc_section("docs/accuracy.md", SECTION).split())
+
+
+def test_the_row_counts_of_the_text():
+    """The silicon-sample rows predicted, the rows of each split, the rows AIConfigurator refuses."""
+    silicon = {r["id"] for r in _rows() if _source(r) == SILICON}
+    split = {s: len({r["id"] for r in _rows() if r["split"] == s}) for s in ("fit", "held-out")}
+    refused = {r["id"] for r in _rows() if _source(r) == SILICON and not r["aiconfigurator"]}
+    text = _text()
+    assert f"**{len(silicon):,} rows**" in text, len(silicon)
+    assert f"a fit row ({split['fit']}), the others are held out ({split['held-out']})" in text, split
+    assert f"{len(refused)} silicon-sample rows are refused by AIConfigurator" in text, len(refused)
+
+
+def _cell(group: str, metric: str, column: int) -> str:
+    (line,) = [l for l in TABLE if l[:2] == [group, metric]]
+    return line[column]
+
+
+def test_where_it_stands_quotes_the_table():
+    """The paragraph's figures are the table's: both tools on the rows both predict, per engine and
+    device; the sim-to-real runs' medians."""
+    text = _text()
+    both = lambda g, m: (_cell(g, m, 5), _cell(g, m, 6))  # noqa: E731
+    ttft, tpot = both("held-out", "TTFT mean"), both("held-out", "TPOT mean")
+    assert (f"On the {_cell('held-out', 'TTFT mean', 4)} held-out rows both tools predict, dispatchprof is "
+            f"{ttft[0]} off on mean TTFT against AIConfigurator's {ttft[1]}, and {tpot[0]} off on mean TPOT against "
+            f"{tpot[1]}") in text
+    for engine, name in (("sglang", "SGLang"), ("vllm", "vLLM")):
+        t, p = both(f"held-out, {engine}", "TTFT mean"), both(f"held-out, {engine}", "TPOT mean")
+        assert f"under {name} (TTFT {t[0]} against {t[1]}, TPOT {p[0]} against {p[1]})" in text, engine
+    t, p = both("held-out, trtllm", "TTFT mean"), both("held-out, trtllm", "TPOT mean")
+    assert f"TensorRT-LLM's TPOT ({p[0]} against {p[1]}) and behind on its TTFT ({t[0]} against {t[1]})" in text
+    assert (f"just over under TensorRT-LLM ({p[0]}) and on H200s ({both('held-out, H200', 'TPOT mean')[0]}), "
+            f"over on B200s ({both('held-out, B200', 'TPOT mean')[0]})") in text
+    s2r = lambda m: _cell("held-out, sim-to-real vLLM runs", m, 3)  # noqa: E731
+    assert (f"TTFT is {s2r('TTFT mean')} off (P90 {s2r('TTFT P90')}, P99 {s2r('TTFT P99')}) and TPOT "
+            f"{s2r('TPOT mean')}") in text
+    a100 = float(_cell("held-out, A100-80GB", "TPOT mean", 3).rstrip("%"))
+    assert f"on A100-80GB TPOT is {a100:.0f}% high" in text
+    assert all(float(r["dispatchprof"]) > float(r["measured"]) for r in _selected("held-out, A100-80GB", "TPOT mean"))
+    assert "TPOT is within 10% under vLLM and SGLang and on H100s" in text
+    for group in ("held-out, vllm", "held-out, sglang", "held-out, H100-SXM"):
+        assert float(_cell(group, "TPOT mean", 5).rstrip("%")) < 10, group

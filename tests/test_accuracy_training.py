@@ -214,3 +214,34 @@ def test_the_held_out_sentence():
     count = {2: "two"}.get(len(held), str(len(held)))
     assert (f"On the {count} held-out rows dispatchprof is {ours}, Calculon {theirs}"
             in _prose("Calculon side by side"))
+
+
+def _measured_table() -> list[list[str]]:
+    from tests.accuracy_docs import table_rows
+    text = doc_section(DOC, "Accuracy")
+    return table_rows(text[text.index("| source | device | batch x seq |"):])
+
+
+def test_the_measured_steps_table_is_what_the_script_prints_now():
+    """The table of the project's own measured steps against `validate_training.measured_rows()`
+    (the rows of ``--measured``, counted now: deterministic, about 15 s), every cell as printed."""
+    import validate_training as vt
+    rows = vt.measured_rows()
+    table = _measured_table()
+    assert [line[0] for line in table] == [r["source"] for r in rows]
+    for line, r in zip(table, rows):
+        want = [r["source"], r["device"], f"{r['batch']} x {r['seq']}", f"{r['measured_s']:.4f} s",
+                f"{r['predicted_s']:.4f} s", f"{r['predicted_s'] / r['measured_s'] - 1:+.1%}",
+                f"{r['measured_gib']:.1f} GiB", f"{r['allocated_gib']:.1f} GiB",
+                f"{r['allocated_gib'] / r['measured_gib'] - 1:+.1%}", f"{r['predicted_gib']:.1f} GiB"]
+        assert line == want, f"{' | '.join(line)}: now {' | '.join(want)}"
+
+
+def test_every_memory_row_has_a_layout():
+    """scripts/validate_training_memory.py lays out its rows with `validate_training.layout_of`; its
+    CSV has no sequence_parallel column, which then defaults to on (as `TrainLayout`)."""
+    import validate_training as vt
+    with open(DATA / "published_training_memory.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and "sequence_parallel" not in rows[0]
+    assert all(vt.layout_of(r).sequence_parallel for r in rows)
