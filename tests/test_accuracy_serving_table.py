@@ -119,3 +119,47 @@ def test_where_it_stands_quotes_the_table():
     assert "TPOT is within 10% under vLLM and SGLang and on H100s" in text
     for group in ("held-out, vllm", "held-out, sglang", "held-out, H100-SXM"):
         assert float(_cell(group, "TPOT mean", 5).rstrip("%")) < 10, group
+
+
+def _signed_median(held_out: bool = True, **where) -> float:
+    """Median signed error (percent) of the silicon sample's rows matching ``where`` (a column ->
+    value, or -> a predicate on the value)."""
+    import statistics
+
+    from tests.accuracy_docs import signed_error
+    rows = [r for r in _rows() if _source(r) == SILICON and (r["split"] == "held-out") == held_out
+            and all(v(r[k]) if callable(v) else r[k] == v for k, v in where.items())]
+    assert len(rows) >= 5, where                 # the paragraph's groups have at least 5 rows
+    return statistics.median(signed_error(r) for r in rows)
+
+
+#: Each figure of "Where it misses" and the rows it is the signed median of.
+MISSES = [
+    ("-41% at up to 8 clients", dict(engine="trtllm", metric="ttft_mean", concurrency=lambda c: int(c) <= 8)),
+    ("-62% above 64", dict(engine="trtllm", metric="ttft_mean", concurrency=lambda c: int(c) > 64)),
+    ("Llama-3.1-8B on H100 -63%", dict(engine="trtllm", metric="ttft_mean", model="llama-3.1-8b", device="H100-SXM")),
+    ("Qwen3-32B FP8 on H100 -57%", dict(engine="trtllm", metric="ttft_mean", model="qwen3-32b", weights="fp8")),
+    ("on H100s +40%", dict(engine="vllm", metric="ttft_mean", model="llama-3.1-70b", device="H100-SXM")),
+    ("on H200 +25%", dict(engine="vllm", metric="ttft_mean", model="llama-3.1-70b", device="H200")),
+    ("on B200 -29% (FP8)", dict(engine="vllm", metric="ttft_mean", model="llama-3.1-70b", device="B200",
+                                weights="fp8")),
+    ("and -32% (NVFP4)", dict(engine="vllm", metric="ttft_mean", model="llama-3.1-70b", device="B200",
+                              weights="fp4")),
+    ("one H200 +80% (vLLM)", dict(engine="vllm", metric="tpot_mean", model="llama-3.1-8b", device="H200")),
+    ("and -24% (SGLang)", dict(engine="sglang", metric="tpot_mean", model="llama-3.1-8b", device="H200")),
+    ("whose TTFT is +106%", dict(engine="sglang", metric="ttft_mean", model="llama-3.1-8b", device="H200")),
+    ("on B200, TPOT -18% (vLLM", dict(engine="vllm", metric="tpot_mean", model="llama-3.1-70b", weights="fp4")),
+    ("-18% (vLLM and TensorRT-LLM)", dict(engine="trtllm", metric="tpot_mean", model="llama-3.1-70b", weights="fp4")),
+    ("under TensorRT-LLM, TPOT -15%", dict(engine="trtllm", metric="tpot_mean", model="qwen3-32b", weights="fp8")),
+    ("TTFT and TPOT -62%", dict(engine="trtllm", metric="ttft_mean", model="qwen3-32b", device="GB200", weights="bf16")),
+    ("and -60% (its", dict(engine="trtllm", metric="tpot_mean", model="qwen3-32b", device="GB200", weights="bf16")),
+]
+
+
+@pytest.mark.parametrize("quote,where", MISSES, ids=[q for q, _ in MISSES])
+def test_where_it_misses(quote, where):
+    import re
+    assert quote in _text(), f"{quote!r} is not in the section"
+    figure = int(re.search(r"[+-]\d+%", quote).group(0).rstrip("%"))
+    median = _signed_median(**where)
+    assert figure == round(median), f"{quote!r}: the rows' median is {median:+.1f}%"
