@@ -191,3 +191,30 @@ def test_the_hosts_measured_loop_times():
     assert set(quoted) == {"lent-h200-vm", "lent-h100"}
     for name, figure in quoted.items():
         assert float(figure) == every[name].measured_loop_ns, name
+
+
+# --- the GPU calibration worked example (issue #14's H100 figures, tests/test_calibrate_gpu.py) --------
+def test_the_calibration_worked_example(tmp_path):
+    """The fit's peak, each shape's error under the written profile and their mean, and the profile
+    it replaced (largest throughput as the peak, GEMV / copy as the efficiency) on the same sweep."""
+    import dataclasses
+
+    from dispatchprof import load_device
+    from dispatchprof.sim.calibrate_gpu import fit_calibration, write_gpu_profile
+    from dispatchprof.sim.gemm_fit import predicted_s
+    from tests.test_calibrate_gpu import H100, N
+
+    text = " ".join(doc_section(DOC, "Writing a device profile").split())
+    fit = fit_calibration(H100)
+    errors = {m: 100 * (p / t - 1) for m, t, p in fit.points}
+    assert (f"a peak of {fit.matrix_tflops:.1f} TFLOP/s" in text), fit.matrix_tflops
+    assert (f"The profile gives the GEMV {errors[1]:+.1f}%, M = 64 {errors[64]:+.1f}%" in text), errors
+    assert f"M = 256 {errors[256]:+.1f}% and M = 8192 exactly" in text and abs(errors[8192]) < 1e-9, errors
+    assert f"mean |error| {100 * fit.mean_error:.1f}%" in text, fit.mean_error
+    t64, p64 = [(t, p) for m, t, p in fit.points if m == 64][0]
+    assert f"= {1e6 * p64:.1f} us against {1e6 * t64:.1f} measured" in text, (p64, t64)
+    d = load_device(write_gpu_profile(tmp_path / "gpu.yaml", H100, fit))
+    old = dataclasses.replace(d, matrix_tflops={"fp16": 780.0}, matrix_memory_efficiency=0.7)
+    old_errors = {m: 100 * (predicted_s(old, m, N) / t - 1) for m, t, _ in fit.points}
+    mean_old = statistics.mean(map(abs, old_errors.values()))
+    assert f"is {mean_old:.1f}% off on the same sweep, {old_errors[64]:+.1f}% at M = 64" in text, old_errors
