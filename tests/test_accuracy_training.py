@@ -245,3 +245,50 @@ def test_every_memory_row_has_a_layout():
         rows = list(csv.DictReader(f))
     assert rows and "sequence_parallel" not in rows[0]
     assert all(vt.layout_of(r).sequence_parallel for r in rows)
+
+
+def _row_errors(**where) -> list[float]:
+    """Signed errors (percent) of the rows matching ``where``: columns of training_predictions.csv
+    or of published_training.csv (runtime, seq_len), each a value or a predicate on it."""
+    published = {p["id"]: p for p in _published()}
+    out = []
+    for r in _rows():
+        row = {**published[r["id"]], **r}
+        if all(v(row[k]) if callable(v) else row[k] == v for k, v in where.items()):
+            out.append(signed_error(r))
+    assert out, where
+    return out
+
+
+def _span(errors: list[float]) -> str:
+    return f"{_whole(min(errors))} to {_whole(max(errors))}"
+
+
+#: The torchtitan and DGX-GB200 bullets' per-row figures: the quote with {} for the figures, the rows.
+GRAND_TETON_8K_DP = dict(device="h100-96gb-500w", parallelism="dp only, zero 3", seq_len="8192")
+ROW_FIGURES = [
+    ("with torch.compile the predictions are {} on the Grand Teton H100 rows", [dict(runtime="compiled",
+                                                                                    **GRAND_TETON_8K_DP)]),
+    ("where the eager ones are {} and {}", [dict(runtime="eager", **GRAND_TETON_8K_DP)]),
+    ("its FP8 rows on H200 are {} and {}", [dict(source="torchtitan", device="H200")]),
+    ("the context-parallel rows {}, most at", [dict(source="torchtitan", parallelism=lambda p: p.startswith("cp"))]),
+    ("The A100 rows are {}.", [dict(source="torchtitan", device="A100-80GB")]),
+    ("(compiled FP8 {} and {}, compiled bf16 {} and {})", [dict(runtime="compiled", precision="fp8", **GRAND_TETON_8K_DP),
+                                                          dict(runtime="compiled", precision="bf16", **GRAND_TETON_8K_DP)]),
+]
+
+
+@pytest.mark.parametrize("quote,groups", ROW_FIGURES, ids=[q for q, _ in ROW_FIGURES])
+def test_the_torchtitan_rows_figures(quote, groups):
+    """A quote with one {} is its rows' span; with one {} per row, each row's error in order."""
+    figures = []
+    for where in groups:
+        errors = _row_errors(**where)
+        figures += [_span(errors)] if quote.count("{}") == len(groups) else [_whole(e) for e in sorted(errors)]
+    text = quote.format(*figures)
+    assert text in _prose("Accuracy"), text
+
+
+def test_the_gb200_rows_worst():
+    worst = max(_row_errors(device="GB200"))
+    assert f"held-out; up to {_whole(worst)})" in _prose("Accuracy"), worst
