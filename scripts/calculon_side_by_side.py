@@ -13,7 +13,11 @@ Calculon's predictions are read from its own `llm-validation` output, stored in
 scripts/data/calculon/llm_validation_caa4b11.txt (Calculon at commit caa4b11, run unchanged);
 ``--calculon DIR`` runs a checkout of Calculon again instead.
 
-Usage: PYTHONPATH=.:scripts python scripts/calculon_side_by_side.py [--cache FILE] [--calculon DIR]
+``--errors FILE`` writes every row's published, Calculon's and dispatchprof's seconds (`write_errors`):
+scripts/data/calculon_predictions.csv, from which tests/test_accuracy_training.py recomputes
+docs/training.md's side-by-side figures.
+
+Usage: PYTHONPATH=.:scripts python scripts/calculon_side_by_side.py [--cache FILE] [--calculon DIR] [--errors FILE]
 """
 
 from __future__ import annotations
@@ -64,16 +68,38 @@ def calculon_output(checkout: str | None) -> str:
     return run.stdout
 
 
+def write_errors(path: str, table: list[tuple[dict, float, float, float]]) -> None:
+    """Every row of ``table`` ((row, published s, Calculon's error, dispatchprof's s)): id, split, the
+    published iteration time ("measured"), Calculon's ("calculon") and dispatchprof's
+    ("dispatchprof"), in seconds, 9 significant digits (the report gives errors to 0.001%). Calculon's time is written as published x
+    (1 + its error), the time its printed Delta (0.01% steps) gives: its printed seconds are rounded
+    to 0.01 s, too coarse for its errors' third decimal; so predicted / measured - 1 gives back the
+    error this script prints."""
+    import io
+
+    from dispatchprof.results.files import write_atomic
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "split", "measured", "calculon", "dispatchprof"])
+    for r, published, their_error, ours in table:
+        w.writerow([r["id"], r["split"], f"{published:.9g}", f"{published * (1 + their_error):.9g}", f"{ours:.9g}"])
+    write_atomic(path, buf.getvalue())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", metavar="FILE", help="validate_training.py's cache of counted steps")
     ap.add_argument("--calculon", metavar="DIR", help="run this Calculon checkout instead of reading its stored output")
+    ap.add_argument("--errors", metavar="FILE", help="write every row's published, Calculon's and dispatchprof's "
+                    "seconds to FILE (CSV)")
     args = ap.parse_args()
     calc = end_to_end(calculon_output(args.calculon))
     rows = [r for r in csv.DictReader(DATA.open()) if r["source"] == "megatron-lm"]
     steps = Steps(args.cache)
     print(f"{'id':<30} {'split':<8} {'published s':>11} {'Calculon s':>10} {'error':>7} {'dispatchprof s':>14} {'error':>7}")
     errs: dict[str, list[float]] = {"Calculon": [], "dispatchprof": []}
+    table = []
     for r in rows:
         size = r["id"].split("-")[3]
         published, theirs, their_error = calc[CALCULON_MODEL[size], CALCULON_MODE[r["recompute"]]]
@@ -82,9 +108,12 @@ def main() -> int:
         ours = lay.global_batch * lay.seq_len / tokens / lay.devices
         errs["Calculon"].append(their_error)
         errs["dispatchprof"].append(ours / published - 1)
+        table.append((r, published, their_error, ours))
         print(f"{r['id']:<30} {r['split']:<8} {published:>11.2f} {theirs:>10.2f} {errs['Calculon'][-1]:>+7.1%} "
               f"{ours:>14.2f} {errs['dispatchprof'][-1]:>+7.1%}")
     steps.save()
+    if args.errors:
+        write_errors(args.errors, table)
     print()
     for tool, e in errs.items():
         print(f"{tool:<13} rows {len(e)}  mean |error| {statistics.mean(map(abs, e)):6.3%}  "

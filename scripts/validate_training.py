@@ -20,7 +20,11 @@ MPT rows (llm-foundry) are simulated as a Llama-architecture proxy of the same w
 parameter count (`mpt_proxy`): transformers' MPT attention is not SDPA, so counting it would time
 the attention as unfused matmuls, which llm-foundry does not run.
 
-Usage: PYTHONPATH=. python scripts/validate_training.py [--only SOURCE] [--csv OUT] [--cache FILE] [--fit]
+``--errors FILE`` writes every row's measured and predicted tokens/s per GPU with its split and groups
+(`write_errors`): scripts/data/training_predictions.csv, from which tests/test_accuracy_training.py
+recomputes docs/training.md's accuracy blocks.
+
+Usage: PYTHONPATH=.:scripts python scripts/validate_training.py [--only SOURCE] [--errors FILE] [--cache FILE] [--fit]
 """
 
 from __future__ import annotations
@@ -80,12 +84,14 @@ def mpt_proxy(name: str):
 
 
 def layout_of(r: dict) -> TrainLayout:
+    """The row's layout. A row without a ``sequence_parallel`` column (scripts/data/
+    published_training_memory.csv's) takes sequence parallelism on, the recipes' default."""
     vp = int(r["vp"])
     return TrainLayout(int(r["devices"]), int(r["micro_batch"]), int(r["global_batch"]), int(r["seq_len"]),
                        tp=int(r["tp"]), pp=int(r["pp"]), cp=int(r["cp"]), zero=int(r["zero"]),
                        schedule="interleaved" if vp > 1 else "1f1b", vp=vp, recompute=r["recompute"],
                        fp8=r["fp8"] == "1", gpus_per_node=min(int(r["gpus_per_node"]), int(r["devices"])),
-                       tp_overlap=r["tp_overlap"] == "1", sequence_parallel=r["sequence_parallel"] == "1")
+                       tp_overlap=r["tp_overlap"] == "1", sequence_parallel=r.get("sequence_parallel", "1") == "1")
 
 
 def scale_out_of(r: dict) -> float:
@@ -211,10 +217,29 @@ GROUPS = {"device": lambda r: Path(r["device"]).stem, "parallelism": parallelism
           "precision": lambda r: "fp8" if r["fp8"] == "1" else "bf16"}
 
 
+def write_errors(path: str, out: list[tuple[dict, float, float]]) -> None:
+    """Every row of ``out`` ((row, predicted, error) as `main` makes them): id, split, source, its
+    `GROUPS` (device, parallelism, precision), the published ("measured") and the predicted
+    ("dispatchprof") tokens/s per GPU, 6 significant digits (a median of the errors rounds to the
+    report's one decimal as the unrounded one does)."""
+    import io
+
+    from dispatchprof.results.files import write_atomic
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["id", "split", "source", *GROUPS, "measured", "dispatchprof"])
+    for r, pred, _ in out:
+        w.writerow([r["id"], r["split"], r["source"], *(group(r) for group in GROUPS.values()),
+                    f"{float(r['tokens_per_s_per_gpu']):.6g}", f"{pred:.6g}"])
+    write_atomic(path, buf.getvalue())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", help="only the rows of this source")
-    ap.add_argument("--csv", help="write the per-row predictions here")
+    ap.add_argument("--errors", metavar="FILE", help="write every row's measured and predicted tokens/s per GPU to "
+                    "FILE (CSV)")
     ap.add_argument("--cache", metavar="FILE", help="keep the counted steps in this JSON file (refused when the "
                     "counting or simulating code has changed since)")
     ap.add_argument("--fit", action="store_true", help="fit the factors on the fit rows, then report with them")
@@ -262,12 +287,8 @@ def main() -> int:
                 errs = [o[2] for o in sel if group(o[0]) == value]
                 print(f"by {name:<12} {split:<8} {value:<22} rows {len(errs):>3}  median error "
                       f"{statistics.median(errs):+6.1%}")
-    if args.csv:
-        with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["id", "source", "split", "published", "predicted", "error"])
-            w.writerows([o[0]["id"], o[0]["source"], o[0]["split"], o[0]["tokens_per_s_per_gpu"], f"{o[1]:.1f}",
-                         f"{o[2]:.4f}"] for o in out)
+    if args.errors:
+        write_errors(args.errors, out)
     return 0
 
 

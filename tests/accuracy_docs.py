@@ -57,8 +57,10 @@ def table_line(text: str, *first: str) -> list[str]:
 
 def table_rows(text: str) -> list[list[str]]:
     """The body rows of the first markdown table in ``text`` (header and rule left out)."""
-    lines = [l for l in text.splitlines() if l.startswith("|")]
-    return [cells(l) for l in lines[2:]]
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return [cells(l) for l in lines[start + 2:end]]
 
 
 def pct(figure: float) -> str:
