@@ -59,15 +59,19 @@ import re
 from dataclasses import dataclass, field
 
 #: silicon-sample model -> catalog model (the -Instruct and FP8/NVFP4 checkpoints share the architecture)
-#: (DeepSeek-V3.1 and Kimi-K2.5 are not mapped: the catalog has no config of theirs)
+#: (DeepSeek-V3.1 is not mapped: the catalog has no config of it; Kimi-K2.5 and Qwen3.5 are mapped to
+#: their text models, whose configs the catalog quotes)
 MODELS = {"Qwen/Qwen3-32B": "qwen3-32b", "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
           "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b", "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
           "meta-llama/Llama-3.1-70B": "llama-3.1-70b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
           "deepseek-ai/DeepSeek-R1": "deepseek-r1", "nvidia/DeepSeek-R1-NVFP4": "deepseek-r1",
-          "deepseek-ai/DeepSeek-V3": "deepseek-v3", "openai/gpt-oss-120b": "gpt-oss-120b"}
+          "deepseek-ai/DeepSeek-V3": "deepseek-v3", "openai/gpt-oss-120b": "gpt-oss-120b",
+          "MiniMaxAI/MiniMax-M2.5": "minimax-m2.5", "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b",
+          "moonshotai/Kimi-K2.5": "kimi-k2.5", "zhipuai/GLM-5": "glm-5"}
 #: the mixture-of-experts models of MODELS: their moe_tp_size and moe_ep_size say how the experts spread
 MOE = {"Qwen/Qwen3-235B-A22B-FP8", "deepseek-ai/DeepSeek-R1", "nvidia/DeepSeek-R1-NVFP4", "deepseek-ai/DeepSeek-V3",
-       "openai/gpt-oss-120b"}
+       "openai/gpt-oss-120b", "MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3.5-397B-A17B", "moonshotai/Kimi-K2.5",
+       "zhipuai/GLM-5"}
 #: silicon-sample system -> bundled device profile
 DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
 #: gemm_quant_mode -> simulated weight dtype (None: the model's bf16)
