@@ -73,7 +73,8 @@ MOE = {"Qwen/Qwen3-235B-A22B-FP8", "deepseek-ai/DeepSeek-R1", "nvidia/DeepSeek-R
        "openai/gpt-oss-120b", "MiniMaxAI/MiniMax-M2.5", "Qwen/Qwen3.5-397B-A17B", "moonshotai/Kimi-K2.5",
        "zhipuai/GLM-5"}
 #: silicon-sample system -> bundled device profile
-DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200"}
+DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb200": "GB200", "b300_sxm": "B300",
+           "gb300": "GB300"}
 #: gemm_quant_mode -> simulated weight dtype (None: the model's bf16)
 WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 #: backend -> the engine presets its rows run under, oldest first: a row runs under the newest preset
@@ -85,10 +86,14 @@ ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
 #: system files (aiconfigurator_core/systems/*.yaml, ``node:``) have them: H100 / H200 SXM 8 GPUs per
 #: node, "inter_node_bw: 50000000000 # ... CX7 NDR 400Gb/s"; B200 SXM 8 per node, "inter_node_bw:
 #: 100000000000 # ... CX8 XDR 800Gb/s"; GB200 "num_gpus_per_rack: 72", "inter_node_bw: 900000000000 #
-#: ... NVLink via NVSwitch within rack", "inter_rack_bw: 100000000000 # ... CX8 XDR 800Gb/s". A
+#: ... NVLink via NVSwitch within rack", "inter_rack_bw: 100000000000 # ... CX8 XDR 800Gb/s"; B300 SXM
+#: "num_gpus_per_node: 8", "inter_node_bw: 100000000000 # ... CX8 XDR 800Gb/s"; GB300 "num_gpus_per_rack:
+#: 72", "inter_node_bw: 900000000000 # ... NVLink via NVSwitch within rack", "inter_rack_bw: 100000000000
+#: # ... CX8 XDR 800Gb/s InfiniBand between racks". A
 #: disaggregated deployment within one domain moves its KV cache over NVLink, a larger one over the NICs.
 KV_LINKS = {"h100_sxm": (8, "nvlink4", "ib-ndr"), "h200_sxm": (8, "nvlink4", "ib-ndr"),
-            "b200_sxm": (8, "nvlink5", "ib-xdr"), "gb200": (72, "nvlink5", "ib-xdr")}
+            "b200_sxm": (8, "nvlink5", "ib-xdr"), "gb200": (72, "nvlink5", "ib-xdr"),
+            "b300_sxm": (8, "nvlink5", "ib-xdr"), "gb300": (72, "nvlink5", "ib-xdr")}
 #: Requests per client of a silicon-sample benchmark: AIConfigurator's benchmark template
 #: (aiconfigurator/generator/config/backend_templates/benchmark/bench_run.sh.j2 in the wheel) runs
 #: ``aiperf profile --concurrency C --num-requests $((C*${BENCH_MULTI_ROUND}))`` with

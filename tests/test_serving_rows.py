@@ -137,7 +137,7 @@ def test_disaggregated_rows_on_blackwell(tmp_path):
 
 def test_rows_not_expressed_keep_their_reason(tmp_path):
     rows, skipped = sr.aic_rows(write(tmp_path, [
-        row(id="a", mode="afd"), row(id="b", model_path="MiniMaxAI/MiniMax-M2.7"), row(id="c", system="b300_sxm"),
+        row(id="a", mode="afd"), row(id="b", model_path="MiniMaxAI/MiniMax-M2.7"), row(id="c", system="rtx_pro_6000_server"),
         row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo"),
         disagg(id="f", model_path="Qwen/Qwen3-235B-A22B-FP8"), disagg(id="g", decode_attention_dp_size="8"),
         disagg(id="h", prefill_pp_size="2"), disagg(id="i", model_path="nvidia/DeepSeek-V3.1-NVFP4")]))
@@ -145,7 +145,7 @@ def test_rows_not_expressed_keep_their_reason(tmp_path):
     assert [s.reason for s in skipped] == [
         "mode afd: neither aggregated nor disaggregated prefill/decode",
         "MiniMaxAI/MiniMax-M2.7: no catalog model mapped to it here (MODELS)",
-        "b300_sxm: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
+        "rtx_pro_6000_server: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
         "weights int4_wo: no simulated weight dtype",
         "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated here)",
         "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
