@@ -79,9 +79,14 @@ DEVICES = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb20
 WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 #: backend -> the engine presets its rows run under, oldest first: a row runs under the newest preset
 #: not newer than its backend_version (vLLM 0.12 and 0.13 under 0.11.2, whose scheduler they keep;
-#: 0.14 on, with async scheduling, under 0.14), and under the newest one where the version is not given
-#: or not a release number (nightly builds)
+#: 0.14 on, with async scheduling, under 0.14); where the version is not a release number (nightly
+#: builds) or not given, under the newest preset released by the row's measurement date
+#: (``measured=YYYY-MM-DD`` in its silicon_data_source; `RELEASED`), the oldest if none was, and the
+#: newest where no date is given either
 ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
+#: (backend, preset) -> the day that release reached PyPI (pypi.org/pypi/vllm/json upload_time:
+#: vllm 0.11.2 "2025-11-20T08:31:15", 0.14.0 "2026-01-20T10:50:29"); a backend with one preset needs none
+RELEASED = {("vllm", "0.11.2"): "2025-11-20", ("vllm", "0.14"): "2026-01-20"}
 #: system -> (GPUs of one NVLink domain, its NVLink, the scale-out NIC of each GPU), as AIConfigurator's
 #: system files (aiconfigurator_core/systems/*.yaml, ``node:``) have them: H100 / H200 SXM 8 GPUs per
 #: node, "inter_node_bw: 50000000000 # ... CX7 NDR 400Gb/s"; B200 SXM 8 per node, "inter_node_bw:
@@ -195,15 +200,30 @@ def split_of(row_id: str) -> str:
     return "fit" if hashlib.sha256(row_id.encode()).digest()[0] % 3 == 0 else "held-out"
 
 
-def preset_version(backend: str, version: str) -> str:
-    """The preset a row of ``backend`` at ``version`` runs under (`ENGINES`)."""
+def preset_version(backend: str, version: str, measured: str | None = None) -> str:
+    """The preset a row of ``backend`` at ``version``, measured on the day ``measured``
+    (YYYY-MM-DD or None), runs under (`ENGINES`)."""
     presets = ENGINES[backend]
     release = re.match(r"(\d+(?:\.\d+)*)", version or "")
     if not release:
-        return presets[-1]
+        if measured is None or len(presets) == 1:
+            return presets[-1]
+        out = [p for p in presets if RELEASED[(backend, p)] <= measured]
+        return out[-1] if out else presets[0]
     number = _release(release.group(1))
     older = [p for p in presets if _release(p) <= number]
     return older[-1] if older else presets[0]
+
+
+def row_preset(r: dict) -> str:
+    """The preset a silicon-sample row runs under (`preset_version`)."""
+    return preset_version(r["backend"], r["backend_version"], measured_day(r["silicon_data_source"]))
+
+
+def measured_day(source: str) -> str | None:
+    """The ``measured=YYYY-MM-DD`` day a silicon_data_source names, or None."""
+    day = re.search(r"measured=(\d{4}-\d{2}-\d{2})", source)
+    return day.group(1) if day else None
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -260,7 +280,7 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
             weights = WEIGHTS[r["gemm_quant_mode"]]
             rows.append(ServingRow(
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
-                DEVICES[r["system"]], int(r["tp_size"]), r["backend"], preset_version(r["backend"], r["backend_version"]),
+                DEVICES[r["system"]], int(r["tp_size"]), r["backend"], row_preset(r),
                 weights, kv_dtype_of(r["backend"], weights),
                 int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), SIMULATED_ROUNDS * clients,
                 {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
@@ -280,7 +300,7 @@ def _disagg_row(r: dict) -> ServingRow:
     weights = WEIGHTS[r["gemm_quant_mode"]]
     return ServingRow(
         r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]], DEVICES[r["system"]],
-        prefill.tp, r["backend"], preset_version(r["backend"], r["backend_version"]), weights,
+        prefill.tp, r["backend"], row_preset(r), weights,
         kv_dtype_of(r["backend"], weights), isl, int(r["osl"]), clients, None, SIMULATED_ROUNDS * clients,
         {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
         rounds=ROUNDS, disagg=Disaggregated(prefill, decode, kv_link_of(r["system"], gpus)))

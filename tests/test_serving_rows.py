@@ -304,3 +304,16 @@ def test_a_disaggregated_row_runs_each_side_under_its_own_figures(tmp_path, monk
     assert not engine_preset("trtllm", "1.1", memory_bytes=80e9, device_name="H100-SXM").chunked_prefill
     assert (seen["prefill"].engine.max_batched_tokens, seen["prefill"].engine.chunked_prefill) == (5504, False)
     assert (seen["decode"].engine.max_batched_tokens, seen["decode"].engine.chunked_prefill) == (224, True)
+
+
+def test_a_row_without_a_version_runs_under_the_preset_released_by_its_measurement_day():
+    # vLLM 0.14 reached PyPI on 2026-01-20 (RELEASED): a row measured before runs under 0.11.2
+    assert sr.preset_version("vllm", "", "2025-10-29") == "0.11.2"
+    assert sr.preset_version("vllm", "", "2026-01-19") == "0.11.2"
+    assert sr.preset_version("vllm", "", "2026-01-20") == "0.14"
+    assert sr.preset_version("vllm", "", None) == "0.14"                  # no day either: the newest
+    assert sr.preset_version("vllm", "0.12.0", "2026-04-02") == "0.11.2"   # a version decides over a day
+    assert sr.preset_version("trtllm", "", "2025-01-01") == "1.1"         # one preset: no date needed
+    assert sr.measured_day("source_file=2026-04-06.csv; model=X; silicon_concurrency=8; "
+                           "measured=2025-10-29T00:00:00.000Z; wip=False") == "2025-10-29"
+    assert sr.measured_day("source_file=x.csv; silicon_concurrency=8") is None
