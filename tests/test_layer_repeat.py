@@ -64,6 +64,28 @@ def test_five_layers_from_two_and_three(family, extra, batch):
     assert per_layer(step3.prefill_kv, step2.prefill_kv, 5) == step5.prefill_kv
 
 
+class Stack(nn.Module):
+    """Layers of width 8 (one Linear) or not (two Linears through that width)."""
+
+    def __init__(self, widths):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(8, 8) if w == 8 else nn.Sequential(nn.Linear(8, w), nn.Linear(w, 8))
+                                    for w in widths)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def count_stack(widths):
+    """The profile of a `Stack` of ``widths`` on a batch of 2."""
+    stack, x = Stack(widths), torch.ones(2, 8)
+    with torch.no_grad(), OpCounter(host_time=False) as c:
+        stack(x)
+    return c.profile
+
+
 def test_wrong_depths_and_unequal_layers_are_refused():
     model = tiny_model("llama", num_hidden_layers=4)
     two, three = (_quiet(lambda k=k: count_decoder(shallow_model(model, k), 1, 32, False))[1].profile
@@ -73,27 +95,10 @@ def test_wrong_depths_and_unequal_layers_are_refused():
     with pytest.raises(LayerRepeatError, match="layers must be >= 2, got 1"):
         repeat_layers(two, three, "model.layers", 1)
 
-    class Stack(nn.Module):
-        def __init__(self, widths):
-            super().__init__()
-            self.layers = nn.ModuleList(nn.Linear(8, 8) if w == 8 else nn.Sequential(nn.Linear(8, w), nn.Linear(w, 8))
-                                        for w in widths)
-
-        def forward(self, x):
-            for layer in self.layers:
-                x = layer(x)
-            return x
-
-    def count(widths):
-        stack, x = Stack(widths), torch.ones(2, 8)
-        with torch.no_grad(), OpCounter(host_time=False) as c:
-            stack(x)
-        return c.profile
-
     with pytest.raises(LayerRepeatError, match="layer 2 under 'layers' differs from layer 1 at its record 0"):
-        repeat_layers(count([8, 8]), count([8, 8, 4]), "layers", 6)
-    expanded = repeat_layers(count([8, 8]), count([8, 8, 8]), "layers", 6)
-    assert _no_peaks(expanded) == _no_peaks(count([8] * 6))
+        repeat_layers(count_stack([8, 8]), count_stack([8, 8, 4]), "layers", 6)
+    expanded = repeat_layers(count_stack([8, 8]), count_stack([8, 8, 8]), "layers", 6)
+    assert _no_peaks(expanded) == _no_peaks(count_stack([8] * 6))
 
 
 def test_configs_whose_layers_differ_are_named():

@@ -6,11 +6,9 @@ layer, and the serving cost model fitted from them; configs whose layers differ 
 are named."""
 
 import pytest
-import torch
 import transformers as tf
 from torch import nn
 
-from dispatchprof import OpCounter
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import count_steps
 from dispatchprof.llm.layer_repeat import prefix_layers, prefix_reason, uniform_reason
@@ -18,7 +16,7 @@ from dispatchprof.llm.models import build_model
 from dispatchprof.results.records import COUNT_FIELDS
 from dispatchprof.serving.repeat import depths, repeatable, repeated_steps
 from dispatchprof.sim.placement import scenarios_of
-from test_layer_repeat import _no_peaks
+from test_layer_repeat import _no_peaks, count_stack
 from test_shape_generic import _quiet
 
 
@@ -54,36 +52,15 @@ def test_per_layer_values_after_a_prefix_by_hand():
         per_layer_after((1, 2, 3, 4), (1, 2, 3), 7, 3)
 
 
-class Stack(nn.Module):
-    """Layers of width 8 (one Linear) or not (two Linears through that width)."""
-
-    def __init__(self, widths):
-        super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(8, 8) if w == 8 else nn.Sequential(nn.Linear(8, w), nn.Linear(w, 8))
-                                    for w in widths)
-
-    def forward(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
-def _count(widths):
-    stack, x = Stack(widths), torch.ones(2, 8)
-    with torch.no_grad(), OpCounter(host_time=False) as c:
-        stack(x)
-    return c.profile
-
-
 def test_a_prefix_kept_and_the_layers_after_it_repeated():
     # one layer of another kind, then identical ones: layer 2 repeats (layer 1 reads the prefix's output)
-    got = repeat_layers_after(_count([4, 8, 8]), _count([4, 8, 8, 8]), "layers", 7, 2)
-    assert _no_peaks(got) == _no_peaks(_count([4] + [8] * 6))
+    got = repeat_layers_after(count_stack([4, 8, 8]), count_stack([4, 8, 8, 8]), "layers", 7, 2)
+    assert _no_peaks(got) == _no_peaks(count_stack([4] + [8] * 6))
     assert len(got.records) == 2 + 6
     with pytest.raises(LayerRepeatError, match="layer 3 under 'layers' differs from layer 2 at its record 0"):
-        repeat_layers_after(_count([4, 8, 8]), _count([4, 8, 8, 4]), "layers", 7, 2)
+        repeat_layers_after(count_stack([4, 8, 8]), count_stack([4, 8, 8, 4]), "layers", 7, 2)
     with pytest.raises(LayerRepeatError, match="needs counts with n >= 3 and n \\+ 1 layers"):
-        repeat_layers_after(_count([4, 8]), _count([4, 8, 8]), "layers", 7, 2)
+        repeat_layers_after(count_stack([4, 8]), count_stack([4, 8, 8]), "layers", 7, 2)
 
 
 def test_deepseek_configs_repeat_after_their_dense_layers():
