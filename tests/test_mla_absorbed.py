@@ -39,12 +39,13 @@ def run_steps(model: torch.nn.Module, ids: torch.Tensor, cfg: DeepseekV3Config) 
     return outs, cache
 
 
-def test_prefill_then_decode_equal_transformers_unabsorbed_attention():
+@pytest.mark.parametrize("prefill", ["absorbed", "expanded"])
+def test_prefill_then_decode_equal_transformers_unabsorbed_attention(prefill):
     torch.manual_seed(0)
     cfg = tiny_config()
     ref = DeepseekV3ForCausalLM(cfg).float().eval()
     ours = copy.deepcopy(ref)
-    assert absorb_mla(ours) == 1 and isinstance(ours.model.layers[0].self_attn, AbsorbedMLA)
+    assert absorb_mla(ours, prefill) == 1 and isinstance(ours.model.layers[0].self_attn, AbsorbedMLA)
     ids = torch.randint(0, 64, (2, 7))
     (want, _), (got, cache) = run_steps(ref, ids, cfg), run_steps(ours, ids, cfg)
     # fp32: absorption reassociates the matmuls, so decode differs by rounding only
@@ -105,3 +106,44 @@ def test_query_projection_kind_is_kept(name):
     ours = AbsorbedMLA(attn)
     assert getattr(ours, name) is getattr(attn, name)
     assert dict(ours.named_parameters()).keys() == dict(attn.named_parameters()).keys()
+
+
+def test_an_unknown_prefill_form_is_refused():
+    attn = DeepseekV3ForCausalLM(tiny_config()).model.layers[0].self_attn
+    with pytest.raises(ValueError, match=r"prefill must be one of \('absorbed', 'expanded'\), not 'mha'"):
+        AbsorbedMLA(attn, "mha")
+
+
+@pytest.mark.parametrize("prefill, kv_b_proj_macs", [("expanded", 7 * KV * H * (NOPE + V)), ("absorbed", 0)])
+def test_prefill_forms_count_their_own_algebra(prefill, kv_b_proj_macs):
+    """A 7-token prefill: expanded runs kv_b_proj on every token (7*16*4*16 = 7,168 MACs) and
+    attention 4*7*7*(12 + 8) = 3,920 MACs; absorbed runs no kv_b_proj and attention
+    4*7*7*(20 + 16) = 7,056 MACs."""
+    cfg = tiny_config()
+    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    absorb_mla(model, prefill)
+    with torch.no_grad(), OpCounter() as c:
+        model(torch.randint(0, 64, (1, 7)), past_key_values=DynamicCache(config=cfg), use_cache=True)
+    recs = c.profile.records
+    assert sum(r.cost.macs for r in recs if r.scope.endswith("kv_b_proj")) == kv_b_proj_macs
+    (sdpa,) = [r for r in recs if r.op == "aten.scaled_dot_product_attention"]
+    width = NOPE + ROPE + V if prefill == "expanded" else 2 * KV + ROPE
+    assert sdpa.cost.macs == H * 7 * 7 * width
+
+
+def test_a_batched_decode_reads_the_absorbed_weights_once():
+    """4 sequences, one token each: W_UK (4*8*16) and W_UV (4*16*8) are read once in bf16, not
+    once per sequence: bytes read = (queries 4*4*8 + W_UK 512) * 2 and (4*4*16 + 512) * 2."""
+    torch.manual_seed(0)
+    cfg = tiny_config()
+    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    absorb_mla(model)
+    ids = torch.randint(0, 64, (4, 4))
+    cache = DynamicCache(config=cfg)
+    with torch.no_grad():
+        model(ids[:, :3], past_key_values=cache, use_cache=True)
+        with OpCounter() as c:
+            model(ids[:, 3:], past_key_values=cache, use_cache=True)
+    bmm = [r.cost for r in c.profile.records if r.op == "aten.bmm"]
+    assert [x.bytes_read for x in bmm] == [(4 * H * NOPE + H * NOPE * KV) * 2, (4 * H * KV + H * KV * V) * 2]
+    assert [x.macs for x in bmm] == [4 * H * NOPE * KV, 4 * H * KV * V]

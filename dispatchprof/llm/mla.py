@@ -20,8 +20,19 @@ weights (absorption only reassociates matmuls), and:
   token), one fused attention of all heads against the single latent head (scores
   ``kv_lora + rope`` wide, values the first ``kv_lora`` columns of the same tensor), the
   latent output ``@ W_UV`` (heads x kv_lora x v_head), then ``o_proj``;
-- prefills expanded, as vLLM's MHA prefill: ``kv_b_proj`` expands K/V of every cached and new
-  token, then causal attention with qk_nope + rope wide keys and v_head wide values.
+- prefills (``q_len > DECODE_THRESHOLD``) in the form ``prefill`` names: ``"absorbed"`` (the
+  default ``build_model`` installs: the decode algebra for every query, SGLang's ``forward_absorb``
+  form, which it also runs for extend steps with a cached prefix), or ``"expanded"`` (vLLM's MHA
+  prefill: ``kv_b_proj`` expands K/V of every cached and new token, then causal attention with
+  qk_nope + rope wide keys and v_head wide values).
+
+Why absorbed prefill by default: the serving cost model (``dispatchprof.serving.op_streams``) needs
+one op stream whose counts are polynomials of a step's composition; expanded prefill beside
+absorbed decode are two streams (the decode ops are not a subsequence of the prefill ones). The
+absorbed prefill costs ``heads x (2 kv_lora + rope)`` MACs per query-key pair where the expanded
+one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj`` per key token:
+for DeepSeek-V3 (1,088 against 320 per head) prefill attention is counted about 3.4x the
+engines' MHA form, decode exactly as the engines run it.
 
 Counting note: the fused attention op reads its key (the latent, ``kv_lora + rope`` per token)
 and its value (the latent's first ``kv_lora`` columns) as two inputs, so the count charges
@@ -39,6 +50,8 @@ from torch import nn
 #: Query lengths up to this are decoded absorbed (vLLM MLACommonMetadataBuilder's
 #: reorder_batch_threshold: 1 when no speculative tokens are proposed).
 DECODE_THRESHOLD = 1
+#: How multi-token steps (prefill) are computed (module docstring).
+PREFILL_FORMS = ("absorbed", "expanded")
 
 
 def is_mla(config: Any) -> bool:
@@ -53,8 +66,11 @@ class AbsorbedMLA(nn.Module):
     kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj) become this module's children under
     the same names, so parameters and scope names are unchanged."""
 
-    def __init__(self, attn: nn.Module) -> None:
+    def __init__(self, attn: nn.Module, prefill: str = "absorbed") -> None:
         super().__init__()
+        if prefill not in PREFILL_FORMS:
+            raise ValueError(f"prefill must be one of {PREFILL_FORMS}, not {prefill!r}")
+        self.prefill = prefill
         for name in ("config", "layer_idx", "num_heads", "q_lora_rank", "qk_rope_head_dim",
                      "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_head_dim",
                      "scaling", "is_causal", "attention_dropout"):
@@ -82,7 +98,7 @@ class AbsorbedMLA(nn.Module):
         latent = torch.cat((c_kv, k_rot), dim=-1)  # (B, 1, S, kv_lora + rope)
         if past_key_values is not None:
             latent, _ = past_key_values.update(latent, latent[..., :0], self.layer_idx)
-        if s <= DECODE_THRESHOLD:
+        if s <= DECODE_THRESHOLD or self.prefill == "absorbed":
             out = self._absorbed(q_nope, q_rot, latent, attention_mask)
         else:
             out = self._expanded(q_nope, q_rot, latent, attention_mask)
@@ -96,15 +112,19 @@ class AbsorbedMLA(nn.Module):
 
     def _absorbed(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor,
                   mask: torch.Tensor | None) -> torch.Tensor:
-        """Decode: attention in the latent space; returns (B, H, S, v_head)."""
+        """Decode: attention in the latent space; returns (B, H, S, v_head). The per-head
+        products are bmm over heads, as vLLM's MLACommonImpl (``_v_up_proj``: x.transpose(0, 1),
+        torch.bmm(x, W_UV), transpose back), so no weight is copied per sequence."""
+        b, h, s, _ = q_nope.shape
         w_uk, w_uv = self._w_uk_uv()
-        q_lat = torch.matmul(q_nope, w_uk)  # (B, H, S, nope) @ (H, nope, kv_lora) -> (B, H, S, kv_lora)
+        q_lat = torch.bmm(q_nope.transpose(0, 1).reshape(h, b * s, -1), w_uk)  # (H, B*S, kv_lora)
+        q_lat = q_lat.view(h, b, s, -1).transpose(0, 1)
         query = torch.cat((q_lat, q_rot), dim=-1)  # (B, H, S, kv_lora + rope)
-        h = self.num_heads
         key = latent.expand(-1, h, -1, -1)  # one latent head shared by all heads (MQA), a view
         value = key[..., :self.kv_lora_rank]
         o_lat = _attention(query, key, value, mask, self.scaling)  # (B, H, S, kv_lora)
-        return torch.matmul(o_lat, w_uv.transpose(1, 2))  # (B, H, S, kv_lora) @ (H, kv_lora, v)
+        o = torch.bmm(o_lat.transpose(0, 1).reshape(h, b * s, -1), w_uv.transpose(1, 2))  # (H, B*S, v)
+        return o.view(h, b, s, -1).transpose(0, 1)
 
     def _expanded(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor,
                   mask: torch.Tensor | None) -> torch.Tensor:
@@ -124,6 +144,8 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Te
     if mask is not None:
         mask = mask[:, :, :, :k.shape[-2]]
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    if q.shape[-2] > 1 and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"a step of {q.shape[-2]} queries over {k.shape[-2]} keys needs an attention mask")
     return F.scaled_dot_product_attention(q, k, v, is_causal=q.shape[-2] > 1, scale=scale)
 
 
@@ -137,12 +159,12 @@ def _rotary_fn(attn: nn.Module) -> Any:
     return mod.apply_rotary_pos_emb
 
 
-def absorb_mla(model: nn.Module) -> int:
+def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
     """Replace every MLA attention submodule of ``model`` (one dispatchprof built) by
-    ``AbsorbedMLA`` over the same weights; returns how many were replaced."""
+    ``AbsorbedMLA(child, prefill)`` over the same weights; returns how many were replaced."""
     swaps = [(parent, name, child) for parent in model.modules()
              for name, child in parent.named_children()
              if hasattr(child, "kv_b_proj") and hasattr(child, "kv_a_proj_with_mqa")]
     for parent, name, child in swaps:
-        setattr(parent, name, AbsorbedMLA(child))
+        setattr(parent, name, AbsorbedMLA(child, prefill))
     return len(swaps)
