@@ -5,6 +5,10 @@ Mixture-of-experts models are built with the "dispatchprof_balanced" experts imp
 (registered in transformers' ExpertsInterface): routing is assumed balanced top-k, every expert
 processes exactly T*k/E of the T*k token-expert pairs (the first T*k mod E experts one more),
 so counting needs no routing values, which fake tensors do not have.
+
+Multi-head latent attention (configs with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2) is swapped
+for ``dispatchprof.llm.mla.AbsorbedMLA`` over the same weights: latent-only cache, absorbed
+decode, expanded prefill, as serving engines run it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import torch
 from dispatchprof.count.fake import fake_inputs, fake_model
 from dispatchprof.errors import ModelSpecError
 from dispatchprof.llm.catalog import catalog_entry, load_config
+from dispatchprof.llm.mla import absorb_mla, is_mla
 
 BALANCED_EXPERTS = "dispatchprof_balanced"
 #: The dtypes a model's tensors can take: canonical short name -> torch dtype.
@@ -47,10 +52,13 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16, *, genera
         kwargs["experts_implementation"] = BALANCED_EXPERTS
     cls = transformers.AutoModel if auto == "model" else transformers.AutoModelForCausalLM
     try:
-        return fake_model(lambda: cls.from_config(config, **kwargs), dtype=dtype)
+        model = fake_model(lambda: cls.from_config(config, **kwargs), dtype=dtype)
     except (ValueError, TypeError) as e:
         raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a "
                              f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
+    if is_mla(config):
+        absorb_mla(model)  # latent attention as engines run it (dispatchprof.llm.mla)
+    return model
 
 
 def _build_seq2seq(config: Any, dtype: torch.dtype | None) -> torch.nn.Module:

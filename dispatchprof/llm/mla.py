@@ -1,0 +1,170 @@
+"""Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2) as serving engines run it.
+
+transformers' ``DeepseekV3Attention`` expands the cached latent through ``kv_b_proj`` into per-head
+K (nope + rope) and V at every step, decode included. Engines decode in the weight-absorbed form
+and prefill in the expanded ("MHA") form. vLLM 0.11, ``vllm/v1/attention/backends/mla/common.py``,
+module docstring: "Deepseek's MLA attention ... we use the *absorbed* form for decode ... and the
+MHA form (compute-friendly) for prefill", its decode path being "q_nope @ W_UK -> ql_nope;
+attention over [ql_nope, q_pe] and the cached [kv_c, k_pe]; @ W_UV -> o_proj". SGLang
+(``python/sglang/srt/models/deepseek_v2.py``, ``forward_absorb``) and the DeepSeek-V3 reference
+inference code (``inference/model.py``, ``attn_impl = "absorb"``) use the same algebra.
+
+``AbsorbedMLA`` computes exactly the same function as ``DeepseekV3Attention`` with the same
+weights (absorption only reassociates matmuls), and:
+
+- caches only the latent: one tensor of ``kv_lora_rank + qk_rope_head_dim`` elements per token
+  and layer, ``[kv_a_layernorm(c_kv) ; rope(k_pe)]``, as the cache's keys (its values are
+  zero-wide), the figure ``dispatchprof/serving/kv_cache.py`` sizes capacity with;
+- decodes (``q_len <= DECODE_THRESHOLD``, vLLM's ``reorder_batch_threshold`` of 1 without
+  speculative decoding) absorbed: ``q_lat = q_nope @ W_UK`` (heads x qk_nope x kv_lora MACs per
+  token), one fused attention of all heads against the single latent head (scores
+  ``kv_lora + rope`` wide, values the first ``kv_lora`` columns of the same tensor), the
+  latent output ``@ W_UV`` (heads x kv_lora x v_head), then ``o_proj``;
+- prefills (``q_len > DECODE_THRESHOLD``) in the form ``prefill`` names: ``"absorbed"`` (the
+  default ``build_model`` installs: the decode algebra for every query, SGLang's ``forward_absorb``
+  form, which it also runs for extend steps with a cached prefix), or ``"expanded"`` (vLLM's MHA
+  prefill: ``kv_b_proj`` expands K/V of every cached and new token, then causal attention with
+  qk_nope + rope wide keys and v_head wide values).
+
+Why absorbed prefill by default: the serving cost model (``dispatchprof.serving.op_streams``) needs
+one op stream whose counts are polynomials of a step's composition; expanded prefill beside
+absorbed decode are two streams (the decode ops are not a subsequence of the prefill ones). The
+absorbed prefill costs ``heads x (2 kv_lora + rope)`` MACs per query-key pair where the expanded
+one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj`` per key token:
+for DeepSeek-V3 (1,088 against 320 per head) prefill attention is counted about 3.4x the
+engines' MHA form, decode exactly as the engines run it.
+
+Counting note: the fused attention op reads its key (the latent, ``kv_lora + rope`` per token)
+and its value (the latent's first ``kv_lora`` columns) as two inputs, so the count charges
+``(2 kv_lora + rope) x dtype bytes`` per cached token, where FlashMLA reads the latent once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+#: Query lengths up to this are decoded absorbed (vLLM MLACommonMetadataBuilder's
+#: reorder_batch_threshold: 1 when no speculative tokens are proposed).
+DECODE_THRESHOLD = 1
+#: How multi-token steps (prefill) are computed (module docstring).
+PREFILL_FORMS = ("absorbed", "expanded")
+
+
+def is_mla(config: Any) -> bool:
+    """Whether ``config`` describes multi-head latent attention (it has ``kv_lora_rank``)."""
+    return bool(getattr(config, "kv_lora_rank", None))
+
+
+class AbsorbedMLA(nn.Module):
+    """A DeepseekV3Attention's weights, run as engines run them (see the module docstring).
+
+    Built from the original module: its submodules (q_a_proj, q_a_layernorm, q_b_proj or q_proj,
+    kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj) become this module's children under
+    the same names, so parameters and scope names are unchanged."""
+
+    def __init__(self, attn: nn.Module, prefill: str = "absorbed") -> None:
+        super().__init__()
+        if prefill not in PREFILL_FORMS:
+            raise ValueError(f"prefill must be one of {PREFILL_FORMS}, not {prefill!r}")
+        self.prefill = prefill
+        for name in ("config", "layer_idx", "num_heads", "q_lora_rank", "qk_rope_head_dim",
+                     "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_head_dim",
+                     "scaling", "is_causal", "attention_dropout"):
+            setattr(self, name, getattr(attn, name))
+        for name, child in attn.named_children():
+            self.add_module(name, child)
+        self.q_proj = getattr(attn, "q_proj", None) if self.q_lora_rank is None else None
+        self._rotary = _rotary_fn(attn)
+
+    def forward(self, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
+                attention_mask: torch.Tensor | None, past_key_values: Any = None, **kwargs: Any
+                ) -> tuple[torch.Tensor, None]:
+        b, s = hidden_states.shape[:-1]
+        if self.q_lora_rank is None:
+            q = self.q_proj(hidden_states)
+        else:
+            q = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(hidden_states)))
+        q = q.view(b, s, self.num_heads, self.qk_head_dim).transpose(1, 2)  # (B, H, S, nope+rope)
+        q_nope, q_rot = torch.split(q, [self.qk_nope_head_dim, self.qk_rope_head_dim], dim=-1)
+        ckv = self.kv_a_proj_with_mqa(hidden_states)
+        c_kv, k_rot = torch.split(ckv, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        c_kv = self.kv_a_layernorm(c_kv).view(b, 1, s, self.kv_lora_rank)
+        k_rot = k_rot.view(b, 1, s, self.qk_rope_head_dim)
+        q_rot, k_rot = self._rotary(q_rot, k_rot, *position_embeddings)
+        latent = torch.cat((c_kv, k_rot), dim=-1)  # (B, 1, S, kv_lora + rope)
+        if past_key_values is not None:
+            latent, _ = past_key_values.update(latent, latent[..., :0], self.layer_idx)
+        if s <= DECODE_THRESHOLD or self.prefill == "absorbed":
+            out = self._absorbed(q_nope, q_rot, latent, attention_mask)
+        else:
+            out = self._expanded(q_nope, q_rot, latent, attention_mask)
+        return self.o_proj(out.transpose(1, 2).reshape(b, s, -1)), None
+
+    def _w_uk_uv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """kv_b_proj's weight split per head: W_UK (H, nope, kv_lora), W_UV (H, v, kv_lora)."""
+        w = self.kv_b_proj.weight.view(self.num_heads, self.qk_nope_head_dim + self.v_head_dim,
+                                       self.kv_lora_rank)
+        return w[:, :self.qk_nope_head_dim], w[:, self.qk_nope_head_dim:]
+
+    def _absorbed(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor,
+                  mask: torch.Tensor | None) -> torch.Tensor:
+        """Decode: attention in the latent space; returns (B, H, S, v_head). The per-head
+        products are bmm over heads, as vLLM's MLACommonImpl (``_v_up_proj``: x.transpose(0, 1),
+        torch.bmm(x, W_UV), transpose back), so no weight is copied per sequence."""
+        b, h, s, _ = q_nope.shape
+        w_uk, w_uv = self._w_uk_uv()
+        q_lat = torch.bmm(q_nope.transpose(0, 1).reshape(h, b * s, -1), w_uk)  # (H, B*S, kv_lora)
+        q_lat = q_lat.view(h, b, s, -1).transpose(0, 1)
+        query = torch.cat((q_lat, q_rot), dim=-1)  # (B, H, S, kv_lora + rope)
+        key = latent.expand(-1, h, -1, -1)  # one latent head shared by all heads (MQA), a view
+        value = key[..., :self.kv_lora_rank]
+        o_lat = _attention(query, key, value, mask, self.scaling)  # (B, H, S, kv_lora)
+        o = torch.bmm(o_lat.transpose(0, 1).reshape(h, b * s, -1), w_uv.transpose(1, 2))  # (H, B*S, v)
+        return o.view(h, b, s, -1).transpose(0, 1)
+
+    def _expanded(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor,
+                  mask: torch.Tensor | None) -> torch.Tensor:
+        """Prefill (vLLM's MHA form): K/V of every token expanded through kv_b_proj."""
+        b, _, t, _ = latent.shape
+        c_kv, k_rot = torch.split(latent, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+        kv = self.kv_b_proj(c_kv).view(b, t, self.num_heads, -1).transpose(1, 2)
+        k_nope, value = torch.split(kv, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
+        key = torch.cat((k_nope, k_rot.expand(-1, self.num_heads, -1, -1)), dim=-1)
+        query = torch.cat((q_nope, q_rot), dim=-1)
+        return _attention(query, key, value, mask, self.scaling)
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+               scale: float) -> torch.Tensor:
+    """One fused scaled-dot-product attention; causal from the position when no mask is given."""
+    if mask is not None:
+        mask = mask[:, :, :, :k.shape[-2]]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    if q.shape[-2] > 1 and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"a step of {q.shape[-2]} queries over {k.shape[-2]} keys needs an attention mask")
+    return F.scaled_dot_product_attention(q, k, v, is_causal=q.shape[-2] > 1, scale=scale)
+
+
+def _rotary_fn(attn: nn.Module) -> Any:
+    """transformers' rotary function for this attention (interleaved or not)."""
+    import importlib
+
+    mod = importlib.import_module(type(attn).__module__)
+    if getattr(attn.config, "rope_interleave", False):
+        return mod.apply_rotary_pos_emb_interleave
+    return mod.apply_rotary_pos_emb
+
+
+def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
+    """Replace every MLA attention submodule of ``model`` (one dispatchprof built) by
+    ``AbsorbedMLA(child, prefill)`` over the same weights; returns how many were replaced."""
+    swaps = [(parent, name, child) for parent in model.modules()
+             for name, child in parent.named_children()
+             if hasattr(child, "kv_b_proj") and hasattr(child, "kv_a_proj_with_mqa")]
+    for parent, name, child in swaps:
+        setattr(parent, name, AbsorbedMLA(child, prefill))
+    return len(swaps)
