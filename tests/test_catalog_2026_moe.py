@@ -74,8 +74,10 @@ SHALLOW = {
     # 1 layer; MACs: the linears (all but the norms, bias, embedding row and inv_freq: 772,669,440)
     # + attention's two products 2 x 48 heads x 128 = 12,288
     "minimax-m2.5": (1, MINIMAX_LAYER_ACTIVE + MINIMAX_HEAD, 772_669_440 + 12_288),
-    # 1 dense + 1 MoE layer; MACs: linears 2,172,125,184 + MLA's products 2 x 64 heads x (192 + 128) = 40,960
-    "kimi-k2.5": (2, KIMI_DENSE_ACTIVE + KIMI_MOE_ACTIVE + KIMI_HEAD, 2_172_125_184 + 40_960),
+    # 1 dense + 1 MoE layer; MACs: linears 2,172,125,184 (kv_b_proj's 512 x 64 x (128 + 128) per layer run as
+    # the absorbed W_UK and W_UV products, 64 x 128 x 512 each: the same MACs at one token, llm/mla.py)
+    # + the latent attention's products 2 layers x 64 heads x ((512 + 64) scores + 512 output) = 139,264
+    "kimi-k2.5": (2, KIMI_DENSE_ACTIVE + KIMI_MOE_ACTIVE + KIMI_HEAD, 2_172_125_184 + 139_264),
     # 3 dense + 1 MoE layer; MACs: linears 2,669,936,640 + per layer MLA 64 x (256 + 256) + indexer 32 x 128
     # + its head weights 32 = 36,896
     "glm-5": (4, 3 * GLM_DENSE_ACTIVE + GLM_MOE_ACTIVE + GLM_HEAD, 2_669_936_640 + 4 * 36_896),

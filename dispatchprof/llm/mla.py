@@ -159,12 +159,18 @@ def _rotary_fn(attn: nn.Module) -> Any:
     return mod.apply_rotary_pos_emb
 
 
+#: The attention classes `absorb_mla` replaces: transformers' DeepSeek-V3 attention (DeepSeek-V3/R1,
+#: Kimi-K2/K2.5 as the catalog builds them). Other MLA variants (GLM-5's, with its sparse-attention
+#: indexer) keep transformers' own attention.
+ABSORBED_CLASSES = ("DeepseekV3Attention",)
+
+
 def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
-    """Replace every MLA attention submodule of ``model`` (one dispatchprof built) by
-    ``AbsorbedMLA(child, prefill)`` over the same weights; returns how many were replaced."""
+    """Replace every attention submodule of ``model`` (one dispatchprof built) whose class is in
+    `ABSORBED_CLASSES` by ``AbsorbedMLA(child, prefill)`` over the same weights; returns how many
+    were replaced."""
     swaps = [(parent, name, child) for parent in model.modules()
-             for name, child in parent.named_children()
-             if hasattr(child, "kv_b_proj") and hasattr(child, "kv_a_proj_with_mqa")]
+             for name, child in parent.named_children() if type(child).__name__ in ABSORBED_CLASSES]
     for parent, name, child in swaps:
         setattr(parent, name, AbsorbedMLA(child, prefill))
     return len(swaps)
