@@ -1,4 +1,4 @@
-"""Multi-head latent attention (DeepSeek-V2/V3, Kimi-K2) as serving engines run it.
+"""Multi-head latent attention (DeepSeek-V3/R1, Kimi-K2 and K2.5) as serving engines run it.
 
 transformers' ``DeepseekV3Attention`` expands the cached latent through ``kv_b_proj`` into per-head
 K (nope + rope) and V at every step, decode included. Engines decode in the weight-absorbed form
