@@ -56,17 +56,24 @@ def test_prefill_then_decode_equal_transformers_unabsorbed_attention(prefill):
     assert cache.layers[0].values.numel() == 0
 
 
-def test_one_decode_step_counted_by_hand():
+def counted_decode(batch: int, context: int) -> OpCounter:
+    """The count of one absorbed decode step of the tiny bf16 model: ``batch`` sequences, each
+    with ``context - 1`` cached tokens before it."""
     torch.manual_seed(0)
     cfg = tiny_config()
     model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
     absorb_mla(model)
-    ids = torch.randint(0, 64, (1, 7))
+    ids = torch.randint(0, 64, (batch, context))
     cache = DynamicCache(config=cfg)
     with torch.no_grad():
-        model(ids[:, :6], past_key_values=cache, use_cache=True)
+        model(ids[:, :-1], past_key_values=cache, use_cache=True)
         with OpCounter() as c:
-            model(ids[:, 6:], past_key_values=cache, use_cache=True)
+            model(ids[:, -1:], past_key_values=cache, use_cache=True)
+    return c
+
+
+def test_one_decode_step_counted_by_hand():
+    c = counted_decode(batch=1, context=7)
     t, b = 7, 2                       # context after the step, bf16 bytes
     rec = [r for r in c.profile.records if r.scope == "model.layers.0.self_attn"]
     bmm = [r.cost.macs for r in rec if r.op == "aten.bmm"]
@@ -134,16 +141,7 @@ def test_prefill_forms_count_their_own_algebra(prefill, kv_b_proj_macs):
 def test_a_batched_decode_reads_the_absorbed_weights_once():
     """4 sequences, one token each: W_UK (4*8*16) and W_UV (4*16*8) are read once in bf16, not
     once per sequence: bytes read = (queries 4*4*8 + W_UK 512) * 2 and (4*4*16 + 512) * 2."""
-    torch.manual_seed(0)
-    cfg = tiny_config()
-    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
-    absorb_mla(model)
-    ids = torch.randint(0, 64, (4, 4))
-    cache = DynamicCache(config=cfg)
-    with torch.no_grad():
-        model(ids[:, :3], past_key_values=cache, use_cache=True)
-        with OpCounter() as c:
-            model(ids[:, 3:], past_key_values=cache, use_cache=True)
+    c = counted_decode(batch=4, context=4)
     bmm = [r.cost for r in c.profile.records if r.op == "aten.bmm"]
     assert [x.bytes_read for x in bmm] == [(4 * H * NOPE + H * NOPE * KV) * 2, (4 * H * KV + H * KV * V) * 2]
     assert [x.macs for x in bmm] == [4 * H * NOPE * KV, 4 * H * KV * V]
