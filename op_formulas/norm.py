@@ -101,12 +101,15 @@ def batch_norm_cost(x: TensorMeta, weight: Any, bias: Any, running: bool, traini
     return per_channel * c
 
 
-@formula(aten.native_batch_norm, aten._native_batch_norm_legit_functional)
+@formula(aten.native_batch_norm, aten._native_batch_norm_legit_functional, aten.cudnn_batch_norm,
+         aten.miopen_batch_norm)
 def batch_norm(x: TensorMeta, weight: Any, bias: Any, running_mean: Any, running_var: Any,
                training: bool, *args: Any, result: Any, **kwargs: Any) -> Cost:
     """See `batch_norm_cost`. Writes the output, and in training the saved mean and inverse std
     (evaluation saves nothing: CPU kernels return empty tensors where meta kernels return C
-    elements, so the rule, not the kernel, decides)."""
+    elements, so the rule, not the kernel, decides). cuDNN's and MIOpen's batch norm (what
+    torch runs on CUDA and ROCm) take the same first six arguments; cuDNN's reserve space (its
+    4th result) is its own scratch, not counted."""
     saved = result[1].nbytes + result[2].nbytes if training else 0
     return batch_norm_cost(x, weight, bias, running_mean is not None, training).with_bytes(
         None, result[0].nbytes + saved)
@@ -147,6 +150,16 @@ def batch_norm_backward(grad: TensorMeta, x: TensorMeta, weight: Any, running_me
     if output_mask[2]:
         cost += Cost(add=m - 1) * c
     return cost
+
+
+@formula(aten.cudnn_batch_norm_backward, aten.miopen_batch_norm_backward)
+def vendor_batch_norm_backward(x: TensorMeta, grad: TensorMeta, weight: Any, running_mean: Any, running_var: Any,
+                               save_mean: Any, save_var: Any, eps: float, *args: Any, result: Any,
+                               **kwargs: Any) -> Cost:
+    """cuDNN's and MIOpen's batch-norm backward (training only; input before the gradient, no
+    output mask): `batch_norm_backward` in training with the input, weight and bias gradients."""
+    return batch_norm_backward(grad, x, weight, running_mean, running_var, save_mean, save_var, True, eps,
+                               (True, weight is not None, weight is not None), result=result)
 
 
 @formula(aten.native_group_norm)

@@ -1,4 +1,5 @@
-"""Recurrent layers fused by oneDNN on CPU (``mkldnn_rnn_layer``): LSTM, forward and backward.
+"""Recurrent layers fused by oneDNN on CPU (``mkldnn_rnn_layer``, one layer and direction a call) and
+by cuDNN on CUDA (``_cudnn_rnn``, every layer and direction in one call): LSTM, forward and backward.
 
 LSTM, per time step and batch row, with input size I and hidden size H:
 gates = W_ih x + W_hh h (+ b_ih + b_hh): 4H*(I+H) MULT and MACs, 4H*(I-1) + 4H*(H-1) ADD,
@@ -66,12 +67,19 @@ def mkldnn_rnn_layer(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta, b_ih: An
     return (lstm_step(i, hidden_size, has_biases) * (t * b)).with_bytes(written=written)
 
 
+def lstm_layer_backward(i: int, h: int, n: int, biases: bool) -> Cost:
+    """One layer and direction over n = steps*batch rows: n `lstm_step_backward`, plus weight
+    gradients summed over the rows: dW_ih 4H*I*n MULT and MACs, 4H*I*(n-1) ADD; dW_hh 4H*H*n,
+    4H*H*(n-1); db 4H*(n-1) ADD (b_hh's gradient equals b_ih's: a copy)."""
+    weights = Cost(mult=4 * h * (i + h) * n, macs=4 * h * (i + h) * n,
+                   add=4 * h * (i + h) * (n - 1) + 4 * h * (n - 1) * int(biases))
+    return lstm_step_backward(i, h) * n + weights
+
+
 @formula(aten.mkldnn_rnn_layer_backward)
 def mkldnn_rnn_layer_backward(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta, *args: Any,
                               result: Any, **kwargs: Any) -> Cost:
-    """steps*batch `lstm_step_backward`, plus weight gradients summed over the n = steps*batch
-    rows: dW_ih 4H*I*n MULT and MACs, 4H*I*(n-1) ADD; dW_hh 4H*H*n, 4H*H*(n-1); db
-    4H*(n-1) ADD (b_hh's gradient equals b_ih's: a copy). Reads every tensor argument but the
+    """`lstm_layer_backward` over the steps*batch rows. Reads every tensor argument but the
     oneDNN workspace (as the forward does not write it: empty on fake and meta tensors); writes all
     seven gradients (the fake kernel returns one tensor for both bias gradients: counted twice,
     as the real kernel writes two), so real and fake tensors give the same bytes."""
@@ -79,12 +87,59 @@ def mkldnn_rnn_layer_backward(x: TensorMeta, w_ih: TensorMeta, w_hh: TensorMeta,
     if mode != LSTM_MODE:
         raise UnsupportedCall(f"mkldnn_rnn_layer_backward mode {mode} (only LSTM has a formula)")
     t, b, i = _sizes(x, batch_first)
-    n, h = t * b, hidden
-    weights = Cost(mult=4 * h * (i + h) * n, macs=4 * h * (i + h) * n,
-                   add=4 * h * (i + h) * (n - 1) + 4 * h * (n - 1) * int(has_biases))
     read = sum(a.nbytes for a in (x, w_ih, w_hh, *args[:10]) if isinstance(a, TensorMeta))
     written = sum(r.nbytes for r in result if isinstance(r, TensorMeta))
-    return (lstm_step_backward(i, h) * n + weights).with_bytes(read=read, written=written)
+    return lstm_layer_backward(i, hidden, t * b, has_biases).with_bytes(read=read, written=written)
+
+
+def _cudnn_layers(x: TensorMeta, weight_stride0: int, mode: int, hidden: int, proj: int, layers: int,
+                  batch_first: bool, bidirectional: bool, batch_sizes: Any, op: str) -> tuple[list[int], int, bool]:
+    """(input size of each layer, rows n = steps*batch, biases) of one ``_cudnn_rnn`` call: layer 0
+    reads the input's I features, later layers the H * directions of the layer below; a packed
+    sequence (``batch_sizes`` given) has its rows as the input's first dimension."""
+    if mode != LSTM_MODE:
+        raise UnsupportedCall(f"{op} mode {mode} (only LSTM, mode 2, has a formula)")
+    if proj:
+        raise UnsupportedCall(f"{op} with proj_size {proj} (LSTM projections have no formula)")
+    if batch_sizes:
+        n, i = x.shape[0], x.shape[-1]
+    else:
+        t, b, i = _sizes(x, batch_first)
+        n = t * b
+    dirs = 1 + int(bidirectional)
+    return [i if layer == 0 else hidden * dirs for layer in range(layers) for _ in range(dirs)], n, weight_stride0 == 4
+
+
+@formula(aten._cudnn_rnn)
+def cudnn_rnn(x: TensorMeta, weight: Any, weight_stride0: int, weight_buf: Any, hx: Any, cx: Any, mode: int,
+              hidden_size: int, proj_size: int, num_layers: int, batch_first: bool, dropout: float, train: bool,
+              bidirectional: bool, batch_sizes: Any, dropout_state: Any, *, result: Any, **kwargs: Any) -> Cost:
+    """cuDNN's whole LSTM (every layer and direction, nn.LSTM on CUDA): n = steps*batch
+    `lstm_step` per layer and direction, as the CPU's ``mkldnn_rnn_layer`` calls count them.
+    Writes the output, hy and cy; the reserve space and the flat weight buffer (4th and 5th
+    results) are cuDNN's own, not counted."""
+    inputs, n, biases = _cudnn_layers(x, weight_stride0, mode, hidden_size, proj_size, num_layers, batch_first,
+                                      bidirectional, batch_sizes, "_cudnn_rnn")
+    total = Cost()
+    for i in inputs:
+        total += lstm_step(i, hidden_size, biases) * n
+    written = sum(r.nbytes for r in result[:3] if isinstance(r, TensorMeta))
+    return total.with_bytes(written=written)
+
+
+@formula(aten._cudnn_rnn_backward)
+def cudnn_rnn_backward(x: TensorMeta, weight: Any, weight_stride0: int, weight_buf: Any, hx: Any, cx: Any,
+                       output: Any, grad_output: Any, grad_hy: Any, grad_cy: Any, mode: int, hidden_size: int,
+                       proj_size: int, num_layers: int, batch_first: bool, dropout: float, train: bool,
+                       bidirectional: bool, batch_sizes: Any, *args: Any, result: Any, **kwargs: Any) -> Cost:
+    """`lstm_layer_backward` per layer and direction over the n = steps*batch rows, as the CPU's
+    ``mkldnn_rnn_layer_backward`` calls count them."""
+    inputs, n, biases = _cudnn_layers(x, weight_stride0, mode, hidden_size, proj_size, num_layers, batch_first,
+                                      bidirectional, batch_sizes, "_cudnn_rnn_backward")
+    total = Cost()
+    for i in inputs:
+        total += lstm_layer_backward(i, hidden_size, n, biases)
+    return total
 
 
 @formula(aten.quantized_lstm)

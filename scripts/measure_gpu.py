@@ -21,7 +21,12 @@ SECTION is one of:
   kernel time and the wall time at batch 1-64 and context 512 and 2048;
 - ``train``: a training step (forward, backward, fused AdamW; fp32 weights, bf16 autocast);
 - ``compiled``: generate with a static cache and ``torch.compile(mode="reduce-overhead")`` (CUDA
-  graphs), the recipe of transformers' docs, TTFT and TPOT as in ``eager``.
+  graphs), the recipe of transformers' docs, TTFT and TPOT as in ``eager``;
+- ``lean``: the same config in Hugging Face form and in the lean gpt-fast form
+  (scripts/lean_llama.py), both with random bf16 weights, one after the other: a batch-1 decode
+  step's synchronised wall time and host time (as in ``eager``'s bare decode) after a 512-token
+  prefill, and the lean form's decode step under ``torch.compile(mode="reduce-overhead",
+  fullgraph=True)`` (gpt-fast's recipe, CUDA graphs), timed as the eager one.
 
 Every row appends to DIR/gpu_rows.csv (section, model, runtime, batch, prompt_len, new_tokens,
 metric, value, unit, detail); times are medians over the steps measured. ``--tiny`` runs every
@@ -38,8 +43,8 @@ import statistics
 import sys
 import time
 
-from gpu_workloads import (bare_decode, build, decode_busy, device_of, free, generate_times, prompt_ids, sync,
-                           timed)
+from gpu_workloads import (bare_decode, build, decode_busy, device_of, free, generate_times, hf_config, prompt_ids,
+                           sync, timed)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIELDS = ("section", "model", "runtime", "batch", "prompt_len", "new_tokens", "metric", "value", "unit", "detail")
@@ -331,9 +336,79 @@ def section_genprof(args, rows: Rows) -> None:
     rows.add(name, "eager", 1, PROMPT, 16, "tpot_s_cprofiled", tpot, "s", f"under cProfile; bare decode {wall * 1e3:.1f} ms")
 
 
+def lean_decode(model, prompt: int, dev, steps: int, step=None) -> tuple[float, float]:
+    """(median wall, median host) seconds of one lean-model decode step (``step(ids, pos)``, the
+    model itself by default) after a ``prompt``-token prefill into its static cache."""
+    import torch
+
+    step = model if step is None else step
+    ids = _lean_ids(model, prompt, dev)
+    with torch.no_grad():
+        nxt = model(ids, torch.arange(prompt, device=dev))[:, -1:].argmax(-1)
+        walls, hosts = [], []
+        for i in range(steps + 3):
+            pos = torch.tensor([prompt + i], device=dev)
+            sync(dev)
+            t = time.perf_counter()
+            out = step(nxt, pos)
+            h = time.perf_counter()
+            sync(dev)
+            w = time.perf_counter()
+            nxt = out[:, -1:].argmax(-1)
+            if i >= 3:
+                walls.append(w - t)
+                hosts.append(h - t)
+    return statistics.median(walls), statistics.median(hosts)
+
+
+def _lean_ids(model, prompt: int, dev):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    return torch.randint(10, min(model.output.out_features, 30000), (1, prompt), generator=g).to(dev)
+
+
+def section_lean(args, rows: Rows) -> None:
+    import torch
+
+    from lean_llama import lean_from_config
+
+    dev = device_of(args)
+    steps = 20
+
+    def measure(name: str) -> None:
+        model = build(name, args)
+        wall, host = bare_decode(model, 1, PROMPT, dev, steps)
+        rows.add(name, "eager", 1, PROMPT, 1, "decode_wall_s", wall, "s", "HF form: one model(ids, cache) forward, "
+                 "synchronised (this section: paired with the lean form)")
+        rows.add(name, "eager", 1, PROMPT, 1, "decode_host_s", host, "s", "HF form: the same forward until it returns")
+        del model
+        free(dev)
+        torch.manual_seed(0)
+        with dev:
+            lean = lean_from_config(hf_config(name, args.tiny), max_len=PROMPT + 64).to(torch.bfloat16).eval()
+            lean.setup_caches(1, torch.bfloat16)
+        wall, host = lean_decode(lean, PROMPT, dev, steps)
+        rows.add(name, "lean-eager", 1, PROMPT, 1, "decode_wall_s", wall, "s",
+                 "lean gpt-fast form (scripts/lean_llama.py): one decode forward, synchronised")
+        rows.add(name, "lean-eager", 1, PROMPT, 1, "decode_host_s", host, "s", "lean form: until the forward returns")
+        if dev.type == "cuda":
+            t = time.perf_counter()
+            step = torch.compile(lean, mode="reduce-overhead", fullgraph=True)
+            lean_decode(lean, PROMPT, dev, 3, step)
+            warm = time.perf_counter() - t
+            wall, host = lean_decode(lean, PROMPT, dev, steps, step)
+            rows.add(name, "lean-compiled", 1, PROMPT, 1, "decode_wall_s", wall, "s",
+                     f"lean form, torch.compile(mode='reduce-overhead', fullgraph=True) decode step, synchronised; "
+                     f"first calls {warm:.0f} s")
+            torch._dynamo.reset()
+
+    each_model(args.models or ("llama-3.2-1b", "llama-3.2-3b", "llama-3.1-8b"), args, rows, "lean", measure)
+
+
 SECTIONS = {"host": section_host, "micro": section_micro, "eager": section_eager, "profile": section_profile,
             "shapes": section_shapes, "train": section_train, "compiled": section_compiled,
-            "genprof": section_genprof}
+            "genprof": section_genprof, "lean": section_lean}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,6 @@
 """docs/simulator.md's host-time figures agree with the files they quote:
 
-- the as-shipped table, from the run kept in scripts/data/h200_lent/run5_validate_host_time_as_shipped.txt
-  (scripts/validate_host_time.py's printed rows, counted on the lent H200's own CPU);
-- the three runs on the shared 2-core machine, from scripts/data/host_time_fit_2core_runs.txt
+- the three as-shipped runs on the project's 2-core machine, from scripts/data/host_time_fit_2core_runs.txt
   (each run's rows under "## run N");
 - the bare HF decode step measured on the lent H100 and the hosts' measured loop times.
 
@@ -25,7 +23,6 @@ from tests.accuracy_docs import DATA, cells, doc_section, read_rows
 
 DOC = "docs/simulator.md"
 SECTION = "Host time: measured, then scaled to the target's CPU"
-AS_SHIPPED = DATA / "h200_lent" / "run5_validate_host_time_as_shipped.txt"
 RUNS = DATA / "host_time_fit_2core_runs.txt"
 ROW = re.compile(r"^(\S+)\s+(?:fit|held-out)\s+\w+\s+measured\s+[\d.]+ ms\s+predicted\s+([\d.]+) ms", re.M)
 #: The short model names of the lent-H100 line, in its order.
@@ -84,55 +81,7 @@ def _pct(cell: str) -> float:
     return float(cell.replace("−", "-").rstrip("%"))
 
 
-# --- the as-shipped table (the lent H200's own CPU) -------------------------------------------------
-SHIPPED = _errors(AS_SHIPPED.read_text())
-FIRST = "rows | median"
-
-
-def test_as_shipped_held_out_eager():
-    held = _select(SHIPPED, split="held-out", runtime="eager")
-    line = _line(_table(FIRST), "held-out eager, all")
-    assert line[0] == f"held-out eager, all ({len(held)} rows)", line
-    assert _pct(line[1]) == pytest.approx(_median_abs(held), abs=0.6), f"{line}: {_median_abs(held):.2f}%"
-
-
-def test_as_shipped_held_out_eager_on_the_h200_row_by_row():
-    """The line names each row's signed error; its figure is their median |error|."""
-    line = _line(_table(FIRST), "held-out eager on the lent H200")
-    h200 = {i: e for i, e in SHIPPED.items() if i.startswith("own-h200-")}
-    held = {i: e for i, e in h200.items() if _select({i: e}, split="held-out", runtime="eager")}
-    quoted = dict(re.findall(r"([A-Z][\w.-]+) ([−+-]\d+)%", line[0]))
-    assert len(quoted) == len(held), line
-    for name, figure in quoted.items():
-        (i,) = [i for i in held if i.startswith(f"own-h200-{name.lower()}-hf")]
-        assert _pct(figure) == pytest.approx(held[i], abs=0.6), f"{line[0]}: {name} {held[i]:+.1f}%"
-    assert _pct(line[1]) == pytest.approx(_median_abs(list(held.values())), abs=0.6), line
-
-
-def test_as_shipped_held_out_a100_and_compiled():
-    table = _table(FIRST)
-    (a100,) = [e for i, e in SHIPPED.items() if i == "mlenergy-llama2-13b-a100-hf-eager"]
-    assert _pct(_line(table, "held-out eager, Llama-2-13B HF on A100")[1]) == pytest.approx(abs(a100), abs=0.6)
-    compiled = _select(SHIPPED, split="held-out", runtime="compiled")
-    line = _line(table, "held-out compiled")
-    assert f"; {len(compiled)} row)" in line[0] and _pct(line[1].split()[0]) == pytest.approx(
-        _median_abs(compiled), abs=0.6), f"{line}: {_median_abs(compiled):.2f}%"
-
-
-def test_as_shipped_fit_rows_on_the_h200():
-    h200 = {i: e for i, e in SHIPPED.items() if i.startswith("own-h200-")}
-    eager = _select(h200, split="fit", runtime="eager")
-    line = _line(_table(FIRST), "fit eager on the lent H200")
-    assert line[0] == f"fit eager on the lent H200 ({len(eager)} rows)", line
-    assert _pct(line[1]) == pytest.approx(_median_abs(eager), abs=0.6), f"{line}: {_median_abs(eager):.2f}%"
-    compiled = _select(h200, split="fit", runtime="compiled")
-    line = _line(_table(FIRST), "fit compiled")
-    assert f"({len(compiled)} rows)" in line[0]
-    quoted = [float(f) for f in re.findall(r"(\d+)%", line[1])]
-    assert quoted == pytest.approx([abs(e) for e in compiled], abs=0.6), f"{line}: {compiled}"
-
-
-# --- the three runs on the shared 2-core machine ----------------------------------------------------
+# --- the three runs on the project's 2-core machine ----------------------------------------------------
 RUN_ERRORS = [_errors(block) for block in re.split(r"^## run ", RUNS.read_text(), flags=re.M)[1:]]
 SECOND = "rows, median"
 
