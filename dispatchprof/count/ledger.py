@@ -7,6 +7,11 @@ no bookkeeping of their own. Live bytes are the sum of the live storages' sizes 
 PEAK in COUNTING.md); parameters, buffers and user inputs are never op outputs, so they are
 excluded. Each storage also remembers the record that last wrote it, which tells the simulator
 where a tensor lives when another op reads it.
+
+A storage no op of ours wrote (a user input, an optimizer's step counter made before the count) is
+read from the host; the simulator moves each such tensor once. Its address can be taken by another
+storage once it dies, so a read names it by a serial number that stays the same while it lives and
+is never given again (`host_identity`): the same count always moves the same bytes.
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ class TensorLedger:
     _storages: dict[int, _Storage] = field(default_factory=dict)
     _closed: bool = False
     _refs: dict[int, tuple[weakref.ref, int]] = field(default_factory=dict)   # id(ref) -> (ref, key)
+    _host: dict[int, int] = field(default_factory=dict)          # live host storage key -> its serial
+    _host_refs: dict[int, tuple[weakref.ref, int]] = field(default_factory=dict)
+    _serials: int = 0
 
     def track(self, t: torch.Tensor, op_index: int, producer: int, not_new: Any) -> None:
         """Follow ``t``'s storage, written by ``producer``. A storage seen for the first time
@@ -98,6 +106,25 @@ class TensorLedger:
             if entry is not None:
                 self.live_bytes -= entry.nbytes
 
+    def host_identity(self, t: torch.Tensor) -> int:
+        """The serial number of ``t``'s storage, read from the host: the same for every read while
+        the storage lives, a new one for a storage that later takes its address (module docstring).
+        Serials count down from -2, so they never equal a storage's address."""
+        storage = t.untyped_storage()
+        key = storage._cdata
+        serial = self._host.get(key)
+        if serial is None:
+            self._serials += 1
+            serial = self._host[key] = -1 - self._serials
+            ref = weakref.ref(storage, self._on_host_death)
+            self._host_refs[id(ref)] = (ref, key)
+        return serial
+
+    def _on_host_death(self, ref: weakref.ref) -> None:
+        held = self._host_refs.pop(id(ref), None)
+        if held is not None:
+            self._host.pop(held[1], None)
+
     def born_at(self, t: torch.Tensor) -> int | None:
         """Op index that allocated ``t``'s storage, or None if no op of ours did."""
         entry = self._storages.get(storage_key(t))
@@ -113,3 +140,5 @@ class TensorLedger:
         self._closed = True
         self._storages.clear()
         self._refs.clear()
+        self._host.clear()
+        self._host_refs.clear()

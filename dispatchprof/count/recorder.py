@@ -199,7 +199,8 @@ class Recorder:
             self._unknown(info.name, str(e))
             return
         total, sources, param_bytes, param_elements, keys, first = bytes_read(info, args, kwargs, self.tracker.resident,
-                                                                                self.ledger.producer_of)
+                                                                                self.ledger.producer_of,
+                                                                                self.ledger.host_identity)
         if info.gathers is not None and cost.bytes_read is not None and info.gathers < len(args):
             param_bytes, param_elements = parameter_share(total, param_bytes, param_elements, cost.bytes_read,
                                                           args[info.gathers], self.tracker.resident)

@@ -15,6 +15,7 @@ from torch import nn
 from dispatchprof.count.aliasing import returns_only_mutated
 from dispatchprof.count.ledger import storage_key
 from dispatchprof.count.tensors import iter_tensors, stored_bytes
+from dispatchprof.results.records import HOST
 
 Tensor = torch.Tensor
 #: Argument containers whose tensors an op reads.
@@ -22,12 +23,14 @@ CONTAINERS = (list, tuple, dict)
 
 
 def bytes_read(info: Any, args: tuple, kwargs: dict, resident: set[int],
-               producer_of: Callable[[int | None], int]) -> tuple:
+               producer_of: Callable[[int | None], int], host_identity: Callable[[Tensor], int]) -> tuple:
     """The generic read rule and where each read tensor comes from: every tensor input once
     (stride-0 dims once), except write-only ``out=`` arguments and overwritten targets. One
     walk over the arguments; returns (bytes read, sources, parameter bytes, parameter elements,
     the storages that existed before the op, the first tensor of ``args``). ``resident``: the
-    storages of parameters and buffers; ``producer_of``: the record that wrote a storage."""
+    storages of parameters and buffers; ``producer_of``: the record that wrote a storage;
+    ``host_identity``: a tensor read from the host by its storage's serial (TensorLedger.host_identity),
+    where a source names other tensors by their storage's address."""
     total = param_bytes = param_elements = 0
     sources: list[tuple[int, int, int]] = []     # (producer record, bytes, storage id)
     first = None
@@ -64,7 +67,8 @@ def bytes_read(info: Any, args: tuple, kwargs: dict, resident: set[int],
             size = t.element_size()
             param_elements += nbytes // size if size else 0
         else:
-            sources.append((producer_of(key), nbytes, key or 0))
+            producer = producer_of(key)
+            sources.append((producer, nbytes, host_identity(t) if producer == HOST and key is not None else key or 0))
     return total, sources, param_bytes, param_elements, Existing(inputs, resident), first
 
 
