@@ -18,12 +18,16 @@ loaded machine is what other jobs leave), the configurations the vector simulato
 (dispatchprof.llm.sweep_vector: all at once) and the seconds it took, and the configurations
 counted shape by shape (outside every fit's region) with the seconds each took. Those take tens
 of seconds each, so only the first --direct-limit of them are timed and the rest are projected at
-that rate: the "total" column says "projected" then, "measured" otherwise.
+that rate: the "total" column says "projected" then, "measured" otherwise. The last column is the
+machine's 1-minute load average as the model's measurement starts and ends (os.getloadavg): on a
+shared machine the CPU seconds grow with it too (other jobs' threads share the cores' caches and
+the host's time), so a figure is quoted with its load.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -46,6 +50,7 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
     warnings.simplefilter("ignore")
     todo = shapes([model_name], BATCHES, PROMPTS, OUTPUTS)
     scenarios = scenarios_of(list(DEVICES))
+    load_start = os.getloadavg()[0]
     start, cpu_start = time.perf_counter(), time.process_time()
     model = build_model(model_name)
     built, cpu_built = time.perf_counter(), time.process_time()
@@ -73,7 +78,8 @@ def measure(model_name: str, limit: int | None, direct_limit: int = 1) -> dict:
             "total_s": fitted - start + per_config * len(todo) * len(DEVICES), "rows": sum(map(len, rows)),
             "vector": len(fast) * len(DEVICES), "vector_s": answered - fitted, "direct": len(left) * len(DEVICES),
             "direct_s": per_direct / len(DEVICES),
-            "cpu_per_config_s": (cpu_answered - cpu_fitted) / max(len(fast) * len(DEVICES), 1)}
+            "cpu_per_config_s": (cpu_answered - cpu_fitted) / max(len(fast) * len(DEVICES), 1),
+            "load": (load_start, os.getloadavg()[0])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
 
     headers = ["model", "build s", "fit s", "layers counted", "counted directly because", "ms per configuration",
                "CPU ms per configuration", "total s (build + fit + all)", "CPU s = build + fit + vector",
-               "configurations", "vector: configs, s", "direct: configs, s each"]
+               "configurations", "vector: configs, s", "direct: configs, s each", "load average (start, end)"]
     for k, name in enumerate(args.model or MODELS):
         r = measure(name, args.limit or None, args.direct_limit)
         projected = r["timed"] < r["configs"]
@@ -100,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                f"{r['cpu_per_config_s'] * 1e3:.1f}",
                f"{r['total_s']:.1f}" + (" projected" if projected else " measured"),
                f"{r['cpu_s']:.1f} = " + " + ".join(f"{x:.1f}" for x in r["cpu_parts"]), r["configs"],
-               f"{r['vector']}, {r['vector_s']:.2f}", f"{r['direct']}, {r['direct_s']:.1f}" if r["direct"] else "0"]
+               f"{r['vector']}, {r['vector_s']:.2f}", f"{r['direct']}, {r['direct_s']:.1f}" if r["direct"] else "0",
+               "{:.1f}, {:.1f}".format(*r["load"])]
         lines = tabulate([row], headers=headers, tablefmt="github").splitlines()
         print("\n".join(lines if k == 0 else lines[2:]), flush=True)       # one row as each model ends
     return 0

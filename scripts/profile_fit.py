@@ -8,12 +8,14 @@ bench_sweep's), and prints the CPU seconds (time.process_time, this process only
 machine, what the fit itself used) of each kind of count: the counts with few layers repeated to
 full depth (`ShallowCounts.count`: models of 2 and 3 layers, prefill and one decode step each,
 repeated), the direct counts of the full model (the held-out check of the stream's fit), and the
-rest of the fit (interpolation, checks, building the shallow models), with how many of each.
+rest of the fit (interpolation, checks, building the shallow models), with how many of each, and
+the machine's 1-minute load average as it starts and ends (the CPU seconds grow with the load).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     stream.count = timed("full-depth direct count (prefill + decode step)", stream.count)
     if stream.repeat is not None:
         stream.repeat.count = timed("2 + 3 layers counted, repeated to full depth", stream.repeat.count)
-    start = time.process_time()
+    load_start, start = os.getloadavg()[0], time.process_time()
     stream.regime()
     for batch in args.batch:
         stream.fits_for(batch)
@@ -57,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     rest = total - sum(sum(t) for t in spent.values())
     rows += [["the rest (fits, checks, shallow models built)", "-", f"{rest:.1f}", "-"], ["fit total", "-", f"{total:.1f}", "-"]]
     print(f"{args.model}: {stream.full_depth_reason or 'layers repeated'}; batch fits of their own: "
-          f"{sorted(stream.odd) or 'none'}")
+          f"{sorted(stream.odd) or 'none'}; load average {load_start:.1f} -> {os.getloadavg()[0]:.1f}")
     print(tabulate(rows, headers=["count", "calls", "CPU s", "CPU s each"], tablefmt="github"))
     return 0
 
