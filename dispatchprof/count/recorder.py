@@ -15,6 +15,7 @@ from torch import nn
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
+from dispatchprof.count.shared_reads import read_once
 from dispatchprof.count.tensors import (dtype_name, first_kind, iter_tensors, moved_onto_meta, output_tensors,
                                        stored_bytes, to_meta)
 from dispatchprof.count.tracker import Frame, ModuleTracker
@@ -200,6 +201,8 @@ class Recorder:
             return
         total, sources, param_bytes, param_elements, keys, first = bytes_read(info, args, kwargs, self.tracker.resident,
                                                                                 self.ledger.producer_of)
+        if info.attention:
+            total, sources = _attention_reads(args, kwargs, total, sources)
         if info.gathers is not None and cost.bytes_read is not None and info.gathers < len(args):
             param_bytes, param_elements = parameter_share(total, param_bytes, param_elements, cost.bytes_read,
                                                           args[info.gathers], self.tracker.resident)
@@ -406,6 +409,25 @@ class OpInfo:
         #: zero-cost and nothing else to check: the mode's short path (`Recorder.count_view`)
         self.view = (self.formula is None and self.zero_cost and not self.decomposable
                      and not self.data_dependent)
+
+
+def _attention_reads(args: tuple, kwargs: dict, total: int, sources: list) -> tuple[int, list]:
+    """An attention call's bytes read and sources with inputs that share a storage read once
+    (dispatchprof.count.shared_reads: MLA's key and value are views of one latent); unchanged where
+    every input has its own storage. ``sources`` lists the non-parameter inputs in `bytes_read`'s
+    order (arguments, then keyword arguments; attention ops have no write-only ones)."""
+    read = iter_tensors(args) + [t for v in kwargs.values() for t in iter_tensors(v)]
+    charged = read_once(read)
+    saved = [stored_bytes(t) - c for t, c in zip(read, charged)]
+    if not any(saved):
+        return total, sources
+    out, j = [], 0
+    for t, cut in zip(read, saved):
+        if j < len(sources) and sources[j][2] == (storage_key(t) or 0) and sources[j][1] == stored_bytes(t):
+            producer, nbytes, key = sources[j]
+            out.append((producer, nbytes - cut, key))
+            j += 1
+    return total - sum(saved), out + sources[j:]
 
 
 def _world() -> dict[str, int]:
