@@ -93,6 +93,10 @@ def test_query_key_value_interleaved_in_one_projection_are_unchanged():
     (lambda x: [x, x.t()], [36, 0]),
     # every other row, then the rows between: disjoint, interleaved
     (lambda x: [x[::2], x[1::2]], [18, 18]),
+    # a strided part first, then all of it: the other 18 elements are new
+    (lambda x: [x[:, ::2], x], [18, 18]),
+    # rows 0-1, rows 4-5 (disjoint), then rows 1-4: rows 2, 3 are new
+    (lambda x: [x[:2], x[4:], x[1:5]], [12, 12, 12]),
     # a tensor alone in its storage keeps its stored elements (a broadcast row: 6)
     (lambda x: [x[0].expand(4, 6), x.clone()], [6, 36]),
 ])

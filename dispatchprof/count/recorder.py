@@ -417,6 +417,8 @@ def _attention_reads(args: tuple, kwargs: dict, total: int, sources: list) -> tu
     every input has its own storage. ``sources`` lists the non-parameter inputs in `bytes_read`'s
     order (arguments, then keyword arguments; attention ops have no write-only ones)."""
     read = iter_tensors(args) + [t for v in kwargs.values() for t in iter_tensors(v)]
+    if len({storage_key(t) for t in read}) == len(read):     # the usual case: a storage each
+        return total, sources
     charged = read_once(read)
     saved = [stored_bytes(t) - c for t, c in zip(read, charged)]
     if not any(saved):

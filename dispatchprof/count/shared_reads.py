@@ -33,34 +33,61 @@ def read_once(tensors: Sequence[torch.Tensor]) -> list[int]:
     for members in groups.values():
         if len(members) < 2:
             continue
-        runs: list[tuple[np.ndarray, np.ndarray]] = [_runs(tensors[members[0]])]
-        covered = _union(runs)
+        first = tensors[members[0]]
+        spans, whole = [_span(first)], [not _dims(first)[0]]
+        runs: list[tuple[np.ndarray, np.ndarray]] | None = None
+        covered = 0
         for i in members[1:]:
-            runs.append(_runs(tensors[i]))
-            now = _union(runs)
-            charged[i] = min(charged[i], now - covered)
-            covered = now
+            lo, hi = span = _span(tensors[i])
+            if any(w and a <= lo and hi <= b for w, (a, b) in zip(whole, spans)):
+                charged[i] = 0           # inside an earlier tensor that covers every byte of its span
+            elif runs is not None or any(lo < b and a < hi for a, b in spans):
+                if runs is None:         # spans overlap: the exact union of the runs
+                    runs = [_runs(tensors[j]) for j in members[:len(spans)]]
+                    covered = _union(runs)
+                runs.append(_runs(tensors[i]))
+                now = _union(runs)
+                charged[i] = min(charged[i], now - covered)
+                covered = now
+            spans.append(span)           # else disjoint from every earlier span: its own bytes
+            whole.append(not _dims(tensors[i])[0])
     return charged
 
 
-def _runs(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(starts, ends): the byte ranges of its storage that ``t`` covers, one per contiguous run.
-    Broadcast (stride 0) and size-1 dims are dropped, the rest ordered by stride and merged where
-    one dim continues the next, so a contiguous tensor is one run and a slice of the last dim one
-    run per row."""
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """[first byte, one past the last byte) of its storage that ``t`` can touch."""
     size = t.element_size()
+    lo = t.storage_offset() * size
     if t.numel() == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    dims = sorted(((n, s) for n, s in zip(t.shape, t.stride()) if n > 1 and s != 0), key=lambda d: -abs(d[1]))
+        return lo, lo
+    return lo, lo + (sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * size
+
+
+def _dims(t: torch.Tensor) -> tuple[list[list[int]], int]:
+    """(outer dims [size, stride] in elements, bytes of one contiguous run): broadcast (stride 0)
+    and size-1 dims dropped, the rest ordered by stride and merged where one dim continues the
+    next, so a contiguous tensor is one run and no outer dim, a slice of the last dim one run per
+    row."""
+    dims = sorted(((n, s) for n, s in zip(t.shape, t.stride()) if n > 1 and s != 0), key=lambda d: -d[1])
     merged: list[list[int]] = []
     for n, s in dims:
         if merged and merged[-1][1] == n * s:
             merged[-1] = [merged[-1][0] * n, s]
         else:
             merged.append([n, s])
-    run = size
+    run = t.element_size()
     if merged and merged[-1][1] == 1:
-        run = merged.pop()[0] * size
+        run *= merged.pop()[0]
+    return merged, run
+
+
+def _runs(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends): the byte ranges of its storage that ``t`` covers, one per contiguous run
+    (`_dims`)."""
+    if t.numel() == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    size = t.element_size()
+    merged, run = _dims(t)
     starts = np.array([t.storage_offset() * size], np.int64)
     for n, s in merged:
         starts = (starts[:, None] + np.arange(n, dtype=np.int64)[None, :] * (s * size)).reshape(-1)
