@@ -81,8 +81,10 @@ def test_one_decode_step_counted_by_hand():
     (sdpa,) = [r for r in rec if r.op == "aten.scaled_dot_product_attention"]
     assert sdpa.cost.macs == H * t * (KV + ROPE) + H * t * KV   # scores 560 + output 448
     # query H*(KV+ROPE); key = the latent cache, T*(KV+ROPE) (shared by all heads: stored once);
-    # value = the latent's first KV columns, T*KV, counted as the op's second input
-    assert sdpa.cost.bytes_read == (H * (KV + ROPE) + t * (KV + ROPE) + t * KV) * b
+    # value = the latent's first KV columns, a view of the key's storage: read with it, no bytes of
+    # its own (it was T*KV = 112 elements more before docs/counting.md's read-once rule)
+    assert sdpa.cost.bytes_read == (H * (KV + ROPE) + t * (KV + ROPE)) * b == 440
+    assert [nbytes for _, nbytes, _ in sdpa.inputs] == [H * (KV + ROPE) * b, t * (KV + ROPE) * b, 0]
     assert sdpa.cost.bytes_written == H * KV * b
     # no op expands the latent through kv_b_proj in decode
     assert not [r for r in c.profile.records if r.scope.endswith("kv_b_proj")]

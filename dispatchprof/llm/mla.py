@@ -34,9 +34,10 @@ one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj``
 for DeepSeek-V3 (1,088 against 320 per head) prefill attention is counted about 3.4x the
 engines' MHA form, decode exactly as the engines run it.
 
-Counting note: the fused attention op reads its key (the latent, ``kv_lora + rope`` per token)
-and its value (the latent's first ``kv_lora`` columns) as two inputs, so the count charges
-``(2 kv_lora + rope) x dtype bytes`` per cached token, where FlashMLA reads the latent once.
+Counting note: the fused attention op's key (the latent, ``kv_lora + rope`` per token) and value
+(the latent's first ``kv_lora`` columns) are views of one storage, read once as FlashMLA reads them
+(docs/counting.md, Attention): ``(kv_lora + rope) x dtype bytes`` per cached token and layer, the
+value input charged no bytes of its own.
 """
 
 from __future__ import annotations
