@@ -1,0 +1,93 @@
+"""docs/serving.md's figures agree with the outputs they quote (scripts/data/, each file's first line
+the command that wrote the rest) and with arithmetic done here:
+
+- the per-sequence host figure (scripts/serving_sequence_host.py -> serving_sequence_host.txt);
+- the T5-small serve (serve_t5_small.txt) and the config it ran (t5_small/config.json);
+- the bench_serving.py block, verbatim, and its own sums (bench_serving_2core.txt)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import serving_sequence_host as ssh
+
+from tests.accuracy_docs import DATA, ROOT, doc_section
+
+DOC = "docs/serving.md"
+
+
+def _text() -> str:
+    return (ROOT / DOC).read_text()
+
+
+def _output(name: str) -> tuple[str, str]:
+    """(command, output) of scripts/data/NAME."""
+    command, output = (DATA / name).read_text().split("\n", 1)
+    assert command.startswith("$ "), f"{name}'s first line is its command"
+    return command[2:], output
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_sequence_host_tpot_is_the_scripts():
+    _, out = _output("serving_sequence_host.txt")
+    rows = {float(us): ms for us, _, ms in re.findall(r"^\s*([\d.]+)\s+([\d.]+)ms\s+([\d.]+)ms$", out, re.M)}
+    assert set(rows) == set(ssh.SEQUENCE_HOST_US) == {0.0, 40.0}
+    quoted = (f"300 µs launch, Llama-3.1-8B at 50 req/s (256 + 256 tokens, 500 requests) has TPOT p50 "
+              f"{rows[0.0]} ms at 0 µs and {rows[40.0]} ms at 40 µs per sequence")
+    assert quoted in _flat(_text())
+    # the script's traffic is the one quoted
+    assert "50 req/s, 256 + 256 tokens" in out and "500 requests" in out and "graph_launch_us 300" in out
+
+
+def _serve_table(out: str, column: str) -> dict[str, str]:
+    """The first run's cells of the serve table whose header has ``column``: header -> "value unit"."""
+    lines = out.splitlines()
+    (i,) = [i for i, l in enumerate(lines) if l.startswith("run") and column in l]
+    header = re.split(r"\s{2,}", lines[i].strip())
+    values = re.split(r"\s{2,}", lines[i + 2].strip())
+    return dict(zip(header, values))
+
+
+def _us(cell: str) -> float:
+    value, unit = cell.split()
+    return float(value) * {"us": 1.0, "ms": 1e3}[unit]
+
+
+def test_t5_small_figures_are_the_serves():
+    command, out = _output("serve_t5_small.txt")
+    row = _serve_table(out, "TTFT p50")
+    assert row["run"] == "20 req/s"
+    ttft_p50, tpot_p50 = _us(row["TTFT p50"]), _us(row["TPOT p50"])
+    wall, user, system = map(float, re.search(r"wall ([\d.]+) s, user ([\d.]+) s, system ([\d.]+) s", out).groups())
+    text = _flat(doc_section(DOC, "Encoder-decoder models (dispatchprof/serving/seq2seq.py)"))
+    assert f"(`{command}`)" in text
+    assert (f"takes {wall:.1f} s of wall time ({user:.1f} s user + {system:.1f} s system, this project's loaded "
+            f"2-core machine): TTFT p50 {ttft_p50:.0f} us, TPOT p50 {tpot_p50:.0f} us") in text
+    cfg = json.loads((DATA / "t5_small" / "config.json").read_text())
+    # "6 + 6 layers, d_model 512": T5-small's shape
+    assert (cfg["num_layers"], cfg["num_decoder_layers"], cfg["d_model"], cfg["model_type"]) == (6, 6, 512, "t5")
+
+
+def test_bench_serving_block_is_the_output():
+    _, out = _output("bench_serving_2core.txt")
+    block = re.search(r"```\n(.*?)```", doc_section(DOC, "Speed"), re.S).group(1)
+    assert block == out
+
+
+def test_bench_serving_sums():
+    _, out = _output("bench_serving_2core.txt")
+    counting = float(re.search(r"counted once in ([\d.]+) s", out).group(1))
+    rows = [l.split() for l in out.splitlines() if re.match(r"^\s+\d{4,5}\s+\d+\s+[\d.]+\s+[\d.]+\s", l)]
+    assert [int(r[0]) for r in rows] == [1000, 2500, 5000, 10000]
+    for n, _, sim, per1000, *_ in rows:
+        assert abs(float(per1000) - 1000 * float(sim) / int(n)) <= 0.0051 + 1000 * 0.005 / int(n)
+    c, s, total = map(float, re.search(r"counting ([\d.]+) s \+ simulation ([\d.]+) s = ([\d.]+) s", out).groups())
+    assert c == counting and abs(s - float(rows[-1][2])) <= 0.05 and abs(total - (c + s)) <= 0.1
+    # "about 1 ms per step timed": 10,000 requests' simulation over their KV-timeline rows
+    per_step_ms = 1e3 * float(rows[-1][2]) / int(rows[-1][1])
+    assert 0.5 <= per_step_ms <= 1.5, per_step_ms
+    assert "Open-loop traffic costs about 1 ms per step timed" in _flat(doc_section(DOC, "Speed"))
