@@ -10,6 +10,7 @@ the command that wrote the rest) and with what is recomputed here from the catal
 
 from __future__ import annotations
 
+import csv
 import re
 import warnings
 
@@ -113,3 +114,63 @@ def test_links_table_is_links():
     assert links.BUS_EFFICIENCY == 0.8 and "used at 0.8 of their value" in _text()
     assert (links.SCALE_OUT_GB_PER_S, links.GPUS_PER_NODE) == (50.0, 8)
     assert "the scale-out link (50 GB/s per GPU x 0.8) across nodes" in _text() and "a node of 8 GPUs" in _text()
+
+
+def test_disaggregated_row_counts():
+    _, out = _output("moe_serving_rows.txt")
+    total = int(re.search(r"^disaggregated rows (\d+)$", out, re.M).group(1))
+    unnamed = int(re.search(r"^disaggregated rows naming no client count (\d+)$", out, re.M).group(1))
+    unnamed_by = dict(re.findall(r"^  of (\S+) (\d+)$", out, re.M))
+    named, follow = map(int, re.search(r"naming a client count and a decode batch (\d+), clients = decode workers "
+                                       r"x decode batch x attention-DP (\d+)", out).groups())
+    expressed = int(re.search(r"^disaggregated rows expressed (\d+)$", out, re.M).group(1))
+    kinds = {tuple(l.split()[:5]): int(l.split()[5]) for l in out.splitlines()
+             if re.match(r"^  (sglang|vllm|trtllm) ", l)}
+    assert sum(kinds.values()) == expressed
+    h100 = {(e, v): n for (e, v, d, m, w), n in kinds.items() if d == "H100-SXM"}
+    sglang = sum(n for (e, v), n in h100.items() if e == "sglang" and v.startswith("0.5.6"))
+    vllm = sum(n for (e, v), n in h100.items() if e == "vllm" and v.startswith("0.12"))
+    assert sglang + vllm == sum(h100.values())
+    assert all(v.startswith("1.3") for (e, v, d, m, w) in kinds if e == "trtllm")
+    text = _text()
+    assert (f"Of its {total:,} disaggregated rows, {expressed} are of dense models: Qwen3-32B FP8 on two 8-GPU "
+            f"H100 nodes ({sglang} under SGLang 0.5.6, {vllm} under vLLM 0.12;") in text
+    assert int(unnamed_by["Qwen/Qwen3-235B-A22B-FP8"]) == 2 and sum(h100.values()) == int(unnamed_by["Qwen/Qwen3-32B"])
+    assert f"(with two Qwen3-235B rows, the only {unnamed} of the {total:,})" in text
+    assert named == follow and f"which every one of the {named} rows naming a count and a decode batch follows" in text
+
+
+def test_disaggregated_h100_and_nvfp4_figures():
+    rows = list(csv.DictReader(open(DATA / "serving_disagg_predictions.csv", newline="")))
+
+    def col(device, metric, column, engine=None):
+        return [float(r[column]) for r in rows if r["device"] == device and r["metric"] == metric
+                and (engine is None or r["engine"] == engine)]
+
+    text = _text()
+    h100 = [r for r in rows if r["device"] == "H100-SXM"]
+    clients = [int(r["concurrency"]) for r in h100]
+    ttft_p, ttft_m = col("H100-SXM", "ttft_mean", "dispatchprof"), col("H100-SXM", "ttft_mean", "measured")
+    tpot_p, tpot_m = col("H100-SXM", "tpot_mean", "dispatchprof"), col("H100-SXM", "tpot_mean", "measured")
+    assert (f"the predictions at {min(clients)} to {max(clients)} clients miss both ways (TTFT "
+            f"{min(ttft_p) / 1e3:.1f} to {max(ttft_p) / 1e3:.0f} s against {min(ttft_m) / 1e3:.2f} to "
+            f"{max(ttft_m) / 1e3:.0f} s measured, TPOT {min(tpot_p):.0f} to {max(tpot_p):.0f} ms against "
+            f"{min(tpot_m):.1f} to {max(tpot_m):.0f} ms)") in text
+    (vllm_tpot,), (vllm_ttft,) = col("H100-SXM", "tpot_mean", "measured", "vllm"), col("H100-SXM", "ttft_mean",
+                                                                                        "measured", "vllm")
+    assert f"measured TPOT {vllm_tpot:.2f} ms and TTFT {vllm_ttft:.0f} ms" in text
+    (b200_p,), (b200_m,) = col("B200", "ttft_mean", "dispatchprof"), col("B200", "ttft_mean", "measured")
+    gb200_p, gb200_m = set(col("GB200", "ttft_mean", "dispatchprof")), sorted(col("GB200", "ttft_mean", "measured"))
+    (gb200_p,) = gb200_p
+    assert (f"(B200 {b200_p:.0f} ms against {b200_m:,.0f} ms measured, GB200 {gb200_p:.0f} ms against "
+            f"{gb200_m[0]:.0f} and {gb200_m[1]:.0f} ms;") in text
+
+
+def test_kv_read_and_mla_prefill_arithmetic():
+    text = _text()
+    # 57 GB of cache a step at the H100's 3.35 TB/s
+    h100 = load_device("H100-SXM")
+    assert f"about 57 GB of cache a step, at least {57e9 / (h100.memory_bandwidth_gb_per_s * 1e9) * 1e3:.0f} ms at " \
+           f"the H100's {h100.memory_bandwidth_gb_per_s / 1e3:.2f} TB/s" in text
+    # absorbed prefill: heads x context x (576 + 512) MACs per query-key pair; vLLM's MHA form heads x (192 + 128)
+    assert f"counted up to {(576 + 512) / (192 + 128):.1f}x what vLLM computes" in text
