@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 
+import pytest
 import serving_sequence_host as ssh
 
-from tests.accuracy_docs import DATA, ROOT, doc_section
+from tests.accuracy_docs import DATA, ROOT, doc_section, read_rows, signed_error
 
 DOC = "docs/serving.md"
 
@@ -91,3 +93,31 @@ def test_bench_serving_sums():
     per_step_ms = 1e3 * float(rows[-1][2]) / int(rows[-1][1])
     assert 0.5 <= per_step_ms <= 1.5, per_step_ms
     assert "Open-loop traffic costs about 1 ms per step timed" in _flat(doc_section(DOC, "Speed"))
+
+
+@pytest.mark.parametrize("model, weights, device, quoted", [
+    ("llama-3.1-70b", "fp8", "H100-SXM", "+{}% (FP8, H100)"), ("llama-3.1-70b", "fp8", "H200", "+{}% (FP8, H200)"),
+    ("llama-3.1-70b", "fp8", "B200", "{}% (FP8, B200)"), ("llama-3.1-70b", "fp4", "B200", "{}% (NVFP4, B200)"),
+    ("qwen3-32b", "bf16", "H100-SXM", "of Qwen3-32B on H100 {}%"),
+])
+def test_vllm_ttft_signed_medians(model, weights, device, quoted):
+    """Signed median TTFT error of the held-out vLLM rows of a model, weights and device
+    (scripts/data/serving_predictions.csv, the file docs/accuracy.md's serving table is made from)."""
+    errors = [signed_error(r) for r in read_rows("serving_predictions.csv")
+              if (r["split"], r["engine"], r["metric"], r["model"], r["weights"], r["device"])
+              == ("held-out", "vllm", "ttft_mean", model, weights, device)]
+    assert len(errors) >= 5
+    assert quoted.format(f"{statistics.median(errors):.0f}") in _flat(doc_section(DOC, "Not done"))
+
+
+@pytest.mark.parametrize("name, file", [("azure-conv", "azure-conv-2023.csv"), ("azure-code", "azure-code-2023.csv"),
+                                        ("arxiv-summarization", "arxiv-summarization.csv")])
+def test_dataset_sizes(name, file):
+    lines = (ROOT / "dispatchprof" / "serving" / "data" / file).read_text().splitlines()
+    n = int(re.search(r"^# n=(\d+) ", "\n".join(lines), re.M).group(1))
+    quantiles = [l for l in lines if l and not l.startswith("#")][1:]
+    assert len(quantiles) == 101 and "from the trace's 101 percentiles" in _flat(_text())
+    text = _flat(doc_section(DOC, "Clients and requests"))
+    quoted = {"azure-conv": "19,366 and 8,819 requests", "azure-code": "19,366 and 8,819 requests",
+              "arxiv-summarization": "(28,257 requests"}[name]
+    assert f"{n:,}" in quoted and quoted in text
