@@ -14,7 +14,9 @@ import statistics
 import pytest
 import serving_sequence_host as ssh
 
-from tests.accuracy_docs import DATA, ROOT, doc_section, read_rows, signed_error
+from dispatchprof.serving.engines import engine_preset, load_engines
+from dispatchprof.sim.catalog import load_device
+from tests.accuracy_docs import DATA, ROOT, cells, doc_section, read_rows, signed_error, table_line
 
 DOC = "docs/serving.md"
 
@@ -121,3 +123,55 @@ def test_dataset_sizes(name, file):
     quoted = {"azure-conv": "19,366 and 8,819 requests", "azure-code": "19,366 and 8,819 requests",
               "arxiv-summarization": "(28,257 requests"}[name]
     assert f"{n:,}" in quoted and quoted in text
+
+
+def _preset(engine: str, device: str, version: str | None = None):
+    d = load_device(device)
+    return engine_preset(engine, version, memory_bytes=d.memory_capacity_gb * 1e9, device_name=d.name)
+
+
+def test_engines_table_is_the_presets():
+    """docs/serving.md's engine table against dispatchprof/serving/engines.yaml, on the devices its
+    memory rules name (H100 80 GB, A100 80 GB, L40S 48 GB, H200 141 GB, B200 180 GB)."""
+    text = doc_section(DOC, "Engines")
+    engines = load_engines()
+    header = [c for c in cells(next(l for l in text.splitlines() if l.startswith("| |")))][1:]
+    assert header == [f"{e} {' / '.join(engines[e]['versions'])}" for e in ("vllm", "sglang", "trtllm")]
+    devices = ("H100-SXM", "A100-80GB", "L40S", "H200", "B200")
+    latest = {e: {d: _preset(e, d) for d in devices} for e in ("vllm", "sglang", "trtllm")}
+    vllm, sglang, trt = (latest[e]["H100-SXM"] for e in ("vllm", "sglang", "trtllm"))
+    policy = {"mixed": "(`mixed`)", "prefill_first": "(`prefill_first`)"}
+    row = table_line(text, "step")
+    assert row[1].endswith(policy[vllm.policy]) and row[2].endswith(policy[sglang.policy]) and row[3] == f"`{trt.policy}`"
+    # max sequences and tokens per step: vLLM by memory (>= 70 GiB, not A100), the others fixed
+    big, small = latest["vllm"]["H100-SXM"], latest["vllm"]["L40S"]
+    assert latest["vllm"]["A100-80GB"].max_seqs == small.max_seqs
+    assert table_line(text, "max sequences")[1:] == [
+        f"{big.max_seqs} on >= 70 GiB (not A100), else {small.max_seqs}", f"{sglang.max_seqs}", f"{trt.max_seqs}"]
+    tokens = table_line(text, "tokens per step")
+    assert tokens[1] == f"{big.max_batched_tokens} on >= 70 GiB (not A100), else {small.max_batched_tokens}"
+    assert tokens[2].startswith(f"chunk {sglang.max_batched_tokens} ({latest['sglang']['B200'].max_batched_tokens} "
+                                f"from 160 GiB; 0.5: {latest['sglang']['L40S'].max_batched_tokens} below 60 GiB)")
+    assert tokens[3] == f"{trt.max_batched_tokens}"
+    onoff = {True: "on", False: "off"}
+    assert table_line(text, "chunked prefill")[1:] == [onoff[p.chunked_prefill] for p in (vllm, sglang, trt)]
+    assert table_line(text, "KV block (tokens)")[1:] == [str(p.block_size) for p in (vllm, sglang, trt)]
+    memory = table_line(text, "memory for weights + KV")
+    shares = [_preset("sglang", d, v).memory_utilization for d in devices for v in engines["sglang"]["versions"]]
+    assert memory[1] == f"{vllm.memory_utilization:g} of all" and (vllm.memory_of, trt.memory_of) == ("total", "free")
+    assert memory[2] == f"{min(shares):g}-{max(shares):g} of all, by GPU"
+    assert memory[3] == f"{trt.memory_utilization:g} of what the weights leave"
+    host = table_line(text, "host per step, per sequence")
+    assert host[1].startswith(f"{vllm.step_host_us:g} + {vllm.sequence_host_us:g} µs, before the kernels (0.14: "
+                              "overlapped")
+    assert not _preset("vllm", "H100-SXM", "0.11.2").overlap_host and vllm.overlap_host
+    assert host[2] == f"{sglang.step_host_us:g} + {sglang.sequence_host_us:g} µs, overlapped" and sglang.overlap_host
+    assert host[3] == f"{trt.step_host_us:g} + {trt.sequence_host_us:g} µs, overlapped" and trt.overlap_host
+    graphs = table_line(text, "CUDA graphs (padding)")
+    sizes = vllm.cuda_graph_sizes
+    assert graphs[1] == f"every step up to {sizes[-1]} tokens, to [{', '.join(map(str, sizes[:5]))}, ...]"
+    assert graphs[2] == (f"decode steps up to {_preset('sglang', 'H100-SXM', '0.4').cuda_graph_sizes[-1]} / "
+                         f"{sglang.cuda_graph_sizes[-1]}") and sglang.cuda_graph_steps == "decode"
+    assert graphs[3] == "none padded" and not trt.cuda_graph_sizes
+    assert (vllm.reserve_output, sglang.reserve_output, trt.reserve_output) == (False, False, True)
+    assert all(p.prefix_caching for p in (vllm, sglang, trt)) and table_line(text, "prefix caching")[1:] == ["on"] * 3
