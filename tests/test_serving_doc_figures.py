@@ -14,8 +14,13 @@ import statistics
 import pytest
 import serving_sequence_host as ssh
 
+from dispatchprof.llm.catalog import load_config
 from dispatchprof.serving.engines import engine_preset, load_engines
+from dispatchprof.serving.requests import read_trace
+from dispatchprof.serving.serve import GENERIC_ENGINE
+from dispatchprof.sim.catalog import catalog as device_catalog
 from dispatchprof.sim.catalog import load_device
+from dispatchprof.sim.parallel import check_tp
 from tests.accuracy_docs import DATA, ROOT, cells, doc_section, read_rows, signed_error, table_line
 
 DOC = "docs/serving.md"
@@ -175,3 +180,36 @@ def test_engines_table_is_the_presets():
     assert graphs[3] == "none padded" and not trt.cuda_graph_sizes
     assert (vllm.reserve_output, sglang.reserve_output, trt.reserve_output) == (False, False, True)
     assert all(p.prefix_caching for p in (vllm, sglang, trt)) and table_line(text, "prefix caching")[1:] == ["on"] * 3
+
+
+def test_quoted_messages(tmp_path, monkeypatch):
+    """The trace error and the tp refusal the doc quotes, as the code words them."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "trace.jsonl").write_text('{"arrival_s": 0.0, "prompt_tokens": 128, "output_tokens": 32}\n'
+                                          '{"arrival_s": 0.5, "prompt_tokens": 128, "output_tokens": -3}\n')
+    with pytest.raises(ValueError) as e:
+        read_trace("trace.jsonl")
+    assert f"(`{e.value}`)" in _flat(doc_section(DOC, "Clients and requests"))
+    heads = load_config("llama-3.1-8b").num_attention_heads       # "a 32-head model"
+    with pytest.raises(ValueError) as e:
+        check_tp(3, [heads], [load_device("H100-SXM")])
+    assert f"(`--tp 3` on a {heads}-head model: exit 2, `{e.value}`)" in _flat(_text())
+
+
+def test_defaults_without_an_engine():
+    g = GENERIC_ENGINE
+    assert (f"Without `--engine`, the scheduler is vLLM's with {g['max_seqs']} sequences, {g['max_batched_tokens']} "
+            f"tokens, blocks of {g['block_size']} and {g['memory_utilization']:g} of the memory") in _flat(_text())
+    assert g["chunked_prefill"]
+    # "The bundled profiles have no host cost per sequence (`sequence_host_us: 0`)"
+    assert {d.sequence_host_us for d in device_catalog().values()} == {0.0}
+    assert "The bundled profiles have no host cost per sequence (`sequence_host_us: 0`)" in _flat(_text())
+
+
+def test_closed_loops_under_a_second():
+    """"1,000 closed-loop requests take under a second after the one-off count"."""
+    _, out = _output("bench_serving_2core.txt")
+    lines = out[out.index(" clients "):].splitlines()[1:]
+    seconds = [float(l.split()[1]) for l in lines if l.strip()]
+    assert len(seconds) == 4 and max(seconds) < 1
+    assert "so 1,000 closed-loop requests take under a second after the one-off count" in _flat(_text())
