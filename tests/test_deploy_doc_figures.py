@@ -174,3 +174,16 @@ def test_kv_read_and_mla_prefill_arithmetic():
            f"the H100's {h100.memory_bandwidth_gb_per_s / 1e3:.2f} TB/s" in text
     # absorbed prefill: heads x context x (576 + 512) MACs per query-key pair; vLLM's MHA form heads x (192 + 128)
     assert f"counted up to {(576 + 512) / (192 + 128):.1f}x what vLLM computes" in text
+
+
+def test_deepseek_and_kimi_layer_figures():
+    """DeepSeek-V3's and Kimi-K2's configs behind the "identical after a prefix" figures."""
+    ds, kimi = load_config("deepseek-v3"), load_config("kimi-k2")
+    k, layers = ds.first_k_dense_replace, ds.num_hidden_layers
+    text = _text()
+    assert (f"DeepSeek-V3/R1's {k} dense layers before {layers - k} MoE layers, Kimi-K2's "
+            f"{kimi.first_k_dense_replace})") in text
+    assert f"Its step chains are counted with {k + 2} and {k + 3} layers" in text
+    assert f"at full depth ({layers} layers, {ds.n_routed_experts} experts)" in text
+    assert f"a single DeepSeek-style decode sequence reads {ds.num_experts_per_tok} of {ds.n_routed_experts} experts" \
+        in text

@@ -213,3 +213,9 @@ def test_closed_loops_under_a_second():
     seconds = [float(l.split()[1]) for l in lines if l.strip()]
     assert len(seconds) == 4 and max(seconds) < 1
     assert "so 1,000 closed-loop requests take under a second after the one-off count" in _flat(_text())
+
+
+def test_sim2real_run_count():
+    runs = read_rows("sim2real.csv")
+    assert "plus TensorRT-LLM's published offline throughput rows (scripts/data/published_serving.csv) and " \
+           f"{len(runs)} vLLM runs under open-loop load" in _flat(doc_section(DOC, "Validation"))
