@@ -50,8 +50,8 @@ def test_plan_figures_are_the_plans():
     text = _text()
     assert plan_parser().parse_args(command.split()[2:]).num_requests == 200     # "(200 requests; ..."
     assert f"`plan {command.removeprefix('dispatchprof plan ')}`" in text
-    assert (f"(200 requests; {layouts} layouts simulated, the others left out as not servable) takes {user + system:.0f} s of "
-            f"CPU time ({user:.1f} s user + {system:.1f} s system, one process)") in text
+    assert (f"(200 requests; {layouts} layouts simulated, the others left out as not servable) takes "
+            f"{user + system:.0f} s of CPU time ({user:.1f} s user + {system:.1f} s system, one process)") in text
     assert f"that was {int(minutes)} min {float(seconds):.0f} s of wall time" in text
     assert f"It picks {pick[0]} x tp {pick[1]} (TTFT {ttft} ms, TPOT {tpot} ms;" in text
 

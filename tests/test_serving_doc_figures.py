@@ -147,7 +147,8 @@ def test_engines_table_is_the_presets():
     vllm, sglang, trt = (latest[e]["H100-SXM"] for e in ("vllm", "sglang", "trtllm"))
     policy = {"mixed": "(`mixed`)", "prefill_first": "(`prefill_first`)"}
     row = table_line(text, "step")
-    assert row[1].endswith(policy[vllm.policy]) and row[2].endswith(policy[sglang.policy]) and row[3] == f"`{trt.policy}`"
+    assert row[1].endswith(policy[vllm.policy]) and row[2].endswith(policy[sglang.policy])
+    assert row[3] == f"`{trt.policy}`"
     # max sequences and tokens per step: vLLM by memory (>= 70 GiB, not A100), the others fixed
     big, small = latest["vllm"]["H100-SXM"], latest["vllm"]["L40S"]
     assert latest["vllm"]["A100-80GB"].max_seqs == small.max_seqs
