@@ -45,7 +45,7 @@ def test_sequence_host_tpot_is_the_scripts():
     _, out = _output("serving_sequence_host.txt")
     rows = {float(us): ms for us, _, ms in re.findall(r"^\s*([\d.]+)\s+([\d.]+)ms\s+([\d.]+)ms$", out, re.M)}
     assert set(rows) == set(ssh.SEQUENCE_HOST_US) == {0.0, 40.0}
-    quoted = (f"300 µs launch, Llama-3.1-8B at 50 req/s (256 + 256 tokens, 500 requests) has TPOT p50 "
+    quoted = (f"graph launch set to 300 µs, Llama-3.1-8B at 50 req/s (256 + 256 tokens, 500 requests) has TPOT p50 "
               f"{rows[0.0]} ms at 0 µs and {rows[40.0]} ms at 40 µs per sequence")
     assert quoted in _flat(_text())
     # the script's traffic is the one quoted
