@@ -187,3 +187,19 @@ def test_deepseek_and_kimi_layer_figures():
     assert f"at full depth ({layers} layers, {ds.n_routed_experts} experts)" in text
     assert f"a single DeepSeek-style decode sequence reads {ds.num_experts_per_tok} of {ds.n_routed_experts} experts" \
         in text
+
+
+def test_deepseek_v3_serve_refusal_is_the_runs():
+    command, out = _output("serve_deepseek_v3_h200.txt")
+    weights, capacity, share = re.search(r"^dispatchprof: error: the weights \(([\d.]+) GB\) leave no memory for the "
+                                         r"KV cache on H200 \(([\d.]+) GB x ([\d.]+)\)$", out, re.M).groups()
+    user = float(re.search(r"User time \(seconds\): ([\d.]+)", out).group(1))
+    system = float(re.search(r"System time \(seconds\): ([\d.]+)", out).group(1))
+    minutes, seconds = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\d+):([\d.]+)", out).groups()
+    assert "Exit status: 2" in out
+    text = _text()
+    assert (f"The full-size `{command.removeprefix('dispatchprof ')}` counts its chains and stops after "
+            f"{user + system:.0f} s of CPU time ({user:.1f} s user + {system:.1f} s system; {int(minutes)} min "
+            f"{float(seconds):.0f} s of wall time") in text
+    assert (f"the weights ({weights} GB in bf16) leave no memory for the KV cache on H200 "
+            f"({float(capacity):g} GB x {share})") in text
