@@ -118,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from tabulate import tabulate
 
+    import torchvision_absent
+    torchvision_absent.install()        # calflops imports transformers -> timm -> torchvision (a CUDA build here)
+
     warnings.simplefilter("ignore")
     rows = []
     for name, build in models().items():
