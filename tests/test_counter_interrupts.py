@@ -3,8 +3,6 @@ recursion limit or flex switch behind (dispatchprof.count.counter, dispatchprof.
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 
 import pytest
@@ -14,8 +12,7 @@ from torch.nn.modules import module as torch_module
 from torch.optim import optimizer as torch_optimizer
 
 from dispatchprof import OpCounter
-from dispatchprof.count import counter, interrupts
-from dispatchprof.count.interrupts import interrupts_deferred
+from dispatchprof.count import counter
 from tests.conftest import mlp
 
 
@@ -87,17 +84,3 @@ def test_an_interrupt_at_any_step_of_exit_still_removes_everything(monkeypatch, 
     assert c.total().macs == 75_776                      # the counts so far stay readable
 
 
-def test_sigint_inside_a_deferred_block_arrives_after_it():
-    # Ctrl-C's handler as in a terminal: a test run started in the background by a shell without
-    # job control inherits SIGINT ignored
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    steps = []
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with interrupts_deferred():
-                os.kill(os.getpid(), signal.SIGINT)
-                steps.append("after the signal")             # the block runs to its end
-        assert steps == ["after the signal"] and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert interrupts.SIGNALS == (signal.SIGINT, signal.SIGTERM)
