@@ -253,8 +253,7 @@ def main() -> int:
     if bad:
         print(f"rows whose split does not follow the rule: {bad}", file=sys.stderr)
         return 1
-    if args.only:
-        rows = [r for r in rows if r["source"] == args.only]
+    rows = of_source(ap, rows, args.only)
     sims = Steps(args.cache)
     by_count = sorted(rows, key=lambda r: (r["model"], int(r["micro_batch"]), int(r["seq_len"])))  # count each once
     if args.fit:
@@ -292,9 +291,26 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def of_source(ap: argparse.ArgumentParser, rows: list[dict], only: str | None) -> list[dict]:
+    """The rows of source ``only`` (all rows for None); an unknown source is a usage error naming
+    the known ones."""
+    if only is None:
+        return rows
+    sources = sorted({r["source"] for r in rows})
+    if only not in sources:
+        ap.error(f"--only {only!r}: no rows of that source; the sources are {', '.join(sources)}")
+    return [r for r in rows if r["source"] == only]
+
+
+def run_timed(main_fn) -> None:
+    """A validation script's entry: torch's warnings off, ``main_fn()``'s status as the exit code,
+    and its wall seconds on stderr."""
     warnings.simplefilter("ignore")
     t0 = time.time()
-    status = main()
+    status = main_fn()
     print(f"\n{time.time() - t0:.0f} s", file=sys.stderr)
     sys.exit(status)
+
+
+if __name__ == "__main__":
+    run_timed(main)

@@ -19,8 +19,6 @@ import argparse
 import csv
 import statistics
 import sys
-import time
-import warnings
 from pathlib import Path
 
 import torch
@@ -29,7 +27,7 @@ from dispatchprof.llm.models import build_model
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import profile_training
 from dispatchprof.train.count import count_model, time_model
-from validate_training import layout_of, split_of
+from validate_training import layout_of, of_source, run_timed, split_of
 
 DATA = Path(__file__).parent / "data" / "published_training_memory.csv"
 READINGS = ("max_reserved", "max_allocated")
@@ -62,8 +60,7 @@ def main() -> int:
     if bad:
         print(f"rows whose split does not follow the rule: {bad}", file=sys.stderr)
         return 1
-    if args.only:
-        rows = [r for r in rows if r["source"] == args.only]
+    rows = of_source(ap, rows, args.only)
     counted: dict = {}
     out = []
     print(f"{'id':<46} {'reading':<13} {'published':>9} {'predicted':>9} {'error':>7}  "
@@ -84,8 +81,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    warnings.simplefilter("ignore")
-    t0 = time.time()
-    status = main()
-    print(f"\n{time.time() - t0:.0f} s", file=sys.stderr)
-    sys.exit(status)
+    run_timed(main)
