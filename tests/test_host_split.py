@@ -10,12 +10,13 @@ import warnings
 import pytest
 import torch
 import transformers as tf
+import yaml
 
 from dispatchprof import OpCounter
 from dispatchprof.results.hosttime import host_totals
 from dispatchprof.results.records import OpRecord
 from dispatchprof.sim.catalog import load_device
-from dispatchprof.sim.hostprofile import HostProfileError, default_host, load_host, read_hosts
+from dispatchprof.sim.hostprofile import HostProfileError, bundled_file, default_host, load_host, read_hosts
 from dispatchprof.sim.timing import eager_host_us
 from op_formulas.cost import Cost
 
@@ -41,8 +42,6 @@ def test_eager_host_time_by_hand():
     h100 = bare.with_host(default_host("H100-SXM"))             # --host auto
     host = h100.host_profile()
     assert host.name == "dgx-h100"
-    import yaml
-    from dispatchprof.sim.hostprofile import bundled_file
     anchor = yaml.safe_load(open(bundled_file()))["anchor"]["python_loop_ns"]
     assert host.python_loop_ns == pytest.approx(anchor * 1249 / 1257)
     assert eager_host_us(record(1000, 3), h100) == pytest.approx(1000 * anchor * 1249 / 1257 / 1000 + 2 * 0.5 + 3 + 4)
@@ -103,6 +102,25 @@ def test_bad_host_profiles_are_one_line_errors(tmp_path):
     bad.write_text(bad.read_text().replace("python_loop_ns: 60, ", ""))
     with pytest.raises(HostProfileError, match=r"host 'slow': single_thread_score \(or python_loop_ns\) is missing$"):
         load_host(str(bad))
+
+
+def test_a_host_file_of_ones_own_needs_only_its_hosts(tmp_path):
+    """Without 'anchor' a user's host file takes the bundled one; its 'defaults' add to the bundled."""
+    bundled = yaml.safe_load(open(bundled_file()))
+    a, d = bundled["anchor"], bundled["defaults"]
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("defaults: {launch_us: 6.5}\nhosts:\n  - {name: desk, cpu: my workstation, single_thread_score: 1500}\n")
+    host = load_host(str(mine))
+    assert host.python_loop_ns == pytest.approx(a["python_loop_ns"] * a["single_thread_score"] / 1500)
+    assert (host.dispatch_us, host.view_us, host.graph_launch_us) == (d["dispatch_us"], d["view_us"],
+                                                                      d["graph_launch_us"])
+    assert host.launch_us == 6.5
+    mine.write_text("anchor: {single_thread_score: 1000, python_loop_ns: 30}\n" + mine.read_text())
+    assert load_host(str(mine)).python_loop_ns == pytest.approx(30 * 1000 / 1500)      # its own anchor
+    bundled_copy = tmp_path / "copy.yaml"
+    bundled_copy.write_text("hosts:\n  - {name: x, cpu: y, single_thread_score: 1000}\n")
+    with pytest.raises(HostProfileError, match=r"copy.yaml: 'anchor' .* is missing$"):
+        read_hosts(bundled_copy, inherit=False)           # the bundled file itself must state it
 
 
 def test_cli_unknown_host_exits_2(capsys):

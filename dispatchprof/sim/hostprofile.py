@@ -25,8 +25,11 @@ calibration-loop iterations (``OpRecord.host_loops``):
               + ((host_calls(r) - 1) * view_us + dispatch_us) * 1e-6      (dispatch: the views before r, r)
               + launch_us * 1e-6                                          (launch: every eager record is a kernel)
 
-Loading is strict: an unknown or missing key, a wrong type or a non-positive speed raises
-`HostProfileError` naming the file, the host and the field; an unknown name lists the known ones.
+A host file of one's own (``--host FILE``) may hold its hosts alone: without ``anchor`` it takes the
+bundled file's (the speed scale every score is read against), and its ``defaults`` add to the bundled
+ones (dispatch_us, view_us, launch_us, graph_launch_us). Loading is strict: an unknown or missing
+key, a wrong type or a non-positive speed raises `HostProfileError` naming the file, the host and
+the field; an unknown name lists the known ones.
 """
 
 from __future__ import annotations
@@ -92,24 +95,37 @@ def bundled_file() -> Path:
     return Path(str(resources.files("dispatchprof.device_profiles").joinpath("hosts", "hosts.yaml")))
 
 
-def read_hosts(path: str | os.PathLike) -> dict[str, HostProfile]:
-    """Every host of one YAML file, by name (strict: see the module docstring)."""
+def _file_data(path: str | os.PathLike) -> dict:
+    """The top-level mapping of a host profile file (its keys checked)."""
     where = os.fspath(path)
     try:
         data = yaml.safe_load(read_text(path, "device profile", HostProfileError))
     except yaml.YAMLError as e:
         raise HostProfileError(f"{where}: not valid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict):
-        raise HostProfileError(f"{where}: a host profile file is a mapping with 'anchor' and 'hosts'")
+        raise HostProfileError(f"{where}: a host profile file is a mapping with 'hosts' (and optionally "
+                               f"'anchor', 'defaults', 'source')")
     unknown = set(data) - {"source", "anchor", "defaults", "hosts"}
     if unknown:
         raise HostProfileError(f"{where}: unknown key {sorted(unknown)[0]!r}; allowed: source, anchor, defaults, hosts")
-    anchor = data.get("anchor")
+    return data
+
+
+def read_hosts(path: str | os.PathLike, inherit: bool = True) -> dict[str, HostProfile]:
+    """Every host of one YAML file, by name (strict: see the module docstring). ``inherit``: a
+    missing ``anchor`` is the bundled file's and ``defaults`` add to the bundled ones (False for
+    the bundled file itself, which must state both)."""
+    where = os.fspath(path)
+    data = _file_data(path)
+    base = _file_data(bundled_file()) if inherit else {}
+    anchor = data.get("anchor", base.get("anchor"))
     if not isinstance(anchor, dict):
         raise HostProfileError(f"{where}: 'anchor' (single_thread_score, python_loop_ns) is missing")
     a_score = _positive(anchor.get("single_thread_score"), where, "anchor", "single_thread_score")
     a_loop = _positive(anchor.get("python_loop_ns"), where, "anchor", "python_loop_ns")
-    defaults = data.get("defaults") or {}
+    own = data.get("defaults") or {}
+    inherited = base.get("defaults") or {}
+    defaults = {**inherited, **own, "sources": {**inherited.get("sources", {}), **own.get("sources", {})}}
     hosts = data.get("hosts")
     if not isinstance(hosts, list) or not hosts:
         raise HostProfileError(f"{where}: 'hosts' must be a non-empty list of hosts")
@@ -160,7 +176,7 @@ def hosts() -> dict[str, HostProfile]:
     """The bundled hosts by name (read once)."""
     global _CACHE
     if _CACHE is None:
-        _CACHE = read_hosts(bundled_file())
+        _CACHE = read_hosts(bundled_file(), inherit=False)
     return _CACHE
 
 
