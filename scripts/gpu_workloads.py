@@ -104,6 +104,23 @@ def generate_times(model, batch: int, prompt: int, new: int, dev, **kwargs) -> t
     return stamps[0] - t0, statistics.median(b - a for a, b in zip(stamps, stamps[1:]))
 
 
+def step_times(step, dev, steps: int, warm: int = 3) -> tuple[float, float]:
+    """(median wall, median host) seconds of ``step()`` over ``steps`` calls after ``warm`` more: the
+    wall time synchronised, the host time until ``step`` returns (the GPU not waited for)."""
+    walls, hosts = [], []
+    for i in range(steps + warm):
+        sync(dev)
+        t = time.perf_counter()
+        step()
+        h = time.perf_counter()
+        sync(dev)
+        w = time.perf_counter()
+        if i >= warm:
+            walls.append(w - t)
+            hosts.append(h - t)
+    return statistics.median(walls), statistics.median(hosts)
+
+
 def bare_decode(model, batch: int, prompt: int, dev, steps: int) -> tuple[float, float]:
     """(median wall, median host) seconds of one decode forward after a ``prompt`` prefill."""
     import torch
@@ -111,21 +128,36 @@ def bare_decode(model, batch: int, prompt: int, dev, steps: int) -> tuple[float,
     ids = prompt_ids(model, batch, prompt, dev)
     with torch.no_grad():
         out = model(ids, use_cache=True)
-        cache = out.past_key_values
+        state = {"cache": out.past_key_values}
         nxt = out.logits[:, -1:].argmax(-1)
-        walls, hosts = [], []
-        for i in range(steps + 3):
-            sync(dev)
-            t = time.perf_counter()
-            out = model(nxt, past_key_values=cache, use_cache=True)
-            h = time.perf_counter()
-            sync(dev)
-            w = time.perf_counter()
-            cache = out.past_key_values
-            if i >= 3:
-                walls.append(w - t)
-                hosts.append(h - t)
-    return statistics.median(walls), statistics.median(hosts)
+
+        def step():
+            state["cache"] = model(nxt, past_key_values=state["cache"], use_cache=True).past_key_values
+        return step_times(step, dev, steps)
+
+
+def lean_decode(model, prompt: int, dev, steps: int, step=None) -> tuple[float, float]:
+    """(median wall, median host) seconds of one lean-model decode step (``step(ids, pos)``, the
+    model itself by default) after a ``prompt``-token prefill into its static cache."""
+    import torch
+
+    forward = model if step is None else step
+    ids = _lean_ids(model, prompt, dev)
+    with torch.no_grad():
+        state = {"next": model(ids, torch.arange(prompt, device=dev))[:, -1:].argmax(-1), "pos": prompt}
+
+        def one():
+            pos = torch.tensor([state["pos"]], device=dev)
+            state["next"] = forward(state["next"], pos)[:, -1:].argmax(-1)
+            state["pos"] += 1
+        return step_times(one, dev, steps)
+
+
+def _lean_ids(model, prompt: int, dev):
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    return torch.randint(10, min(model.output.out_features, 30000), (1, prompt), generator=g).to(dev)
 
 
 def free(dev) -> None:

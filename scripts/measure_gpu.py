@@ -43,8 +43,8 @@ import statistics
 import sys
 import time
 
-from gpu_workloads import (bare_decode, build, decode_busy, device_of, free, generate_times, hf_config, prompt_ids,
-                           sync, timed)
+from gpu_workloads import (bare_decode, build, decode_busy, device_of, free, generate_times, hf_config, lean_decode,
+                           prompt_ids, sync, timed)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIELDS = ("section", "model", "runtime", "batch", "prompt_len", "new_tokens", "metric", "value", "unit", "detail")
@@ -334,38 +334,6 @@ def section_genprof(args, rows: Rows) -> None:
     with open(os.path.join(os.path.dirname(rows.path), "genprof.txt"), "w") as f:
         f.write(out.getvalue())
     rows.add(name, "eager", 1, PROMPT, 16, "tpot_s_cprofiled", tpot, "s", f"under cProfile; bare decode {wall * 1e3:.1f} ms")
-
-
-def lean_decode(model, prompt: int, dev, steps: int, step=None) -> tuple[float, float]:
-    """(median wall, median host) seconds of one lean-model decode step (``step(ids, pos)``, the
-    model itself by default) after a ``prompt``-token prefill into its static cache."""
-    import torch
-
-    step = model if step is None else step
-    ids = _lean_ids(model, prompt, dev)
-    with torch.no_grad():
-        nxt = model(ids, torch.arange(prompt, device=dev))[:, -1:].argmax(-1)
-        walls, hosts = [], []
-        for i in range(steps + 3):
-            pos = torch.tensor([prompt + i], device=dev)
-            sync(dev)
-            t = time.perf_counter()
-            out = step(nxt, pos)
-            h = time.perf_counter()
-            sync(dev)
-            w = time.perf_counter()
-            nxt = out[:, -1:].argmax(-1)
-            if i >= 3:
-                walls.append(w - t)
-                hosts.append(h - t)
-    return statistics.median(walls), statistics.median(hosts)
-
-
-def _lean_ids(model, prompt: int, dev):
-    import torch
-
-    g = torch.Generator().manual_seed(1)
-    return torch.randint(10, min(model.output.out_features, 30000), (1, prompt), generator=g).to(dev)
 
 
 def section_lean(args, rows: Rows) -> None:

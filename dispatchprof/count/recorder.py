@@ -15,12 +15,10 @@ from torch import nn
 from dispatchprof.count.hostclock import HostClock
 from dispatchprof.count.hostmemo import host_memo_of
 from dispatchprof.count.ledger import TensorLedger, storage_key
-from dispatchprof.count.shared_reads import read_once
 from dispatchprof.count.tensors import (dtype_name, first_kind, iter_tensors, moved_onto_meta, output_tensors,
                                        stored_bytes, to_meta)
 from dispatchprof.count.tracker import Frame, ModuleTracker
-from dispatchprof.count.traffic import (EVERYTHING, Existing, bytes_read, bytes_written, input_keys, is_parameter,
-                                       parameter_share)
+from dispatchprof.count.traffic import EVERYTHING, Existing, bytes_read, bytes_written, input_keys, parameter_share
 from dispatchprof.count.stand_ins import runner
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import UNRECORDED, OpRecord, Scope, UnknownOp
@@ -203,8 +201,6 @@ class Recorder:
         total, sources, param_bytes, param_elements, keys, first = bytes_read(info, args, kwargs, self.tracker.resident,
                                                                                 self.ledger.producer_of,
                                                                                 self.ledger.host_identity)
-        if info.attention:
-            total, sources = _attention_reads(args, kwargs, total, sources, self.tracker.resident)
         if info.gathers is not None and cost.bytes_read is not None and info.gathers < len(args):
             param_bytes, param_elements = parameter_share(total, param_bytes, param_elements, cost.bytes_read,
                                                           args[info.gathers], self.tracker.resident)
@@ -411,25 +407,6 @@ class OpInfo:
         #: zero-cost and nothing else to check: the mode's short path (`Recorder.count_view`)
         self.view = (self.formula is None and self.zero_cost and not self.decomposable
                      and not self.data_dependent)
-
-
-def _attention_reads(args: tuple, kwargs: dict, total: int, sources: list, resident: set[int]) -> tuple[int, list]:
-    """An attention call's bytes read and sources with inputs that share a storage read once
-    (dispatchprof.count.shared_reads: MLA's key and value are views of one latent); unchanged where
-    every input has its own storage. ``sources`` lists the inputs that are not parameters or
-    buffers (``resident``) in `bytes_read`'s order (arguments, then keyword arguments; attention ops
-    have no write-only ones)."""
-    read = iter_tensors(args) + [t for v in kwargs.values() for t in iter_tensors(v)]
-    if len({storage_key(t) for t in read}) == len(read):     # the usual case: a storage each
-        return total, sources
-    charged = read_once(read)
-    saved = [stored_bytes(t) - c for t, c in zip(read, charged)]
-    if not any(saved):
-        return total, sources
-    own = [(t, cut) for t, cut in zip(read, saved) if storage_key(t) not in resident and not is_parameter(t)]
-    if len(own) != len(sources) or any(s[1] != stored_bytes(t) for s, (t, _) in zip(sources, own)):
-        return total - sum(saved), sources        # (not the order bytes_read gave: entries left whole)
-    return total - sum(saved), [(p, n - cut, key) for (p, n, key), (_, cut) in zip(sources, own)]
 
 
 def _world() -> dict[str, int]:

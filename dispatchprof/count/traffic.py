@@ -14,6 +14,7 @@ from torch import nn
 
 from dispatchprof.count.aliasing import returns_only_mutated
 from dispatchprof.count.ledger import storage_key
+from dispatchprof.count.shared_reads import read_once
 from dispatchprof.count.tensors import iter_tensors, stored_bytes
 from dispatchprof.results.records import HOST
 
@@ -25,7 +26,9 @@ CONTAINERS = (list, tuple, dict)
 def bytes_read(info: Any, args: tuple, kwargs: dict, resident: set[int],
                producer_of: Callable[[int | None], int], host_identity: Callable[[Tensor], int]) -> tuple:
     """The generic read rule and where each read tensor comes from: every tensor input once
-    (stride-0 dims once), except write-only ``out=`` arguments and overwritten targets. One
+    (stride-0 dims once), except write-only ``out=`` arguments and overwritten targets; an attention
+    call's inputs that share a storage (MLA's key and value, views of one latent) read once
+    (`dispatchprof.count.shared_reads`). One
     walk over the arguments; returns (bytes read, sources, parameter bytes, parameter elements,
     the storages that existed before the op, the first tensor of ``args``). ``resident``: the
     storages of parameters and buffers; ``producer_of``: the record that wrote a storage;
@@ -59,8 +62,10 @@ def bytes_read(info: Any, args: tuple, kwargs: dict, resident: set[int],
                 inputs.add(key)
                 if k not in write_only:
                     read.append((t, key))
-    for t, key in read:
-        nbytes = stored_bytes(t)
+    shared = info.attention and len({key for _, key in read}) < len(read)
+    charged = read_once([t for t, _ in read]) if shared else None
+    for i, (t, key) in enumerate(read):
+        nbytes = stored_bytes(t) if charged is None else charged[i]
         total += nbytes
         if key in resident or is_parameter(t):
             param_bytes += nbytes

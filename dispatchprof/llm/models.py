@@ -7,8 +7,8 @@ processes exactly T*k/E of the T*k token-expert pairs (the first T*k mod E exper
 so counting needs no routing values, which fake tensors do not have.
 
 Multi-head latent attention (configs with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2) is swapped
-for ``dispatchprof.llm.mla.AbsorbedMLA`` over the same weights: latent-only cache, absorbed
-decode, expanded prefill, as serving engines run it.
+for ``dispatchprof.llm.mla.AbsorbedMLA`` over the same weights: latent-only cache and the
+absorbed form engines decode with, prefill included (its module docstring says why).
 """
 
 from __future__ import annotations
