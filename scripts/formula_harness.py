@@ -36,9 +36,8 @@ UNCOVERED_REASON = ("no generator yet (most need structured arguments: indices, 
                     "weights); counted by its formula, not yet property-checked")
 
 
-#: Ops torch runs only on CUDA or ROCm in place of a CPU kernel (op_formulas/norm.py, rnn.py).
-VENDOR_KERNELS = frozenset({"aten.cudnn_batch_norm", "aten.cudnn_batch_norm_backward", "aten.miopen_batch_norm",
-                            "aten.miopen_batch_norm_backward", "aten._cudnn_rnn", "aten._cudnn_rnn_backward"})
+#: Name prefixes of the ops torch runs only on CUDA or ROCm in place of a CPU kernel (cuDNN, MIOpen).
+VENDOR_PREFIXES = ("aten.cudnn_", "aten._cudnn_", "aten.miopen_")
 
 
 def reason_for(packet: Any, covered: set[str]) -> str:
@@ -55,7 +54,7 @@ def reason_for(packet: Any, covered: set[str]) -> str:
         return "CompositeImplicit: torch decomposes it before any dispatch mode sees it (or OpCounter does)"
     if name.endswith("_") and name[:-1] in covered:
         return f"in-place twin of {name[:-1]}: the same registered formula, checked there"
-    if name in VENDOR_KERNELS:
+    if name.startswith(VENDOR_PREFIXES):
         return ("cuDNN or MIOpen kernel (CUDA, ROCm): no CPU kernel; tests/test_cuda_library_kernels.py checks it "
                 "against the CPU's ops of the same module")
     if "backward" in name:
