@@ -32,12 +32,18 @@ class _Storage:
     producer: int      # record index that last wrote it, or UNRECORDED
 
 
+def _storage_of(t: torch.Tensor) -> torch.UntypedStorage | None:
+    """``t``'s storage, or None where it has none (sparse, nested)."""
+    try:
+        return t.untyped_storage()
+    except (RuntimeError, NotImplementedError):
+        return None
+
+
 def storage_key(t: torch.Tensor) -> int | None:
     """Identity of a tensor's storage (views share it); None for layouts without one."""
-    try:
-        return t.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):   # sparse, nested
-        return None
+    storage = _storage_of(t)
+    return None if storage is None else storage._cdata
 
 
 @dataclass
@@ -59,24 +65,19 @@ class TensorLedger:
         counts as allocated at ``op_index`` unless its key is in ``not_new`` (the op's inputs,
         parameters: a view or an in-place write of a tensor that existed before, which is not
         followed)."""
-        try:
-            storage = t.untyped_storage()
-        except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
+        storage = _storage_of(t)
+        if storage is None:
             return
         key = storage._cdata
         entry = self._storages.get(key)
         if entry is None:
             if key in not_new:
                 return
-            entry = self._storages[key] = _Storage(storage.nbytes(), op_index, producer)
+            entry = self._follow(storage, key, _Storage(storage.nbytes(), op_index, producer))
             self.live_bytes += entry.nbytes
             self.produced_elements += t.numel()
             if self.live_bytes > self.peak_bytes:
                 self.peak_bytes = self.live_bytes
-            # released when the storage dies (a cheaper weakref.finalize: the ledger keeps the
-            # reference alive until it is closed)
-            ref = weakref.ref(storage, self._on_death)
-            self._refs[id(ref)] = (ref, key)
         elif producer != UNRECORDED:
             entry.producer = producer       # an in-place write moves the tensor to its writer
 
@@ -86,18 +87,22 @@ class TensorLedger:
         record stands for): a later op reading it finds its producer, not the host. Its bytes are
         not added to the live bytes (the fused call's own buffers are not counted, whatever backend
         ran it), and a storage already followed only changes its producer."""
-        try:
-            storage = t.untyped_storage()
-        except (RuntimeError, NotImplementedError):   # sparse, nested: no storage
+        storage = _storage_of(t)
+        if storage is None:
             return
-        key = storage._cdata
-        entry = self._storages.get(key)
+        entry = self._storages.get(storage._cdata)
         if entry is not None:
             entry.producer = producer
-            return
-        self._storages[key] = _Storage(0, -1, producer)
+        else:
+            self._follow(storage, storage._cdata, _Storage(0, -1, producer))
+
+    def _follow(self, storage: torch.UntypedStorage, key: int, entry: _Storage) -> _Storage:
+        """Enter ``entry`` for ``storage`` (key ``key``), released when the storage dies (a
+        cheaper weakref.finalize: the ledger keeps the reference alive until it is closed)."""
+        self._storages[key] = entry
         ref = weakref.ref(storage, self._on_death)
         self._refs[id(ref)] = (ref, key)
+        return entry
 
     def _on_death(self, ref: weakref.ref) -> None:
         held = self._refs.pop(id(ref), None)
