@@ -152,7 +152,7 @@ def test_kernels_on_a_lent_h100():
     held, ours, peer = _line("Kernels on a lent H100")
     prefill, decode = _lent("prefill", "eager"), _lent("decode", "compiled")
     rows = read_rows("h100_lent_predictions.csv")
-    assert held == f"{len({r['id'] for r in rows})} (none fitted)" and {r["split"] for r in rows} == {"all"}
+    assert held == f"{len({r['id'] for r in rows})} (no split)" and {r["split"] for r in rows} == {"all"}
     assert ours == (f"prefill {pct(median_abs_error(prefill))} (eager), decode kernels "
                     f"{pct(median_abs_error(decode))} (compiled)") and peer == "-"
     # the section: "every row is predicted short", "-44% at 64 x 2,048 for Llama-3.1-8B"
