@@ -1,4 +1,4 @@
-"""docs/accuracy.md's lent-H100 table is what `scripts/compare_lent_gpu.py --errors` wrote
+"""docs/simulator.md's lent-H100 table is what `scripts/compare_lent_gpu.py --errors` wrote
 (scripts/data/h100_lent_predictions.csv): every row's measured and predicted milliseconds and its
 error, recomputed from the CSV."""
 
@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from tests.accuracy_docs import doc_section, read_rows
 
-SECTION = "Prefill and decode kernels on a lent H100"
+SECTION = "Kernels on a lent H100"
 
 
 def _table() -> list[list[str]]:
-    lines = [l for l in doc_section("docs/accuracy.md", SECTION).splitlines() if l.startswith("| llama")]
+    lines = [l for l in doc_section("docs/simulator.md", SECTION).splitlines() if l.startswith("| llama")]
     return [[c.strip() for c in l.strip("|").split("|")] for l in lines]
 
 
@@ -39,7 +39,7 @@ def test_every_row_of_the_table_is_the_csvs():
 
 
 def test_the_prose_quotes_the_512_token_eager_prefills():
-    text = " ".join(doc_section("docs/accuracy.md", SECTION).split())
+    text = " ".join(doc_section("docs/simulator.md", SECTION).split())
     rows = _predictions()
     for model, name in (("llama-3.2-1b", "Llama-3.2-1B"), ("llama-3.1-8b", "Llama-3.1-8B")):
         r = rows[(model, "prefill", 1, 512)]["eager"]

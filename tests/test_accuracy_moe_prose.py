@@ -1,4 +1,4 @@
-"""The prose under docs/accuracy.md's "Mixture of experts with expert parallelism" table agrees with
+"""The prose under docs/deploy.md's "Expert-parallel rows of AIConfigurator's silicon sample" table agrees with
 scripts/data/serving_moe_predictions.csv (the 124 Qwen3-235B TensorRT-LLM rows on H100s, the experts
 spread over all tp GPUs: EP = tp): signed medians of TPOT by layout and client count, the median
 predicted and measured TPOT between 4 and 64 clients, and the 128-client rows' TPOT from 128- to
@@ -10,7 +10,7 @@ import statistics
 
 from tests.accuracy_docs import doc_section, read_rows, signed_error
 
-SECTION = "Mixture of experts with expert parallelism (first rows)"
+SECTION = "Expert-parallel rows of AIConfigurator's silicon sample"
 
 
 def _tpot(**where) -> list[dict]:
@@ -19,7 +19,7 @@ def _tpot(**where) -> list[dict]:
 
 
 def _text() -> str:
-    return " ".join(doc_section("docs/accuracy.md", SECTION).split())
+    return " ".join(doc_section("docs/deploy.md", SECTION).split())
 
 
 def _signed(rows: list[dict]) -> int:

@@ -1,4 +1,4 @@
-"""docs/accuracy.md's "Published single-batch and engine measurements" agrees with the per-row
+"""docs/validation.md's "Published single-batch and engine measurements" agrees with the per-row
 predictions it was made from (scripts/data/published_predictions.csv, written by
 ``scripts/validate_published.py --as-shipped --errors FILE``): the row count, the median |error| of
 each split and of each metric family on the held-out rows, and of every device and runtime over all
@@ -23,7 +23,7 @@ def rows():
 
 @pytest.fixture(scope="module")
 def text():
-    return doc_section("docs/accuracy.md", SECTION)
+    return doc_section("docs/validation.md", SECTION)
 
 
 def test_the_predictions_are_the_data_files_rows(rows):

@@ -1,5 +1,5 @@
-"""Every line of docs/accuracy.md's serving table ("Serving benchmarks under load": held-out and fit,
-by engine, device and source) agrees with the per-row predictions it was made from
+"""Every line of docs/validation.md's serving table ("Serving benchmarks under load": held-out and fit,
+by engine, device and source; docs/accuracy.md quotes its held-out lines) agrees with the per-row predictions it was made from
 (scripts/data/serving_predictions.csv, ``scripts/validate_serving.py --errors FILE``): its row
 counts, dispatchprof's median |error| over the rows it predicts and over the rows both tools
 predict, and AIConfigurator's over the latter, recomputed here. The CSV keeps 4 significant
@@ -14,6 +14,7 @@ import pytest
 
 from tests.accuracy_docs import doc_section, median_abs_error, read_rows, table_rows
 
+DOC = "docs/validation.md"
 SECTION = "Serving benchmarks under load"
 METRICS = {"TTFT mean": "ttft_mean", "TTFT P90": "ttft_p90", "TTFT P99": "ttft_p99", "TPOT mean": "tpot_mean",
            "E2E mean": "e2e_mean", "E2E P90": "e2e_p90", "E2E P99": "e2e_p99", "throughput": "output_tokens_per_s"}
@@ -37,7 +38,7 @@ def _selected(group: str, metric: str) -> list[dict]:
             and (not value or value in (r["engine"], r["device"], _source(r)))]
 
 
-TABLE = table_rows(doc_section("docs/accuracy.md", SECTION))
+TABLE = table_rows(doc_section(DOC, SECTION))
 
 
 def test_the_table_is_found_and_its_groups_name_something():
@@ -75,7 +76,7 @@ def test_every_metric_of_a_split_has_its_line(split):
 
 
 def _text() -> str:
-    return " ".join(doc_section("docs/accuracy.md", SECTION).split())
+    return " ".join(doc_section(DOC, SECTION).split())
 
 
 def test_the_row_counts_of_the_text():

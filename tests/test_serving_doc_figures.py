@@ -109,7 +109,7 @@ def test_bench_serving_sums():
 ])
 def test_vllm_ttft_signed_medians(model, weights, device, quoted):
     """Signed median TTFT error of the held-out vLLM rows of a model, weights and device
-    (scripts/data/serving_predictions.csv, the file docs/accuracy.md's serving table is made from)."""
+    (scripts/data/serving_predictions.csv, the file docs/validation.md's serving table is made from)."""
     errors = [signed_error(r) for r in read_rows("serving_predictions.csv")
               if (r["split"], r["engine"], r["metric"], r["model"], r["weights"], r["device"])
               == ("held-out", "vllm", "ttft_mean", model, weights, device)]
