@@ -66,7 +66,7 @@ def write_errors(path: str, device: str, predictions: list) -> None:
     """One CSV row per (measured row, phase, runtime, predicted s): the shape, the measured metric
     and value and the prediction in seconds (6 significant digits), id MODEL/PHASE/bBATCH/pTOKENS.
     The rows have no fit/held-out split (nothing is fitted on them): ``split`` is "all".
-    tests/test_accuracy_lent_gpu.py recomputes docs/accuracy.md's table from it."""
+    tests/test_accuracy_lent_gpu.py recomputes docs/simulator.md's "Kernels on a lent H100" table from it."""
     import io
 
     from dispatchprof.results.files import write_atomic

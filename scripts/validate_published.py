@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
 def write_errors(path: str, rows: list[dict], values: dict) -> None:
     """Every row's measured and predicted figure (``values``, by row id) in the row's own unit
     (s, tok/s or J/token), with its split, group columns and metric family (`FAMILIES`): the
-    per-row predictions docs/accuracy.md's published-rows section is computed from (6 significant
+    per-row predictions docs/validation.md's published-rows section is computed from (6 significant
     digits; tests/test_accuracy_published.py recomputes the section from them)."""
     import io
 
