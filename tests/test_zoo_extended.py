@@ -16,7 +16,7 @@ def test_extended_zoo_has_no_unknown_ops(name, kind):
 
 def test_every_zoo_name_builds_an_entry():
     assert set(zoo.ALL_NAMES) == (set(zoo.ZOO_NAMES) | set(zoo.EXTENDED_NAMES) | set(zoo.FAMILIES_2026)
-                                  | set(zoo.EXTRA_NAMES))
+                                  | set(zoo.MORE_NAMES) | set(zoo.EXTRA_NAMES))
     assert set(zoo._entries()) == set(zoo.ALL_NAMES)
     with pytest.raises(KeyError, match="unknown zoo model 'nope'; known: llama"):
         zoo.entry("nope")
