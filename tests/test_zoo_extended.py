@@ -43,6 +43,9 @@ def test_detr_trains_and_clip_runs_on_meta(name, kind):
     ("detr", "fake", "isfinite"),                   # each training encoder layer tests isfinite().all()
     ("qwen2-vl", "meta", "grid_thw.tolist()"),      # vision position ids from the image grid's values
     ("blip2", "meta", "masking_utils"),             # the Q-Former's bidirectional-mask shortcut calls .all()
+    ("deberta-v2", "meta", "pad_token_id in input_ids"),    # transformers' padding warning reads ids
+    ("encodec", "meta", "max(padding_left, padding_right)"),  # padding from tensor values
+    ("deformable-detr", "fake", "isfinite"),        # as DETR: each training encoder layer
 ])
 def test_the_zoo_error_cells_fail_without_the_counter(name, kind, where):
     # docs/zoo.md: these cells are transformers reading tensor values, not the counter
