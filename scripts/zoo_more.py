@@ -6,7 +6,8 @@ the other zoo files do not build. Tiny transformers configs, each with a trainin
 - Swin-v2 (scaled cosine window attention, continuous position bias), classification;
 - EnCodec (the audio codec: convolutions, an LSTM, residual vector quantization), reconstruction;
 - Deformable-DETR (multi-scale deformable attention: grid_sample), its decoder output;
-- Llama under ``torch.autocast("cpu", dtype=torch.bfloat16)``, as mixed-precision training runs it.
+- Llama under ``torch.autocast("cpu", dtype=torch.bfloat16)``, as mixed-precision training runs it;
+- Whisper's ``generate`` (greedy, 4 new tokens), then a training step on the tokens it generated.
 """
 
 from __future__ import annotations
@@ -90,6 +91,23 @@ class AutocastLlama(nn.Module):
             return self.model(**inputs)
 
 
+class WhisperGenerate(nn.Module):
+    """The zoo's tiny Whisper: ``generate`` (greedy, 4 new tokens), then the loss of a forward on
+    the generated tokens as labels, so one step runs the generation loop and a backward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import transformers as tf
+
+        import zoo
+        self.model = tf.WhisperForConditionalGeneration(tf.WhisperConfig(
+            **zoo._seq2seq(num_mel_bins=16, max_source_positions=16, max_target_positions=32)))
+
+    def forward(self, input_features: torch.Tensor) -> Any:
+        ids = self.model.generate(input_features, max_new_tokens=4, do_sample=False)   # (B, 1 + 4)
+        return self.model(input_features=input_features, labels=ids)
+
+
 def entries(entry_cls: type) -> dict[str, Any]:
     """These models as ``entry_cls(name, build, inputs, loss)`` (scripts/zoo.py's Entry)."""
     loss = lambda out: out.loss                                               # noqa: E731
@@ -106,7 +124,10 @@ def entries(entry_cls: type) -> dict[str, Any]:
         "deformable-detr": entry_cls("deformable-detr", _deformable_detr,
                                      lambda: {"pixel_values": torch.randn(BATCH, 3, 64, 64)}, hidden),
         "llama-autocast": entry_cls("llama-autocast", AutocastLlama, _lm, loss),
+        "whisper-generate": entry_cls("whisper-generate", WhisperGenerate,
+                                      lambda: {"input_features": torch.randn(BATCH, 16, 32)}, loss),
     }
 
 
-NAMES = ("funnel", "deberta-v2", "reformer", "swinv2", "encodec", "deformable-detr", "llama-autocast")
+NAMES = ("funnel", "deberta-v2", "reformer", "swinv2", "encodec", "deformable-detr", "llama-autocast",
+         "whisper-generate")

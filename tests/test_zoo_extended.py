@@ -46,6 +46,7 @@ def test_detr_trains_and_clip_runs_on_meta(name, kind):
     ("deberta-v2", "meta", "pad_token_id in input_ids"),    # transformers' padding warning reads ids
     ("encodec", "meta", "max(padding_left, padding_right)"),  # padding from tensor values
     ("deformable-detr", "fake", "isfinite"),        # as DETR: each training encoder layer
+    ("whisper-generate", "fake", "unfinished_sequences.max()"),     # generate's stopping test
 ])
 def test_the_zoo_error_cells_fail_without_the_counter(name, kind, where):
     # docs/zoo.md: these cells are transformers reading tensor values, not the counter
