@@ -17,6 +17,7 @@ from torch import nn
 
 import zoo_2026
 import zoo_extra
+import zoo_more
 
 KINDS = ("real", "meta", "fake")
 BATCH, SEQ, VOCAB = 2, 8, 128
@@ -169,6 +170,7 @@ def _entries() -> dict[str, Entry]:
                       lambda out: out.square().mean())
     e.update(_extended_entries())
     e.update(zoo_2026.entries(Entry))
+    e.update(zoo_more.entries(Entry))
     e.update(zoo_extra.entries(Entry))
     return e
 
@@ -251,9 +253,11 @@ EXTENDED_NAMES = ("convnext", "resnet-hf", "swin", "segformer", "detr", "whisper
                   "gru", "unet", "audio-conv")
 #: Issue #40's families: MoE, state-space and hybrid decoders, vision-language, audio, ... (scripts/zoo_2026.py).
 FAMILIES_2026 = zoo_2026.NAMES
+#: More of #40's models: Funnel, DeBERTa-v2, Reformer, Swin-v2, EnCodec, Deformable-DETR, autocast (scripts/zoo_more.py).
+MORE_NAMES = zoo_more.NAMES
 #: diffusers and timm families, where those libraries import (scripts/zoo_extra.py).
 EXTRA_NAMES = zoo_extra.NAMES
-ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES + FAMILIES_2026 + EXTRA_NAMES
+ALL_NAMES = ZOO_NAMES + EXTENDED_NAMES + FAMILIES_2026 + MORE_NAMES + EXTRA_NAMES
 
 
 def entry(name: str) -> Entry:

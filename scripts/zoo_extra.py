@@ -156,6 +156,7 @@ TIMM_MODELS = {
     "timm-mobilenetv3": ("mobilenetv3_small_050", 32), "timm-resnest": ("resnest14d", 32),
     "timm-coatnet": ("coatnet_nano_rw_224", 64), "timm-maxvit": ("maxvit_nano_rw_256", 64),
     "timm-eva": ("eva02_tiny_patch14_224", 28), "timm-beit": ("beit_base_patch16_224", 32),
+    "timm-sequencer": ("sequencer2d_s", 32),
 }
 
 

@@ -16,7 +16,7 @@ def test_extended_zoo_has_no_unknown_ops(name, kind):
 
 def test_every_zoo_name_builds_an_entry():
     assert set(zoo.ALL_NAMES) == (set(zoo.ZOO_NAMES) | set(zoo.EXTENDED_NAMES) | set(zoo.FAMILIES_2026)
-                                  | set(zoo.EXTRA_NAMES))
+                                  | set(zoo.MORE_NAMES) | set(zoo.EXTRA_NAMES))
     assert set(zoo._entries()) == set(zoo.ALL_NAMES)
     with pytest.raises(KeyError, match="unknown zoo model 'nope'; known: llama"):
         zoo.entry("nope")
@@ -43,6 +43,10 @@ def test_detr_trains_and_clip_runs_on_meta(name, kind):
     ("detr", "fake", "isfinite"),                   # each training encoder layer tests isfinite().all()
     ("qwen2-vl", "meta", "grid_thw.tolist()"),      # vision position ids from the image grid's values
     ("blip2", "meta", "masking_utils"),             # the Q-Former's bidirectional-mask shortcut calls .all()
+    ("deberta-v2", "meta", "pad_token_id in input_ids"),    # transformers' padding warning reads ids
+    ("encodec", "meta", "max(padding_left, padding_right)"),  # padding from tensor values
+    ("deformable-detr", "fake", "isfinite"),        # as DETR: each training encoder layer
+    ("whisper-generate", "fake", "unfinished_sequences.max()"),     # generate's stopping test
 ])
 def test_the_zoo_error_cells_fail_without_the_counter(name, kind, where):
     # docs/zoo.md: these cells are transformers reading tensor values, not the counter

@@ -12,6 +12,7 @@ import gc
 import itertools
 import sys
 import threading
+import warnings
 from typing import Any, Iterator, Literal, get_args
 
 from torch import nn
@@ -26,6 +27,7 @@ from dispatchprof.count.hoststeady import steady_host_times
 from dispatchprof.count.interrupts import interrupts_at_safe_points
 from dispatchprof.count.modes import CountingMode, FusedAttentionMode, eager_flex_attention
 from dispatchprof.count.recorder import Recorder
+from dispatchprof.count.stand_ins import ROUTING_ASSUMPTION, RoutingAssumed, RoutingAssumptionWarning
 from dispatchprof.count.tensors import tensor_kind
 from dispatchprof.report.dataframe import counter_frame
 from dispatchprof.report.html import counter_html
@@ -133,6 +135,7 @@ class OpCounter:
         self._runtime = check_runtime(runtime, "OpCounter(runtime=...)")
         self._tp = check_tp(tp, (), [d for p in self._scenarios.values() for d in p.devices])
         self._step_starts: list[int] = []
+        self._assumed = 0                        # RoutingAssumed.calls on entry
         self._state: Recorder | None = None
         self._profile: Profile | None = None
         self._modes: list[Any] = []
@@ -159,6 +162,7 @@ class OpCounter:
             op_floors, hook_floor = ({}, 0) if self._host_time == "raw" else counter_floors(OpCounter,
                                                                                          _model_kind(self._model))
             clock = HostClock(op_floors.get("real", 0), hook_floor, loop_ns=python_loop_ns(), op_floors=op_floors)
+        self._assumed = RoutingAssumed.calls
         self._signals = contextlib.ExitStack()
         self._signals.enter_context(interrupts_at_safe_points())   # held in here until a safe point
         try:
@@ -188,9 +192,12 @@ class OpCounter:
             state.clock.leave()
 
     def __exit__(self, *exc: Any) -> None:
-        """Undo everything (`_close`), then deliver a signal held meanwhile (count/interrupts)."""
+        """Undo everything (`_close`), then deliver a signal held meanwhile (count/interrupts); warn
+        from the caller's ``with`` line where this count took the MoE routing assumption."""
         with self._signals:
             self._close()
+        if exc[0] is None and RoutingAssumed.calls != self._assumed:
+            warnings.warn(ROUTING_ASSUMPTION, RoutingAssumptionWarning, stacklevel=2)
 
     def _close(self) -> None:
         """Undo every installed step, each even if another raises (the first error is raised after

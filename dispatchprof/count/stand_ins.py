@@ -10,8 +10,8 @@ run the op unchanged, and the count is the op's formula either way, so real = fa
 
 MoE routing is decided by values that fake and meta tensors lack; the grouped product's count
 therefore takes the routing assumption of ``op_formulas.moe`` (balanced top-k: the token-expert
-pairs spread over min(experts, pairs) experts), on every tensor kind. The counter warns once
-per process with `ROUTING_ASSUMPTION` when it runs a grouped product on fake or meta tensors.
+pairs spread over min(experts, pairs) experts), on every tensor kind. OpCounter warns with
+`ROUTING_ASSUMPTION` at the end of each count that ran a grouped product on fake or meta tensors.
 
 ``aten._ctc_loss`` (the CTC loss of Wav2Vec2-style models) has no fake kernel: its ``log_alpha``
 output is [batch, T, 2 * max(target_lengths) + 1], a shape set by the target lengths' values.
@@ -47,7 +47,6 @@ the counter returns those outputs in the CPU's format (`conv_layout_as_cpu`).
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable
 
 import torch
@@ -67,6 +66,15 @@ class RoutingAssumptionWarning(UserWarning):
     """Issued when a count depends on the MoE routing assumption (`ROUTING_ASSUMPTION`)."""
 
 
+class RoutingAssumed:
+    """How many grouped products have run under the routing assumption, in this process. OpCounter
+    reads it on entry and exit and warns once per count that used the assumption, from the user's
+    ``with`` line, so each count's warning has its own call site (Python shows a warning once per
+    call site: warned from here, only a process's first count would show it)."""
+
+    calls = 0
+
+
 def in_format(out: Any, fmt: torch.memory_format, positions: Any) -> Any:
     """``out`` (a tensor, or a tuple whose outputs at ``positions`` are re-laid) in memory format ``fmt``."""
     if isinstance(out, torch.Tensor):
@@ -80,11 +88,11 @@ def _valueless(t: Any) -> bool:
 
 def grouped_mm_in_bf16(call: Callable[..., Any]) -> Callable[..., Any]:
     """``call`` run on bf16 casts of its operands where they have no values (fake or meta), the result
-    cast back to the dtype a real run returns; the routing assumption warned."""
+    cast back to the dtype a real run returns; counted in `RoutingAssumed` (OpCounter warns)."""
     def run(a: torch.Tensor, b: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         if not _valueless(a):
             return call(a, b, *args, **kwargs)
-        warnings.warn(ROUTING_ASSUMPTION, RoutingAssumptionWarning, stacklevel=2)
+        RoutingAssumed.calls += 1
         if a.dtype == torch.bfloat16 and b.dtype == torch.bfloat16:
             return call(a, b, *args, **kwargs)
         out_dtype = kwargs.get("out_dtype") or (args[2] if len(args) > 2 and args[2] is not None else a.dtype)
