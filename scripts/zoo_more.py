@@ -1,4 +1,4 @@
-"""More of issue #40's models, as scripts/zoo.py's entries: the ones its report found unclean that
+"""More model families, as scripts/zoo.py's entries: models found unclean in a broad trial that
 the other zoo files do not build. Tiny transformers configs, each with a training step:
 
 - Funnel (pooling encoder) and DeBERTa-v2 (disentangled relative attention), classification;
