@@ -16,13 +16,15 @@ largest relative difference of its mean TPOT from the generation profile's.
 time to import the library and, for the model's type, the config and modeling modules
 (`import_model_code`; about 1.7 s for Llama, which the first `build_model` of a process would
 otherwise pay inside the wall time: the modules behind transformers' auto classes, hub kernels,
-torch.distributed.tensor).
+torch.distributed.tensor). The last column is the machine's 1-minute load average as the case
+starts and ends (os.getloadavg): on the shared machine the times grow with it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -73,7 +75,8 @@ def measure(model: str, batch: int, prompt: int, new: int, devices: list[str], h
         steps = generation_steps(stream, batch, prompt, new, scenarios_of(devices))
         every = time.perf_counter() - t
         every_diff = max(abs(steps[n].tpot_mean_s / d.tpot_mean_s - 1) for n, d in g.devices.items())
-    return {"import_s": import_s, "seconds": seconds, "fit_s": fit_s, "after_s": after, "every_s": every, "every_diff": every_diff,
+    return {"import_s": import_s, "seconds": seconds, "fit_s": fit_s, "after_s": after, "every_s": every,
+            "every_diff": every_diff,
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "steps_counted": g.steps_counted,
             "tpot_ms": {n: d.tpot_mean_s * 1e3 for n, d in g.devices.items()}}
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.how and how not in args.how:
             continue
         spec = json.dumps([model, batch, prompt, new, list(devices), how])
+        load = os.getloadavg()[0]
         out = subprocess.run([sys.executable, __file__, "--one", spec], check=True, capture_output=True, text=True)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         rows.append([model, how, batch, prompt, new, ", ".join(devices), f"{r['import_s']:.1f}",
@@ -104,9 +108,11 @@ def main(argv: list[str] | None = None) -> int:
                      f"{r['every_s']:.2f} (TPOT {r['every_diff']:.1e})" if how == "stream" else "-",
                      f"{r['rss_mb']:.0f}",
                      f"{r['steps_counted']} of {new - 1}",
-                     ", ".join(f"{n} {v:.2f} ms" for n, v in r["tpot_ms"].items())])
-    print(tabulate(rows, headers=["model", "how", "batch", "prompt", "new tokens", "devices", "import s", "wall s", "fit s",
-                                  "after fit s", "every step s", "peak RSS MB", "decode steps sampled", "mean TPOT"],
+                     ", ".join(f"{n} {v:.2f} ms" for n, v in r["tpot_ms"].items()),
+                     f"{load:.1f}, {os.getloadavg()[0]:.1f}"])
+    print(tabulate(rows, headers=["model", "how", "batch", "prompt", "new tokens", "devices", "import s", "wall s",
+                                  "fit s", "after fit s", "every step s", "peak RSS MB", "decode steps sampled",
+                                  "mean TPOT", "load average (start, end)"],
                    tablefmt="github"))
     return 0
 
