@@ -38,6 +38,21 @@ def test_scope_names_by_layer():
     assert renamed("model.layers.1", "model.layers", 7) == "model.layers.7"
 
 
+def test_moved_and_plain_records_are_replace_by_hand():
+    # every field away from its default, so that a field read into the wrong place shows
+    from dispatchprof.count.layer_repeat import _moved, _plain
+    from dispatchprof.results.records import OpRecord
+    from op_formulas.cost import Cost
+
+    r = OpRecord("aten.mm", "model.layers.1.mlp", "decode", "bf16", Cost(bytes_read=6, bytes_written=4), True,
+                 ((3, 8, 11), (-1, 16, 12)), 16, 8, 2, ((1, 4), (4, 2)), 2.5, 3)
+    moved = _moved(r, "model.layers.9.mlp", ((7, 8, 11),))
+    assert moved == dataclasses.replace(r, scope="model.layers.9.mlp", inputs=((7, 8, 11),))
+    # the same record with other storage ids and host time is the same plain record; other bytes are not
+    assert _plain([r]) == _plain([dataclasses.replace(r, inputs=((3, 8, 99), (-1, 16, 98)), host_loops=0.0)])
+    assert _plain([r]) != _plain([dataclasses.replace(r, inputs=((3, 8, 11), (-1, 17, 12)))])
+
+
 def test_per_layer_values_by_hand():
     # layers 0, 1, 2 of the 3-layer count: 5, 7, 9; layers 0, 1 of the 2-layer count: 4, 6.
     # Layer 0 at depth 5: 5 + 2*(5-4) = 7; layer i >= 1: 7 + (i-1)*(9-7) + 2*(7-6) = 9, 11, 13, 15

@@ -49,6 +49,7 @@ layer first's. ``first`` = 1 is `repeat_layers`.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Sequence
 
 from dispatchprof.results.profile import Profile
@@ -56,6 +57,13 @@ from dispatchprof.results.records import OpRecord, Scope
 
 _SCOPE_INTS = ("calls", "params", "params_bytes", "params_self", "params_self_bytes", "buffers", "buffers_bytes",
                "act", "act_bytes", "cache", "peak_bytes")
+
+
+#: OpRecord's fields in order: `_moved` and `_plain` read them all at once (a full-depth profile
+#: has thousands of records; dataclasses.replace costs twice as much per record).
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(OpRecord))
+_record_values = operator.attrgetter(*_RECORD_FIELDS)
+_SCOPE_AT, _INPUTS_AT, _HOST_LOOPS_AT = (_RECORD_FIELDS.index(f) for f in ("scope", "inputs", "host_loops"))
 
 
 class LayerRepeatError(ValueError):
@@ -216,7 +224,7 @@ def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, f
             raise LayerRepeatError(f"a producer falls in layer {j}, outside 0 .. {layers - 1}")
         return new_index[(src, j)]
 
-    ids = [t for r in records for _, _, t in r.inputs]
+    next_id = 1 + max((t for r in records for _, _, t in r.inputs), default=0)
     fresh: dict[tuple[int, int], int] = {}
     out = []
     for k, t in order:
@@ -229,11 +237,18 @@ def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, f
             elif p >= 0:
                 p = new_index[(p, None)]
             elif j == first and t > first and not _shared(records, where, pos[k], a, tensor, first + 1):
-                tensor = fresh.setdefault((tensor, t), max(ids, default=0) + 1 + len(fresh))
+                tensor = fresh.setdefault((tensor, t), next_id + len(fresh))
             inputs.append((p, b, tensor))
         scope = r.scope if j is None or t == j else renamed(r.scope, container, t)
-        out.append(dataclasses.replace(r, scope=scope, inputs=tuple(inputs)))
+        out.append(_moved(r, scope, tuple(inputs)))
     return out
+
+
+def _moved(r: OpRecord, scope: str, inputs: tuple) -> OpRecord:
+    """``r`` with ``scope`` and ``inputs`` (dataclasses.replace, faster)."""
+    values = list(_record_values(r))
+    values[_SCOPE_AT], values[_INPUTS_AT] = scope, inputs
+    return OpRecord(*values)
 
 
 def _shared(records: Sequence[OpRecord], where: dict, q: int, a: int, tensor: int, after: int = 2) -> bool:
@@ -243,9 +258,16 @@ def _shared(records: Sequence[OpRecord], where: dict, q: int, a: int, tensor: in
     return other is not None and len(records[other].inputs) > a and records[other].inputs[a][2] == tensor
 
 
-def _plain(records: Sequence[OpRecord]) -> list:
-    """Records without what a count measures (host time) or allocates (storage ids)."""
-    return [dataclasses.replace(r, inputs=tuple((p, b) for p, b, _ in r.inputs), host_loops=0.0) for r in records]
+def _plain(records: Sequence[OpRecord]) -> list[tuple]:
+    """Records as tuples of their fields, without what a count measures (host time) or allocates
+    (storage ids)."""
+    out = []
+    for r in records:
+        values = list(_record_values(r))
+        values[_INPUTS_AT] = tuple((p, b) for p, b, _ in r.inputs)
+        values[_HOST_LOOPS_AT] = 0.0
+        out.append(tuple(values))
+    return out
 
 
 def _scopes(shorter: Profile, longer: Profile, container: str, m: int, layers: int, first: int = 1) -> tuple[Scope, ...]:
