@@ -74,7 +74,7 @@ BAD = [
      ["list.yaml", "a device profile is a mapping with keys family, source, defaults, devices"]),
     ("YAML too deep", ["tiny.json", "--device", "deep.yaml"], ["deep.yaml", "nested deeper than 8 levels"]),
     ("YAML unclosed", ["tiny.json", "--device", "unclosed.yaml"],
-     ["unclosed.yaml", "not valid YAML: expected ',' or '}'", "(line 4 column 1)"]),
+     ["unclosed.yaml", "not valid YAML", "expected ',' or '}'", "(line 4 column 1)"]),
     ("YAML not UTF-8", ["tiny.json", "--device", "latin1.yaml"],
      ["latin1.yaml", "is UTF-8 text; byte 0xe9 at offset 11"]),
     ("YAML non-string key", ["tiny.json", "--device", "intkey.yaml"], ["intkey.yaml", "key at line 3 is of type int"]),
