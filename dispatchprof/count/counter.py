@@ -196,7 +196,7 @@ class OpCounter:
         from the caller's ``with`` line where this count took the MoE routing assumption."""
         with self._signals:
             self._close()
-        if exc[0] is None and RoutingAssumed.calls != self._assumed:
+        if exc and exc[0] is None and RoutingAssumed.calls != self._assumed:   # () from a failed __enter__
             warnings.warn(ROUTING_ASSUMPTION, RoutingAssumptionWarning, stacklevel=2)
 
     def _close(self) -> None:
