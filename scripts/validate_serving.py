@@ -81,8 +81,7 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
     ``counts`` (a `CountMemo` of the row's model) shares one count among setups of other tp."""
     path = None
     if folder:
-        key = "-".join(str(v) for v in r.setup_key) + f"-{COUNT_VERSION}.pickle"
-        path = os.path.join(folder, key)
+        path = setup_path(r, folder)
         if os.path.exists(path):
             with open(path, "rb") as f:
                 return pickle.load(f)
@@ -97,21 +96,23 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
     return setup
 
 
-def predict_group(rows: list[ServingRow], folder: str | None = None) -> dict[str, dict]:
-    """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"}."""
+def predict_group(rows: list[ServingRow], folder: str | None = None, memo: CountMemo | None = None) -> dict[str, dict]:
+    """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"};
+    ``memo`` (a `CountMemo` of the rows' architecture) shares its counts with the other groups of it."""
     if rows[0].disagg is not None:
-        return predict_disagg_group(rows, folder)
+        return predict_disagg_group(rows, folder, memo)
     try:
-        setup = counted_setup(rows[0], folder)
+        setup = counted_setup(rows[0], folder, memo)
     except ValueError as e:
         return {r.id: {"error": str(e)} for r in rows}
     return {r.id: predict_row(r, setup) for r in rows}
 
 
-def predict_disagg_group(rows: list[ServingRow], folder: str | None) -> dict[str, dict]:
+def predict_disagg_group(rows: list[ServingRow], folder: str | None, memo: CountMemo | None = None) -> dict[str, dict]:
     """Disaggregated rows of one model, device and dtypes: each side's setup (`ServingRow.side_rows`)
     counted once for every tp (one `CountMemo`)."""
-    memo, setups, out = CountMemo(build_model(rows[0].model, generator=True)), {}, {}
+    memo = CountMemo(build_model(rows[0].model, generator=True)) if memo is None else memo
+    setups, out = {}, {}
     for r in rows:
         try:
             sides = []
@@ -198,25 +199,78 @@ def requests_of(r: ServingRow) -> list[Request]:
     return out
 
 
-def _group_task(task: tuple) -> dict[str, dict]:
-    return predict_group(*task)
+def architecture(model: str) -> str:
+    """A key shared by the catalog models of one architecture (DeepSeek-R1 and -V3 have one config):
+    their counts are the same (`CountMemo`)."""
+    from dispatchprof.llm.catalog import load_config
+    try:
+        return json.dumps(load_config(model).to_dict(), sort_keys=True, default=str)
+    except (KeyError, ValueError):
+        return model
+
+
+class LazyMemo:
+    """A `CountMemo` of ``model`` built when a setup is first counted (a setup kept in --setups needs none)."""
+
+    def __init__(self, model: str) -> None:
+        self.name, self._memo = model, None
+
+    def get(self) -> CountMemo:
+        if self._memo is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._memo = CountMemo(build_model(self.name, generator=True))
+        return self._memo
+
+
+def _groups_of_architecture(task: tuple):
+    """(row id -> prediction, group label, seconds, CPU seconds) per group of one architecture, one
+    `CountMemo` among them: its chains are counted once for every device, tp, dtype and layout."""
+    groups, folder = task
+    memo = LazyMemo(groups[0][0].model)
+    for rows in groups:
+        start, cpu = time.perf_counter(), time.process_time()
+        needs = [s for r in rows[:1] for s in (r.side_rows() if r.disagg is not None else (r,))]
+        counted = folder and all(os.path.exists(setup_path(s, folder)) for s in needs)
+        out = predict_group(rows, folder, None if counted else memo.get())
+        yield out, "/".join(str(v) for v in rows[0].setup_key), time.perf_counter() - start, time.process_time() - cpu
+
+
+def _architecture_task(task: tuple) -> list:
+    return list(_groups_of_architecture(task))
+
+
+def setup_path(r: ServingRow, folder: str) -> str:
+    """Where `counted_setup` keeps the counted model of ``r``."""
+    return os.path.join(folder, "-".join(str(v) for v in r.setup_key) + f"-{COUNT_VERSION}.pickle")
 
 
 def predict_all(rows: list[ServingRow], cache: dict, path: str | None, jobs: int,
                 setups: str | None = None) -> dict[str, dict]:
-    """dispatchprof's prediction of every row (from ``cache`` where it has it), one counted model per
-    task, in ``jobs`` processes; the cache is saved to ``path`` after every task."""
+    """dispatchprof's prediction of every row (from ``cache`` where it has it): the rows of one
+    counted model (`ServingRow.setup_key`) together, the groups of one architecture in one task
+    sharing one `CountMemo` (a count does not depend on the device, tp, dtypes or layout), tasks in
+    ``jobs`` processes; the cache is saved to ``path`` after every group (one process) or task."""
     todo = collections.defaultdict(list)
     for r in rows:
         if r.id not in cache:
             todo[r.setup_key].append(r)
-    groups = [(g, setups) for g in sorted(todo.values(), key=len, reverse=True)]
-    start = time.perf_counter()
-    for k, out in enumerate(_map(_group_task, groups, jobs), 1):
+    arches = collections.defaultdict(list)
+    for g in sorted(todo.values(), key=len, reverse=True):
+        arches[architecture(g[0].model)].append(g)
+    tasks = [(g, setups) for g in sorted(arches.values(), key=lambda gs: -sum(map(len, gs)))]
+    start, k = time.perf_counter(), 0
+    if jobs > 1 and len(tasks) > 1:
+        done = (out for outs in _map(_architecture_task, tasks, jobs) for out in outs)
+    else:
+        done = (out for task in tasks for out in _groups_of_architecture(task))
+    for out, label, seconds, cpu in done:
+        k += 1
         cache.update(out)
         if path:
             prediction_cache.save_cache(cache, path)
-        print(f"  simulated {k}/{len(groups)} models ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+        print(f"  simulated {k}/{len(todo)} models ({time.perf_counter() - start:.0f} s; {label}: {len(out)} rows, "
+              f"{seconds:.0f} s, {cpu:.0f} CPU s)", file=sys.stderr)
     return {r.id: cache[r.id] for r in rows}
 
 
