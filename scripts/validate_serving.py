@@ -387,6 +387,8 @@ def main() -> None:
     p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--errors", metavar="FILE", help="write every row's errors to FILE (CSV)")
+    p.add_argument("--cached-only", action="store_true",
+                   help="only the rows --cache already predicts (tables of a run stopped part way)")
     p.add_argument("--fit-hosts", type=int, metavar="N",
                    help="fit each engine's host figures on at most N of its fit rows (HOST_GRID) and stop")
     args = p.parse_args()
@@ -409,6 +411,10 @@ def main() -> None:
     version = prediction_cache.code_version((counted_setup, predict_group, predict_row, predict_disagg_group,
                                              predict_disagg_row, requests_of, aic_rows, published_rows, sim2real_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
+    if args.cached_only:
+        if not args.cache:
+            p.error("--cached-only needs --cache FILE")
+        rows = [r for r in rows if r.id in cache]
     start = time.perf_counter()
     ours = predict_all(rows, cache, args.cache, args.jobs, args.setups)
     theirs = aic_predictions(rows, args.aic_python)
