@@ -230,10 +230,22 @@ def _groups_of_architecture(task: tuple):
     memo = LazyMemo(groups[0][0].model)
     for rows in groups:
         start, cpu = time.perf_counter(), time.process_time()
+        label = "/".join(str(v) for v in rows[0].setup_key)
         needs = [s for r in rows[:1] for s in (r.side_rows() if r.disagg is not None else (r,))]
         counted = folder and all(os.path.exists(setup_path(s, folder)) for s in needs)
-        out = predict_group(rows, folder, None if counted else memo.get())
-        yield out, "/".join(str(v) for v in rows[0].setup_key), time.perf_counter() - start, time.process_time() - cpu
+        if rows[0].disagg is not None:
+            out = predict_group(rows, folder, None if counted else memo.get())
+            yield out, label, time.perf_counter() - start, time.process_time() - cpu
+            continue
+        try:                                     # as predict_group, one row at a time (a slow group keeps its rows)
+            setup = counted_setup(rows[0], folder, None if counted else memo.get())
+        except ValueError as e:
+            yield {r.id: {"error": str(e)} for r in rows}, label, time.perf_counter() - start, time.process_time() - cpu
+            continue
+        yield {}, f"{label} counted", time.perf_counter() - start, time.process_time() - cpu
+        for r in rows:
+            start, cpu = time.perf_counter(), time.process_time()
+            yield {r.id: predict_row(r, setup)}, r.id, time.perf_counter() - start, time.process_time() - cpu
 
 
 def _architecture_task(task: tuple) -> list:
@@ -265,12 +277,12 @@ def predict_all(rows: list[ServingRow], cache: dict, path: str | None, jobs: int
     else:
         done = (out for task in tasks for out in _groups_of_architecture(task))
     for out, label, seconds, cpu in done:
-        k += 1
+        k += len(out)
         cache.update(out)
-        if path:
+        if path and out:
             prediction_cache.save_cache(cache, path)
-        print(f"  simulated {k}/{len(todo)} models ({time.perf_counter() - start:.0f} s; {label}: {len(out)} rows, "
-              f"{seconds:.0f} s, {cpu:.0f} CPU s)", file=sys.stderr)
+        print(f"  {k}/{sum(map(len, todo.values()))} rows of {len(todo)} counted models "
+              f"({time.perf_counter() - start:.0f} s; {label}: {seconds:.0f} s, {cpu:.0f} CPU s)", file=sys.stderr)
     return {r.id: cache[r.id] for r in rows}
 
 

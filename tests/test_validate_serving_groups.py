@@ -1,6 +1,7 @@
 """scripts/validate_serving.py counts each architecture once: the rows of one counted model
 (`ServingRow.setup_key`) form a group, and the groups of one architecture (DeepSeek-R1 and -V3 share
-a config) share one CountMemo, whatever their device, tp, dtypes or layout."""
+a config) share one CountMemo, whatever their device, tp, dtypes or layout; each row's prediction is
+kept as it comes."""
 
 import os
 import sys
@@ -31,15 +32,18 @@ def test_groups_of_one_architecture_share_one_memo(monkeypatch):
     monkeypatch.setattr(validate_serving, "CountMemo", Memo)
     monkeypatch.setattr(validate_serving, "build_model", lambda name, generator: name)
 
-    def group(rows, folder, memo):
-        seen.append((tuple(r.id for r in rows), memo))
-        return {r.id: {"tpot_mean": 0.01} for r in rows}
+    def setup(r, folder, memo):
+        seen.append((r.id, memo))
+        return r.setup_key
 
-    monkeypatch.setattr(validate_serving, "predict_group", group)
+    monkeypatch.setattr(validate_serving, "counted_setup", setup)
+    monkeypatch.setattr(validate_serving, "predict_row", lambda r, key: {"tpot_mean": 0.01, "setup": key})
     rows = [_row(1, "deepseek-r1", "B200", 8), _row(2, "deepseek-v3", "H200", 8), _row(3, "deepseek-v3", "H200", 8),
             _row(4, "deepseek-r1", "B200", 4, ep=4), _row(5, "gpt-oss-120b", "B200", 1)]
     cache = {"row5": {"tpot_mean": 0.02}}                 # predicted before: not simulated again
     out = validate_serving.predict_all(rows, cache, None, 1)
-    assert sorted(ids for ids, _ in seen) == [("row1",), ("row2", "row3"), ("row4",)]
+    assert sorted(first for first, _ in seen) == ["row1", "row2", "row4"]     # one setup per group: row2 serves row3
     assert len({id(memo) for _, memo in seen}) == 1 and built == ["deepseek-v3"]   # the largest group's model
-    assert out["row5"] == {"tpot_mean": 0.02} and out["row3"] == {"tpot_mean": 0.01}
+    assert out["row5"] == {"tpot_mean": 0.02}
+    assert out["row3"] == {"tpot_mean": 0.01, "setup": ("deepseek-v3", "H200", 8, "fp8", None)}
+    assert out["row4"]["setup"] == ("deepseek-r1", "B200", 4, "fp8", None, "ep4")
