@@ -81,8 +81,7 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
     ``counts`` (a `CountMemo` of the row's model) shares one count among setups of other tp."""
     path = None
     if folder:
-        key = "-".join(str(v) for v in r.setup_key) + f"-{COUNT_VERSION}.pickle"
-        path = os.path.join(folder, key)
+        path = setup_path(r, folder)
         if os.path.exists(path):
             with open(path, "rb") as f:
                 return pickle.load(f)
@@ -97,21 +96,23 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
     return setup
 
 
-def predict_group(rows: list[ServingRow], folder: str | None = None) -> dict[str, dict]:
-    """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"}."""
+def predict_group(rows: list[ServingRow], folder: str | None = None, memo: CountMemo | None = None) -> dict[str, dict]:
+    """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"};
+    ``memo`` (a `CountMemo` of the rows' architecture) shares its counts with the other groups of it."""
     if rows[0].disagg is not None:
-        return predict_disagg_group(rows, folder)
+        return predict_disagg_group(rows, folder, memo)
     try:
-        setup = counted_setup(rows[0], folder)
+        setup = counted_setup(rows[0], folder, memo)
     except ValueError as e:
         return {r.id: {"error": str(e)} for r in rows}
     return {r.id: predict_row(r, setup) for r in rows}
 
 
-def predict_disagg_group(rows: list[ServingRow], folder: str | None) -> dict[str, dict]:
+def predict_disagg_group(rows: list[ServingRow], folder: str | None, memo: CountMemo | None = None) -> dict[str, dict]:
     """Disaggregated rows of one model, device and dtypes: each side's setup (`ServingRow.side_rows`)
     counted once for every tp (one `CountMemo`)."""
-    memo, setups, out = CountMemo(build_model(rows[0].model, generator=True)), {}, {}
+    memo = CountMemo(build_model(rows[0].model, generator=True)) if memo is None else memo
+    setups, out = {}, {}
     for r in rows:
         try:
             sides = []
@@ -198,25 +199,90 @@ def requests_of(r: ServingRow) -> list[Request]:
     return out
 
 
-def _group_task(task: tuple) -> dict[str, dict]:
-    return predict_group(*task)
+def architecture(model: str) -> str:
+    """A key shared by the catalog models of one architecture (DeepSeek-R1 and -V3 have one config):
+    their counts are the same (`CountMemo`)."""
+    from dispatchprof.llm.catalog import load_config
+    try:
+        return json.dumps(load_config(model).to_dict(), sort_keys=True, default=str)
+    except (KeyError, ValueError):
+        return model
+
+
+class LazyMemo:
+    """A `CountMemo` of ``model`` built when a setup is first counted (a setup kept in --setups needs none)."""
+
+    def __init__(self, model: str) -> None:
+        self.name, self._memo = model, None
+
+    def get(self) -> CountMemo:
+        if self._memo is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._memo = CountMemo(build_model(self.name, generator=True))
+        return self._memo
+
+
+def _groups_of_architecture(task: tuple):
+    """(row id -> prediction, group label, seconds, CPU seconds) per group of one architecture, one
+    `CountMemo` among them: its chains are counted once for every device, tp, dtype and layout."""
+    groups, folder = task
+    memo = LazyMemo(groups[0][0].model)
+    for rows in groups:
+        start, cpu = time.perf_counter(), time.process_time()
+        label = "/".join(str(v) for v in rows[0].setup_key)
+        needs = [s for r in rows[:1] for s in (r.side_rows() if r.disagg is not None else (r,))]
+        counted = folder and all(os.path.exists(setup_path(s, folder)) for s in needs)
+        if rows[0].disagg is not None:
+            out = predict_group(rows, folder, None if counted else memo.get())
+            yield out, label, time.perf_counter() - start, time.process_time() - cpu
+            continue
+        try:                                     # as predict_group, one row at a time (a slow group keeps its rows)
+            setup = counted_setup(rows[0], folder, None if counted else memo.get())
+        except ValueError as e:
+            yield {r.id: {"error": str(e)} for r in rows}, label, time.perf_counter() - start, time.process_time() - cpu
+            continue
+        yield {}, f"{label} counted", time.perf_counter() - start, time.process_time() - cpu
+        for r in rows:
+            start, cpu = time.perf_counter(), time.process_time()
+            yield {r.id: predict_row(r, setup)}, r.id, time.perf_counter() - start, time.process_time() - cpu
+
+
+def _architecture_task(task: tuple) -> list:
+    return list(_groups_of_architecture(task))
+
+
+def setup_path(r: ServingRow, folder: str) -> str:
+    """Where `counted_setup` keeps the counted model of ``r``."""
+    return os.path.join(folder, "-".join(str(v) for v in r.setup_key) + f"-{COUNT_VERSION}.pickle")
 
 
 def predict_all(rows: list[ServingRow], cache: dict, path: str | None, jobs: int,
                 setups: str | None = None) -> dict[str, dict]:
-    """dispatchprof's prediction of every row (from ``cache`` where it has it), one counted model per
-    task, in ``jobs`` processes; the cache is saved to ``path`` after every task."""
+    """dispatchprof's prediction of every row (from ``cache`` where it has it): the rows of one
+    counted model (`ServingRow.setup_key`) together, the groups of one architecture in one task
+    sharing one `CountMemo` (a count does not depend on the device, tp, dtypes or layout), tasks in
+    ``jobs`` processes; the cache is saved to ``path`` after every group (one process) or task."""
     todo = collections.defaultdict(list)
     for r in rows:
         if r.id not in cache:
             todo[r.setup_key].append(r)
-    groups = [(g, setups) for g in sorted(todo.values(), key=len, reverse=True)]
-    start = time.perf_counter()
-    for k, out in enumerate(_map(_group_task, groups, jobs), 1):
+    arches = collections.defaultdict(list)
+    for g in sorted(todo.values(), key=len, reverse=True):
+        arches[architecture(g[0].model)].append(g)
+    tasks = [(g, setups) for g in sorted(arches.values(), key=lambda gs: -sum(map(len, gs)))]
+    start, k = time.perf_counter(), 0
+    if jobs > 1 and len(tasks) > 1:
+        done = (out for outs in _map(_architecture_task, tasks, jobs) for out in outs)
+    else:
+        done = (out for task in tasks for out in _groups_of_architecture(task))
+    for out, label, seconds, cpu in done:
+        k += len(out)
         cache.update(out)
-        if path:
+        if path and out:
             prediction_cache.save_cache(cache, path)
-        print(f"  simulated {k}/{len(groups)} models ({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+        print(f"  {k}/{sum(map(len, todo.values()))} rows of {len(todo)} counted models "
+              f"({time.perf_counter() - start:.0f} s; {label}: {seconds:.0f} s, {cpu:.0f} CPU s)", file=sys.stderr)
     return {r.id: cache[r.id] for r in rows}
 
 
@@ -333,6 +399,8 @@ def main() -> None:
     p.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--errors", metavar="FILE", help="write every row's errors to FILE (CSV)")
+    p.add_argument("--cached-only", action="store_true",
+                   help="only the rows --cache already predicts (tables of a run stopped part way)")
     p.add_argument("--fit-hosts", type=int, metavar="N",
                    help="fit each engine's host figures on at most N of its fit rows (HOST_GRID) and stop")
     args = p.parse_args()
@@ -355,6 +423,10 @@ def main() -> None:
     version = prediction_cache.code_version((counted_setup, predict_group, predict_row, predict_disagg_group,
                                              predict_disagg_row, requests_of, aic_rows, published_rows, sim2real_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
+    if args.cached_only:
+        if not args.cache:
+            p.error("--cached-only needs --cache FILE")
+        rows = [r for r in rows if r.id in cache]
     start = time.perf_counter()
     ours = predict_all(rows, cache, args.cache, args.jobs, args.setups)
     theirs = aic_predictions(rows, args.aic_python)

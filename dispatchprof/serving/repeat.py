@@ -79,9 +79,10 @@ def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], sc
 
 class CountMemo:
     """Counts of one model's chains kept for reuse: a count (its records and spans) depends on the
-    model, the batch, the tokens per step and the scenarios only; ``tp``, ``runtime``,
-    ``kv_dtype``, ``weight_dtype`` and ``bound`` enter when its records are planned
-    (`counted_steps`), so layouts of other tensor-parallel sizes reuse one count (``plan``).
+    model, the batch and the tokens per step only; the devices (``scenarios``), ``tp``,
+    ``runtime``, ``kv_dtype``, ``weight_dtype`` and ``bound`` enter when its records are planned
+    (`counted_steps`: the counter records no device), so layouts of other tensor-parallel sizes
+    (``plan``) and other devices reuse one count.
 
     **Few layers.** A decoder whose layers are identical (`dispatchprof.serving.repeat`) has its
     first chain counted at full depth and every other chain counted with few layers (`depths`) and
@@ -106,8 +107,10 @@ class CountMemo:
         self._counts = {k: v for k, v in self._counts.items() if not v[2]}
 
     def get(self, batch: int, tokens: Sequence[int], scenarios: Scenarios) -> tuple[Profile, list[StepSpan]]:
-        """The profile and spans of ``batch`` sequences stepping ``tokens``, counted on first use."""
-        key = (batch, tuple(tokens), scenarios)
+        """The profile and spans of ``batch`` sequences stepping ``tokens``, counted on first use
+        (with ``scenarios``, which the records do not depend on: a later call on other devices
+        reuses them)."""
+        key = (batch, tuple(tokens))
         if key not in self._counts:
             if not self.full_depth_reason and self._direct not in (None, key):
                 try:

@@ -1,0 +1,139 @@
+"""The mixture-of-experts rows of AIConfigurator's silicon sample, as predicted: per-row figures
+and the table of errors per model, from the ``--errors`` files of scripts/validate_serving.py.
+
+    python scripts/validate_serving.py --setups DIR --cache FILE --match gpt_oss_120b --errors E1.csv
+    python scripts/serving_moe_rows_report.py PATH/silicon_sample.csv E1.csv [E2.csv ...]
+
+writes scripts/data/serving_moe_rows_predictions.csv (one line per expressed row of the models in
+`MODELS`: its id, split, model, engine, device, tp, ep, clients, lengths, and measured, dispatchprof
+and AIConfigurator mean TTFT and TPOT in ms; a prediction left empty was not made) and
+scripts/data/serving_moe_rows_table.txt (per model: rows expressed and predicted, median |error|
+of TTFT and TPOT held out and fit, dispatchprof beside AIConfigurator over the rows both predict,
+per engine and per device where they have at least `MIN_ROWS` held-out rows, and signed medians).
+"""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from serving_rows import aic_rows  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT_CSV = os.path.join(ROOT, "scripts", "data", "serving_moe_rows_predictions.csv")
+OUT_TABLE = os.path.join(ROOT, "scripts", "data", "serving_moe_rows_table.txt")
+#: The models whose rows were expressed but not predicted before (docs/accuracy.md), and Qwen3-235B.
+MODELS = ("minimax-m2.5", "gpt-oss-120b", "deepseek-r1", "qwen3.5-397b-a17b", "deepseek-v3", "glm-5", "kimi-k2.5")
+#: A breakdown (engine, device) is printed where it has at least this many rows.
+MIN_ROWS = 10
+FIELDS = ("id", "split", "model", "engine", "device", "tp", "ep", "clients", "isl", "osl", "measured_ttft_ms",
+          "dispatchprof_ttft_ms", "aiconfigurator_ttft_ms", "measured_tpot_ms", "dispatchprof_tpot_ms",
+          "aiconfigurator_tpot_ms")
+
+
+def read_errors(paths: list[str]) -> dict[str, dict[str, tuple[str, str, str]]]:
+    """row id -> metric -> (measured, dispatchprof, AIConfigurator) in ms as written (empty: none)."""
+    out: dict[str, dict] = collections.defaultdict(dict)
+    for path in paths:
+        with open(path, encoding="utf-8", newline="") as f:
+            for r in csv.DictReader(f):
+                out[r["id"]][r["metric"]] = (r["measured"], r["dispatchprof"], r["aiconfigurator"])
+    return out
+
+
+def lines_of(rows, figures: dict) -> list[dict]:
+    """One dict per row of `MODELS` (`FIELDS`)."""
+    out = []
+    for r in rows:
+        if r.model not in MODELS:
+            continue
+        f = figures.get(r.id, {})
+        ttft = f.get("ttft_mean", (f"{1e3 * r.measured['ttft_mean']:.4g}", "", ""))
+        tpot = f.get("tpot_mean", (f"{1e3 * r.measured['tpot_mean']:.4g}", "", ""))
+        out.append(dict(zip(FIELDS, (r.id, r.split, r.model, r.engine, r.device, r.tp, r.ep, r.concurrency,
+                                     r.prompt_len, r.output_len, *ttft, *tpot))))
+    return out
+
+
+def _error(line: dict, who: str, metric: str) -> float | None:
+    value = line[f"{who}_{metric}_ms"]
+    return None if value == "" else float(value) / float(line[f"measured_{metric}_ms"]) - 1
+
+
+def _median(values: list[float], signed: bool = False) -> str:
+    if not values:
+        return "-"
+    return f"{100 * statistics.median(values):+.1f}%" if signed else f"{100 * statistics.median(map(abs, values)):.1f}%"
+
+
+def table(lines: list[dict]) -> str:
+    """Per model, then per engine and device of its held-out rows (`MIN_ROWS`): rows, and for TTFT
+    and TPOT dispatchprof's median |error| and signed median, then both tools over the rows both predict."""
+    head = ("model", "rows", "predicted", "TTFT", "TTFT signed", "TPOT", "TPOT signed", "both", "TTFT ours/AIC",
+            "TPOT ours/AIC")
+    out = [head]
+
+    def row(label: str, members: list[dict], expressed: int) -> None:
+        ours = [m for m in members if m["dispatchprof_tpot_ms"] != ""]
+        both = [m for m in ours if m["aiconfigurator_tpot_ms"] != ""]
+        cells = [label, str(expressed), str(len(ours))]
+        for metric in ("ttft", "tpot"):
+            e = [_error(m, "dispatchprof", metric) for m in ours]
+            cells += [_median(e), _median(e, signed=True)]
+        cells.append(str(len(both)))
+        for metric in ("ttft", "tpot"):
+            cells.append(f"{_median([_error(m, 'dispatchprof', metric) for m in both])} / "
+                         f"{_median([_error(m, 'aiconfigurator', metric) for m in both])}")
+        out.append(tuple(cells))
+
+    for model in MODELS:
+        members = [m for m in lines if m["model"] == model]
+        if not members:
+            continue
+        for split in ("held-out", "fit"):
+            part = [m for m in members if m["split"] == split]
+            row(f"{model} {split}", part, len(part))
+        held = [m for m in members if m["split"] == "held-out" and m["dispatchprof_tpot_ms"] != ""]
+        for key in ("engine", "device"):
+            for value, n in sorted(collections.Counter(m[key] for m in held).items()):
+                if n >= MIN_ROWS and n < len(held):
+                    part = [m for m in held if m[key] == value]
+                    row(f"  held-out, {value}", part, len(part))
+    for split in ("held-out", "fit"):
+        part = [m for m in lines if m["split"] == split]
+        row(f"all seven, {split}", part, len(part))
+    widths = [max(len(c[i]) for c in out) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+                     for cells in out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print("usage: serving_moe_rows_report.py PATH/silicon_sample.csv ERRORS.csv [ERRORS.csv ...]", file=sys.stderr)
+        return 2
+    for path in argv:
+        if not os.path.exists(path):
+            print(f"serving_moe_rows_report.py: no file {path}", file=sys.stderr)
+            return 2
+    lines = lines_of(aic_rows(argv[0])[0], read_errors(argv[1:]))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(lines)
+    with open(OUT_CSV, "w", encoding="utf-8") as f:
+        f.write(buf.getvalue())
+    text = table(lines)
+    with open(OUT_TABLE, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

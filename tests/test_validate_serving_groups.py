@@ -1,0 +1,49 @@
+"""scripts/validate_serving.py counts each architecture once: the rows of one counted model
+(`ServingRow.setup_key`) form a group, and the groups of one architecture (DeepSeek-R1 and -V3 share
+a config) share one CountMemo, whatever their device, tp, dtypes or layout; each row's prediction is
+kept as it comes."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+
+import validate_serving  # noqa: E402
+from serving_rows import ServingRow  # noqa: E402
+
+
+def _row(n: int, model: str, device: str, tp: int, ep: int = 1) -> ServingRow:
+    return ServingRow(f"row{n}", "test", "fit", model, device, tp, "vllm", "0.14", "fp8", None, 1024, 1024, 4, 4, 36,
+                      {"ttft_mean": 0.1, "tpot_mean": 0.01}, {}, ep=ep)
+
+
+def test_deepseek_r1_and_v3_are_one_architecture():
+    r1, v3 = validate_serving.architecture("deepseek-r1"), validate_serving.architecture("deepseek-v3")
+    assert r1 == v3 and r1 != validate_serving.architecture("kimi-k2.5")
+
+
+def test_groups_of_one_architecture_share_one_memo(monkeypatch):
+    built, seen = [], []
+
+    class Memo:
+        def __init__(self, model):
+            built.append(model)
+
+    monkeypatch.setattr(validate_serving, "CountMemo", Memo)
+    monkeypatch.setattr(validate_serving, "build_model", lambda name, generator: name)
+
+    def setup(r, folder, memo):
+        seen.append((r.id, memo))
+        return r.setup_key
+
+    monkeypatch.setattr(validate_serving, "counted_setup", setup)
+    monkeypatch.setattr(validate_serving, "predict_row", lambda r, key: {"tpot_mean": 0.01, "setup": key})
+    rows = [_row(1, "deepseek-r1", "B200", 8), _row(2, "deepseek-v3", "H200", 8), _row(3, "deepseek-v3", "H200", 8),
+            _row(4, "deepseek-r1", "B200", 4, ep=4), _row(5, "gpt-oss-120b", "B200", 1)]
+    cache = {"row5": {"tpot_mean": 0.02}}                 # predicted before: not simulated again
+    out = validate_serving.predict_all(rows, cache, None, 1)
+    assert sorted(first for first, _ in seen) == ["row1", "row2", "row4"]     # one setup per group: row2 serves row3
+    assert len({id(memo) for _, memo in seen}) == 1 and built == ["deepseek-v3"]   # the largest group's model
+    assert out["row5"] == {"tpot_mean": 0.02}
+    assert out["row3"] == {"tpot_mean": 0.01, "setup": ("deepseek-v3", "H200", 8, "fp8", None)}
+    assert out["row4"]["setup"] == ("deepseek-r1", "B200", 4, "fp8", None, "ep4")
