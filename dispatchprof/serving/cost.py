@@ -37,25 +37,24 @@ from dispatchprof.sim.placement import Scenarios
 DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1, 1)), (3, (3,)), (1, (7,)))
 
 
-class _LastFit:
-    """The last steps fitted (the list and its members, each frozen) and their models: `count_design`
-    fits the steps it returns (its check), and its callers fit that same list again."""
-
-    steps: Sequence[CountedStep] | None = None
-    members: tuple = ()
-    models: dict[str, StepCostModel] | None = None
+#: (steps, their members, their models) of the last fit: `count_design` fits the steps it returns
+#: (its check) and its callers fit that same list again. One tuple, replaced whole, so a reader
+#: never sees one fit's steps with another's models.
+_last_fit: tuple | None = None
 
 
 def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
     """`dispatchprof.serving.fit.fit` of ``steps``; the list fitted last, holding the same steps, is
     not fitted again (fitting, exact rational least squares over every op of every step, is most
     of a setup's time after its count)."""
-    last = _LastFit
-    same = steps is last.steps and len(steps) == len(last.members)
-    if not (same and all(a is b for a, b in zip(steps, last.members))):
-        last.models = fit_steps(steps)
-        last.steps, last.members = steps, tuple(steps)
-    return last.models
+    global _last_fit
+    last = _last_fit
+    if last is not None and steps is last[0] and len(steps) == len(last[1]) and \
+            all(a is b for a, b in zip(steps, last[1])):
+        return last[2]
+    models = fit_steps(steps)
+    _last_fit = (steps, tuple(steps), models)
+    return models
 
 
 def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
