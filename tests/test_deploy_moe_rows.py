@@ -1,0 +1,58 @@
+"""docs/deploy.md's table of the newer mixture-of-experts rows ("gpt-oss-120b, MiniMax-M2.5,
+DeepSeek-R1/V3: first rows") recomputed from scripts/data/serving_moe_rows_predictions.csv: per model
+and over all, the held-out rows predicted, the median |error| of TTFT and TPOT (TPOT's signed median
+beside it), and over the rows AIConfigurator predicts too, both tools' medians. The CSV keeps 4
+significant digits: a median may differ from the doc's by 0.1 percentage point."""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+import pytest
+
+from tests.accuracy_docs import read_rows, table_rows
+
+HEADING = "**gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3: first rows.**"
+NAMES = {"MiniMax-M2.5": "minimax-m2.5", "DeepSeek-V3": "deepseek-v3", "DeepSeek-R1": "deepseek-r1",
+         "gpt-oss-120b": "gpt-oss-120b"}
+
+
+def _errors(rows: list[dict], metric: str, tool: str = "dispatchprof") -> list[float]:
+    return [100 * (float(r[f"{tool}_{metric}_ms"]) / float(r[f"measured_{metric}_ms"]) - 1) for r in rows]
+
+
+def _median_abs(values: list[float]) -> float:
+    return statistics.median(abs(v) for v in values)
+
+
+def _doc_table() -> list[list[str]]:
+    from tests.accuracy_docs import ROOT
+    text = (ROOT / "docs/deploy.md").read_text()
+    return table_rows(text[text.index(HEADING):])
+
+
+def _figure(cell: str) -> float:
+    return float(re.match(r"([+-]?[\d.]+)%", cell).group(1))
+
+
+@pytest.mark.parametrize("line", _doc_table(), ids=lambda line: line[0])
+def test_each_line_is_the_csv(line: list[str]) -> None:
+    rows = [r for r in read_rows("serving_moe_rows_predictions.csv")
+            if r["split"] == "held-out" and r["dispatchprof_tpot_ms"]
+            and (line[0] == "all" or r["model"] == NAMES[line[0]])]
+    name, held, ttft, tpot, both, ttft_pair, tpot_pair = line
+    assert int(held) == len(rows)
+    assert _figure(ttft) == pytest.approx(_median_abs(_errors(rows, "ttft")), abs=0.1)
+    assert _figure(tpot) == pytest.approx(_median_abs(_errors(rows, "tpot")), abs=0.1)
+    signed = float(re.search(r"\(([+-][\d.]+)%\)", tpot).group(1))
+    assert signed == pytest.approx(statistics.median(_errors(rows, "tpot")), abs=0.1)
+    shared = [r for r in rows if r["aiconfigurator_tpot_ms"] and r["aiconfigurator_ttft_ms"]]
+    assert int(both) == len(shared)
+    for pair, metric in ((ttft_pair, "ttft"), (tpot_pair, "tpot")):
+        if not shared:
+            assert pair == "-"
+            continue
+        ours, theirs = (float(v) for v in re.findall(r"([\d.]+)%", pair))
+        assert ours == pytest.approx(_median_abs(_errors(shared, metric)), abs=0.1)
+        assert theirs == pytest.approx(_median_abs(_errors(shared, metric, "aiconfigurator")), abs=0.1)
