@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from conftest import tiny_model
 from dispatchprof import OpCounter
 from dispatchprof.llm.generation import count_steps
-from dispatchprof.serving.cost import Composition, count_design, fit
+from dispatchprof.serving.cost import Composition, fit_design
 from dispatchprof.sim.attention import flash_scores
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.timeline import step_time
@@ -92,7 +92,7 @@ def test_step_cost_of_long_prefills_matches_direct_simulation():
     model = tiny_model(vocab_size=512, num_hidden_layers=2, intermediate_size=128, head_dim=16,
                        max_position_embeddings=4096, dtype=torch.bfloat16)
     scenarios = scenarios_of(["H100-SXM"])
-    cost = fit(count_design(model, scenarios, runtime="compiled"))["H100-SXM"]
+    cost = fit_design(model, scenarios, runtime="compiled")[1]["H100-SXM"]
     for b, q in ((2, 300), (1, 200)):
         c, spans = count_steps(model, b, [q], scenarios, runtime="compiled", logits_to_keep=1)
         (sim,) = c.simulations()

@@ -12,7 +12,7 @@ from dispatchprof import load_device
 from dispatchprof.serving import expected_tokens, generate_requests, prepare_serving, simulate_serving
 from dispatchprof.llm.generation import count_steps
 from dispatchprof.serving.engine import DecodeBatch
-from dispatchprof.serving.cost import Composition, count_design, fit, integer_pseudo_inverse, kv_scale
+from dispatchprof.serving.cost import Composition, count_design, fit, fit_design, integer_pseudo_inverse, kv_scale
 from dispatchprof.sim.placement import scenarios_of
 from dispatchprof.sim.timeline import step_time
 
@@ -59,7 +59,7 @@ def test_step_cost_matches_direct_simulation_at_random_compositions(model, runti
     random cache lengths, prefills (p = 0) of random lengths; with an fp8 KV cache too, narrowed
     as the simulator narrows it."""
     scenarios = scenarios_of(DEVICES)
-    models = fit(count_design(model, scenarios, runtime=runtime, kv_dtype=kv_dtype))
+    models = fit_design(model, scenarios, runtime=runtime, kv_dtype=kv_dtype)[1]
     rng = random.Random(7)
     checks = [(rng.randint(1, 6), 1, rng.randint(1, 300)) for _ in range(3)]
     checks += [(rng.randint(1, 4), rng.randint(2, 400), 0) for _ in range(3)]
@@ -76,7 +76,7 @@ def test_serving_host_cost_per_sequence_of_a_step(model):
     ends N x 10 us later, N read off the composition, mixed steps included."""
     quick = dataclasses.replace(load_device("H100-SXM"), name="quick-host", graph_launch_us=20.0)
     busy = dataclasses.replace(quick, name="busy-host", sequence_host_us=10.0)
-    models = fit(count_design(model, scenarios_of([quick, busy]), runtime="serving"))
+    models = fit_design(model, scenarios_of([quick, busy]), runtime="serving")[1]
     steps = [(Composition.uniform(3, 1, 40), 3), (Composition.uniform(2, 17, 0), 2),
              (Composition.decoding(5, 200, 60).merge(Composition.of([(16, 16), (9, 9)])), 7)]
     for c, n in steps:
@@ -92,7 +92,7 @@ def test_gemm_efficiency_follows_the_step_shape():
                       num_attention_heads=16, num_key_value_heads=4, head_dim=128, max_position_embeddings=4096,
                       dtype=torch.bfloat16)
     scenarios = scenarios_of(["H100-SXM"])
-    cost = fit(count_design(wide, scenarios, runtime="compiled"))["H100-SXM"]
+    cost = fit_design(wide, scenarios, runtime="compiled")[1]["H100-SXM"]
     for b, q, p in ((1, 40, 0), (3, 100, 0), (2, 700, 0), (4, 1, 900)):
         t, e = direct(wide, b, q, p, scenarios)["H100-SXM"]
         got = cost.cost(Composition.uniform(b, q, p))
@@ -117,7 +117,7 @@ def test_serving_runtime_counts_last_token_logits_once(model):
     a prefill step costs what the compiled runtime gives for that count (no second LM-head
     share); decode steps equal direct simulation under serving itself."""
     scenarios = scenarios_of(["H100-SXM"])
-    serving = fit(count_design(model, scenarios, runtime="serving"))["H100-SXM"]
+    serving = fit_design(model, scenarios, runtime="serving")[1]["H100-SXM"]
     for b, q, p in ((2, 37, 0), (3, 1, 50)):
         want = direct(model, b, q, p, scenarios, "compiled" if p == 0 else "serving")["H100-SXM"]
         assert serving.cost(Composition.uniform(b, q, p)).time_s == pytest.approx(want[0], rel=1e-9)

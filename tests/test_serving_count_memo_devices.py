@@ -32,20 +32,17 @@ def test_a_count_for_one_device_planned_for_another_equals_a_fresh_count():
         assert a.cost(c) == b.cost(c)
 
 
-def test_the_steps_count_design_returns_are_fitted_once(monkeypatch):
-    """count_design fits the steps it returns (its check on repeated chains); a caller fitting them
-    again gets that fit, and the models equal a fit of a fresh list of the same steps."""
+def test_fit_design_fits_its_steps_once(monkeypatch):
+    """fit_design's models are its check's fit of the repeated chains (one fit, not a second one by
+    the caller), and equal a fit of the same steps made apart."""
     from dispatchprof.serving import cost
     model = tiny_model(num_hidden_layers=5)
     calls = []
-    real = cost.fit_steps
-    monkeypatch.setattr(cost, "fit_steps", lambda steps: calls.append(len(steps)) or real(steps))
+    real = cost.fit
+    monkeypatch.setattr(cost, "fit", lambda steps: calls.append(len(steps)) or real(steps))
     memo = CountMemo(model)
-    steps = _quiet(lambda: count_design(model, scenarios_of("H100-SXM"), memo=memo))
-    assert memo.repeated and calls == [len(steps)]          # the check's fit
-    models = fit(steps)
-    assert calls == [len(steps)] and fit(steps) is models   # not fitted again
-    again = fit(list(steps))                                # another list: fitted
-    assert calls == [len(steps)] * 2
+    steps, models = _quiet(lambda: cost.fit_design(model, scenarios_of("H100-SXM"), memo=memo))
+    assert memo.repeated and calls == [len(steps)]          # the check's fit, and no other
+    again = real(list(steps))
     for c in (Composition.uniform(3, 1, 40), Composition.of([(5, 5), (1, 30)])):
         assert models["H100-SXM"].cost(c) == again["H100-SXM"].cost(c)

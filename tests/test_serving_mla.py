@@ -11,7 +11,7 @@ import torch
 
 from dispatchprof.llm.models import build_model, load_config
 from dispatchprof.llm.shape_generic import batch_step
-from dispatchprof.serving.cost import DESIGN, Composition, count_design, count_steps, fit
+from dispatchprof.serving.cost import DESIGN, Composition, count_steps, fit_design
 from dispatchprof.sim.placement import scenarios_of
 from test_serving_cost import direct
 
@@ -60,8 +60,8 @@ def test_ops_only_in_multi_token_steps_are_costed_there(tiny):
     scenarios = scenarios_of("H100-SXM")
     step = batch_step(tiny)
     assert step == 4                                       # 8 experts / gcd(8, 2)
-    model = fit(count_design(tiny, scenarios, design=tuple((b * step, t) for b, t in DESIGN),
-                               runtime="compiled"))["H100-SXM"]
+    model = fit_design(tiny, scenarios, design=tuple((b * step, t) for b, t in DESIGN),
+                       runtime="compiled")[1]["H100-SXM"]
     multi = [g for g in model.groups if g.multi]
     assert [(g.form.op, g.count) for g in multi] == [("aten.clone", 2)]       # one per layer
     assert model.present(Composition.uniform(4, 1, 9)) is not None

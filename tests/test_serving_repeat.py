@@ -34,13 +34,13 @@ def test_models_whose_layers_differ_or_are_few_are_counted_as_they_are():
 
 
 def test_the_cost_model_from_repeated_chains_equals_the_full_depth_one():
-    from dispatchprof.serving.cost import Composition, count_design, fit
+    from dispatchprof.serving.cost import Composition, fit_design
     from dispatchprof.serving.repeat import CountMemo
     model = tiny_model(num_hidden_layers=5)
     scenarios = scenarios_of("H100-SXM")
     memo = CountMemo(model)
-    repeated = _quiet(lambda: fit(count_design(model, scenarios, memo=memo)))["H100-SXM"]
-    direct = _quiet(lambda: fit(count_design(model, scenarios, memo=CountMemo(model, repeat=False))))["H100-SXM"]
+    repeated = _quiet(lambda: fit_design(model, scenarios, memo=memo)[1])["H100-SXM"]
+    direct = _quiet(lambda: fit_design(model, scenarios, memo=CountMemo(model, repeat=False))[1])["H100-SXM"]
     assert memo.repeated and memo.full_depth_reason == ""
     for c in (Composition.uniform(3, 1, 40), Composition.uniform(2, 17, 0), Composition.of([(5, 5), (1, 30)])):
         assert repeated.cost(c) == direct.cost(c)

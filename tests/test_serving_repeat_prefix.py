@@ -91,7 +91,7 @@ def test_the_deepseek_cost_model_from_repeated_chains_equals_the_full_depth_one(
     """Kimi-K2's shape (1 dense layer), 5 layers: counted with 3 and 4; the design's batches are
     multiples of 4 (8 experts / gcd(8, 2): every expert busy), as `serve` counts MoE models."""
     from dispatchprof.llm.shape_generic import batch_step
-    from dispatchprof.serving.cost import DESIGN, Composition, count_design, fit
+    from dispatchprof.serving.cost import DESIGN, Composition, fit_design
     from dispatchprof.serving.repeat import CountMemo
     model = tiny_deepseek(1, 5)
     step = batch_step(model)
@@ -99,9 +99,9 @@ def test_the_deepseek_cost_model_from_repeated_chains_equals_the_full_depth_one(
     design = tuple((b * step, t) for b, t in DESIGN)
     scenarios = scenarios_of("H100-SXM")
     memo = CountMemo(model)
-    repeated = _quiet(lambda: fit(count_design(model, scenarios, design=design, memo=memo)))["H100-SXM"]
+    repeated = _quiet(lambda: fit_design(model, scenarios, design=design, memo=memo)[1])["H100-SXM"]
     assert memo.repeated and memo.full_depth_reason == ""
     whole = CountMemo(model, repeat=False)
-    direct = _quiet(lambda: fit(count_design(model, scenarios, design=design, memo=whole)))["H100-SXM"]
+    direct = _quiet(lambda: fit_design(model, scenarios, design=design, memo=whole)[1])["H100-SXM"]
     for c in (Composition.uniform(4, 1, 40), Composition.uniform(8, 17, 0), Composition.of([(5, 5), (1, 30)] * 4)):
         assert repeated.cost(c) == direct.cost(c)

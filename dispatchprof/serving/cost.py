@@ -22,7 +22,7 @@ import torch
 
 from dispatchprof.serving.composition import Composition
 from dispatchprof.serving.counting import CountedStep, count_steps, counted_steps
-from dispatchprof.serving.fit import fit as fit_steps
+from dispatchprof.serving.fit import fit
 from dispatchprof.serving.kv_cache import KV_BITS, kv_scale
 from dispatchprof.serving.least_squares import integer_pseudo_inverse
 from dispatchprof.serving.repeat import CountMemo
@@ -37,33 +37,14 @@ from dispatchprof.sim.placement import Scenarios
 DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1, 1)), (3, (3,)), (1, (7,)))
 
 
-#: (steps, their members, their models) of the last fit: `count_design` fits the steps it returns
-#: (its check) and its callers fit that same list again. One tuple, replaced whole, so a reader
-#: never sees one fit's steps with another's models.
-_last_fit: tuple | None = None
-
-
-def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
-    """`dispatchprof.serving.fit.fit` of ``steps``; the list fitted last, holding the same steps, is
-    not fitted again (fitting, exact rational least squares over every op of every step, is most
-    of a setup's time after its count)."""
-    global _last_fit
-    last = _last_fit
-    if last is not None and steps is last[0] and len(steps) == len(last[1]) and \
-            all(a is b for a, b in zip(steps, last[1])):
-        return last[2]
-    models = fit_steps(steps)
-    _last_fit = (steps, tuple(steps), models)
-    return models
-
-
-def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
-                 bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
-                 runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
-                 memo: CountMemo | None = None) -> list[CountedStep]:
-    """Count the chains of ``design``: (B, tokens per step), the first at full depth and the others
-    from few layers where the model allows (`CountMemo`; from ``memo`` when given), checked by
-    fitting them together: where the fit fails, every chain is counted at full depth."""
+def fit_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
+               bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
+               runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
+               memo: CountMemo | None = None) -> tuple[list[CountedStep], dict[str, StepCostModel]]:
+    """The chains of ``design`` counted, (B, tokens per step), and one StepCostModel per scenario
+    fitted to them. The first chain is counted at full depth and the others from few layers where
+    the model allows (`CountMemo`; from ``memo`` when given); their fit is the check: where it
+    fails, every chain is counted at full depth and fitted again."""
     memo = CountMemo(model) if memo is None else memo
 
     def counted() -> list[CountedStep]:
@@ -71,22 +52,31 @@ def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str
                 for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, memo)]
 
     steps = counted()
-    if memo.repeated:
-        try:
-            fit(steps)
-        except ValueError as e:
-            memo.count_full_depth(f"chains counted with few layers disagree with the full-depth one: {e}")
-            steps = counted()
-    return steps
+    try:
+        return steps, fit(steps)
+    except ValueError as e:
+        if not memo.repeated:
+            raise
+        memo.count_full_depth(f"chains counted with few layers disagree with the full-depth one: {e}")
+    steps = counted()
+    return steps, fit(steps)
+
+
+def count_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
+                 bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
+                 runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
+                 memo: CountMemo | None = None) -> list[CountedStep]:
+    """The counted chains of `fit_design` (fitted once, as its check)."""
+    return fit_design(model, scenarios, weight_dtype, bound, design, runtime, tp, kv_dtype, memo)[0]
 
 
 def fit_cost_models(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
                     bound: bool = False, runtime: str = "serving", tp: int = 1,
                     kv_dtype: str | None = None) -> dict[str, StepCostModel]:
     """Count the design and fit one StepCostModel per scenario."""
-    return fit(count_design(model, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype))
+    return fit_design(model, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)[1]
 
 
 #: Handed on from the modules of the model (module docstring) for the rest of serving.
 __all__ = ["DESIGN", "KV_BITS", "Composition", "CountedStep", "StepCost", "StepCostModel", "count_design", "count_steps",
-           "counted_steps", "fit", "fit_cost_models", "integer_pseudo_inverse", "kv_scale"]
+           "counted_steps", "fit", "fit_cost_models", "fit_design", "integer_pseudo_inverse", "kv_scale"]

@@ -17,7 +17,7 @@ rule.
 The result is proved by the caller: the design's first chain is counted at full depth and the
 others repeated, so the cost model's own checks (one op stream in every chain, every quantity on
 one plane over the compositions) compare repeated chains with a direct count; where they fail,
-the whole design is counted at full depth (`dispatchprof.serving.cost.count_design`).
+the whole design is counted at full depth (`dispatchprof.serving.cost.fit_design`).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class CountMemo:
 
     **Few layers.** A decoder whose layers are identical (`dispatchprof.serving.repeat`) has its
     first chain counted at full depth and every other chain counted with few layers (`depths`) and
-    repeated: `count_design` fits them together, so the cost model's checks (one op stream, one
+    repeated: `fit_design` fits them together, so the cost model's checks (one op stream, one
     plane) compare the repeated chains with the direct one, and counts every chain at full depth
     where they fail (``full_depth_reason`` says why chains are counted whole)."""
 

@@ -43,7 +43,7 @@ from typing import Any, Sequence
 import torch
 
 from dispatchprof.llm.shape_generic import batch_step
-from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, count_design, fit,
+from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, fit, fit_design,
                                       kv_scale)
 from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
@@ -273,15 +273,15 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     moe = moe_of(getattr(target, "config", None))
     step = batch_step(target)           # MoE: every design batch x E / gcd(E, k), every expert busy (layout.py)
     design = DESIGN if step == 1 else tuple((b * step, tokens) for b, tokens in DESIGN)
-    steps = count_design(target, scenarios, weight_dtype, bound, design, runtime=runtime, tp=tp, kv_dtype=kv_dtype,
-                         memo=counts)
-    cost = fit(steps)[name]
+    steps, models = fit_design(target, scenarios, weight_dtype, bound, design, runtime=runtime, tp=tp,
+                               kv_dtype=kv_dtype, memo=counts)
+    cost = models[name]
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
     draft_cost = None
     if small is not None:
-        dsteps = count_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
-        draft_cost = fit(dsteps)[name]
+        dsteps, dmodels = fit_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+        draft_cost = dmodels[name]
         weights += dsteps[0].memory[name][1]
         kv_token += dsteps[0].kv_bytes_per_token * scale
     price = price_usd_per_h
