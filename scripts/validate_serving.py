@@ -96,18 +96,6 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
     return setup
 
 
-def predict_group(rows: list[ServingRow], folder: str | None = None, memo: CountMemo | None = None) -> dict[str, dict]:
-    """dispatchprof's predictions of rows sharing one counted model: row id -> {metric: s} or {"error"};
-    ``memo`` (a `CountMemo` of the rows' architecture) shares its counts with the other groups of it."""
-    if rows[0].disagg is not None:
-        return predict_disagg_group(rows, folder, memo)
-    try:
-        setup = counted_setup(rows[0], folder, memo)
-    except ValueError as e:
-        return {r.id: {"error": str(e)} for r in rows}
-    return {r.id: predict_row(r, setup) for r in rows}
-
-
 def predict_disagg_group(rows: list[ServingRow], folder: str | None, memo: CountMemo | None = None) -> dict[str, dict]:
     """Disaggregated rows of one model, device and dtypes: each side's setup (`ServingRow.side_rows`)
     counted once for every tp (one `CountMemo`)."""
@@ -234,10 +222,10 @@ def _groups_of_architecture(task: tuple):
         needs = [s for r in rows[:1] for s in (r.side_rows() if r.disagg is not None else (r,))]
         counted = folder and all(os.path.exists(setup_path(s, folder)) for s in needs)
         if rows[0].disagg is not None:
-            out = predict_group(rows, folder, None if counted else memo.get())
+            out = predict_disagg_group(rows, folder, None if counted else memo.get())
             yield out, label, time.perf_counter() - start, time.process_time() - cpu
             continue
-        try:                                     # as predict_group, one row at a time (a slow group keeps its rows)
+        try:                                     # one row at a time: a slow group keeps the rows it did
             setup = counted_setup(rows[0], folder, None if counted else memo.get())
         except ValueError as e:
             yield {r.id: {"error": str(e)} for r in rows}, label, time.perf_counter() - start, time.process_time() - cpu
@@ -420,8 +408,9 @@ def main() -> None:
             print(f"{engine}: step_host_us {step}, sequence_host_us {seq}: mean error {100 * err:.1f}% "
                   f"over {n} fit rows")
         return
-    version = prediction_cache.code_version((counted_setup, predict_group, predict_row, predict_disagg_group,
-                                             predict_disagg_row, requests_of, aic_rows, published_rows, sim2real_rows))
+    version = prediction_cache.code_version((counted_setup, _groups_of_architecture, predict_row,
+                                             predict_disagg_group, predict_disagg_row, requests_of, aic_rows,
+                                             published_rows, sim2real_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     if args.cached_only:
         if not args.cache:
