@@ -25,10 +25,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from serving_rows import aic_rows  # noqa: E402
 
+from dispatchprof.results.files import write_atomic  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_CSV = os.path.join(ROOT, "scripts", "data", "serving_moe_rows_predictions.csv")
 OUT_TABLE = os.path.join(ROOT, "scripts", "data", "serving_moe_rows_table.txt")
-#: The models whose rows were expressed but not predicted before (docs/accuracy.md), and Qwen3-235B.
+#: The newer mixture-of-experts models of the sample (docs/deploy.md, "first rows"); Qwen3-235B has its own file.
 MODELS = ("minimax-m2.5", "gpt-oss-120b", "deepseek-r1", "qwen3.5-397b-a17b", "deepseek-v3", "glm-5", "kimi-k2.5")
 #: A breakdown (engine, device) is printed where it has at least this many rows.
 MIN_ROWS = 10
@@ -126,11 +128,9 @@ def main(argv: list[str]) -> int:
     w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
     w.writeheader()
     w.writerows(lines)
-    with open(OUT_CSV, "w", encoding="utf-8") as f:
-        f.write(buf.getvalue())
     text = table(lines)
-    with open(OUT_TABLE, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_atomic(OUT_CSV, buf.getvalue())
+    write_atomic(OUT_TABLE, text)
     print(text, end="")
     return 0
 
