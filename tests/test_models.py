@@ -5,13 +5,12 @@ import warnings
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+from torch.utils.flop_counter import FlopCounterMode
 
 import coverage as coverage_script
 import zoo
+import zoo_flops
 from dispatchprof import OpCounter, fake_inputs, fake_model
-
-aten = torch.ops.aten
 
 
 @pytest.mark.parametrize("name", zoo.ZOO_NAMES)
@@ -33,48 +32,27 @@ def test_coverage_script_prints_a_table_and_succeeds(capsys):
     assert "resnet" in out and "gpt2" in out and "unknown ops" in out
 
 
-# torch's own attention formulas, for the fused CPU kernel FlopCounterMode does not map.
-def _sdpa(q, k, v, *args, out_shape=None, **kwargs):
-    return sdpa_flop_count(q, k, v)
-
-
-def _sdpa_backward(grad, q, k, v, *args, out_shape=None, **kwargs):
-    return sdpa_backward_flop_count(grad, q, k, v)
-
-
-TORCH_SDPA_FORMULAS = {aten._scaled_dot_product_flash_attention_for_cpu: _sdpa,
-                       aten._scaled_dot_product_flash_attention_for_cpu_backward: _sdpa_backward}
-
-
-def _flop_counter_total(name, kind, fused_backward=None):
-    """FlopCounterMode's total; ``fused_backward`` (a list) receives whether it saw a fused
-    attention backward kernel (the math decomposition on meta or with some masks has none)."""
+def _flop_counter_total(name, kind):
+    """FlopCounterMode's total, with scripts/zoo_flops.py's torch formulas: the CPU's fused attention
+    kernels (FlopCounterMode maps the CUDA ones only), their backward less the Q K^T product the kernel
+    recomputes (COUNTING.md leaves it out of the model's arithmetic), a grouped convolution's backward
+    per group."""
     model, inputs, loss = zoo.build(name, kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with FlopCounterMode(display=False, custom_mapping=TORCH_SDPA_FORMULAS) as f:
+        with FlopCounterMode(display=False, custom_mapping=zoo_flops.TORCH_FORMULAS) as f:
             zoo.training_step(model, inputs, loss)
-    if fused_backward is not None:
-        fused_backward.append(any("attention" in str(op) and "backward" in str(op)
-                                  for op in f.get_flop_counts()["Global"]))
     return f.get_total_flops()
 
 
-def _our_macs(name, kind, recompute=False):
-    """Our MACs of a training step; with ``recompute``, plus the Q K^T product a fused attention
-    backward kernel recomputes (B*H*Lq*Lk*E per call), which FlopCounterMode counts on the fused
-    kernels (real, fake) and COUNTING.md leaves out of the model's arithmetic."""
+def _our_macs(name, kind):
+    """Our MACs of a training step."""
     model, inputs, loss = zoo.build(name, kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with OpCounter() as c:
             zoo.training_step(model, inputs, loss)
-    extra = 0
-    for r in c.profile.records:
-        if recompute and r.op == "aten.scaled_dot_product_attention_backward":
-            (*batch, h, lq, e), lk = r.shapes[0], r.shapes[1][-2]
-            extra += batch[0] * h * lq * lk * e
-    return c.total().macs + extra
+    return c.total().macs
 
 
 @pytest.mark.parametrize("name", zoo.ZOO_NAMES)
@@ -88,9 +66,7 @@ def test_two_macs_equal_flop_counter_on_meta(name):
 def test_two_macs_equal_flop_counter_on_fake_and_real(name):
     # LSTM is left out: its fused CPU kernel (mkldnn_rnn_layer) is not covered by FlopCounterMode.
     for kind in ("fake", "real"):
-        fused = []
-        theirs = _flop_counter_total(name, kind, fused)
-        assert 2 * _our_macs(name, kind, recompute=fused[0]) == theirs
+        assert 2 * _our_macs(name, kind) == _flop_counter_total(name, kind)
 
 
 B, L, D, H, HK, HD, INTER, V, N = 2, 16, 64, 4, 2, 16, 96, 128, 2
