@@ -4,17 +4,27 @@ from __future__ import annotations
 
 
 class DataDependentOpError(RuntimeError):
-    """An op needs tensor values (``.item()``, ``nonzero``) that meta tensors do not have."""
+    """An op needs tensor values (``.item()``, ``nonzero``, an output shape that depends on values)
+    that meta or fake tensors do not have. ``tensors`` is "meta" or "fake": meta points to fake
+    tensors (which give ``.item()``-free data-dependent ops placeholder values), fake to real ones."""
 
-    def __init__(self, op: str, scope: str) -> None:
+    def __init__(self, op: str, scope: str, tensors: str = "meta") -> None:
         where = scope or "<root>"
-        super().__init__(
-            f"{op} in module scope '{where}' needs the values of a meta tensor, and meta tensors "
-            f"have none. Count this model on fake tensors instead: build it with "
-            f"dispatchprof.fake_model(...) (or inside torch._subclasses.FakeTensorMode()), "
-            f"which run data-dependent ops with placeholder values.")
+        if tensors == "meta":
+            way_around = ("Count this model on fake tensors instead: build it with dispatchprof.fake_model(...) "
+                          "(or inside torch._subclasses.FakeTensorMode()), which run data-dependent ops with "
+                          "placeholder values; a model that reads values into Python (.item(), nonzero) needs "
+                          "real tensors")
+        else:
+            way_around = ("The model reads tensor values into Python (.item(), nonzero, a value-dependent shape), "
+                          "so it counts on real tensors only: build it without fake_model (random weights are "
+                          "enough, though counts after such an op follow the values it read), at a size that fits "
+                          "in memory")
+        RuntimeError.__init__(self, f"{op} in module scope '{where}' needs the values of a {tensors} tensor, and "
+                              f"{tensors} tensors have none. {way_around}.")
         self.op = op
         self.scope = scope
+        self.tensors = tensors
 
 
 class DeviceProfileError(ValueError):

@@ -59,6 +59,39 @@ def test_data_dependent_op_on_meta_names_op_and_scope_and_suggests_fake():
             m2(torch.randn(2, device="meta"))
 
 
+def test_value_reading_op_on_fake_names_op_and_scope_and_suggests_real_tensors():
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+
+    class Reads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Linear(2, 2)
+
+        def forward(self, x):
+            return x[: int((self.inner(x) > 0).sum())]
+
+    with FakeTensorMode():
+        m, x = Reads(), torch.randn(3, 2)
+    with pytest.raises(DataDependentOpError, match=r"aten._local_scalar_dense in module scope '<root>' needs the "
+                       r"values of a fake tensor.*counts on real tensors only") as e:
+        with OpCounter():
+            m(x)
+    assert isinstance(e.value, DataDependentOutputException)     # still what fake tensors raise
+
+    class Fallback(nn.Module):          # a model that catches fake tensors' refusal runs as without the counter
+        def forward(self, x):
+            try:
+                return x.nonzero()
+            except DynamicOutputShapeException:
+                return x[:1]
+
+    with FakeTensorMode():
+        y = torch.randn(3, 2)
+    with OpCounter():
+        out = Fallback()(y)
+    assert out.shape == Fallback()(y).shape == (1, 2)
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     ({"model": "gpt2"}, TypeError, r"takes a torch.nn.Module, got str"),
     ({"causal": "half"}, ValueError, r"causal=...\) must be one of \('full', 'computed'\), got 'half'"),

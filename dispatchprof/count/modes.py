@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 from torch._ops import HigherOrderOperator
+from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
 from torch.overrides import TorchFunctionMode, _pop_mode, _push_mode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -46,7 +47,9 @@ class CountingMode(TorchDispatchMode):
     are counted one by one; flex_attention is one record over the blocks its BlockMask keeps
     (`dispatchprof.count.flex`); any other runs as is and is reported unknown with the reason.
     nn.TransformerEncoder's padding-mask fast path on tensors without values runs through
-    ``packing`` (`dispatchprof.count.packing`), shared with the attention mode's hooks."""
+    ``packing`` (`dispatchprof.count.packing`), shared with the attention mode's hooks. An op that
+    needs values raises `DataDependentOpError` on meta tensors, and on fake tensors one that is
+    also the exception fake tensors raise (`FakeValuesNeededError`, `FakeShapeNeedsValuesError`)."""
 
     supports_higher_order_operators = True
 
@@ -98,7 +101,10 @@ class CountingMode(TorchDispatchMode):
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:
                 return out
-        out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
+        try:
+            out = run_once(func, args, kwargs) if _PROFILER._is_profiler_enabled else info.call(*args, **kwargs)
+        except (DataDependentOutputException, DynamicOutputShapeException) as error:   # fake tensors' refusal
+            raise _values_needed(error, info.name, state.scope_and_phase()[0]) from error
         with NO_TORCH_FUNCTION():      # the counter's own tensor reads skip torch function modes
             state.count(func, args, kwargs, out, info)
         return out
@@ -113,6 +119,30 @@ class CountingMode(TorchDispatchMode):
         self.state.unknown_call(f"higher_order.{func.name()}", "higher-order op: its body is run but "
                                 "not counted (no rule to run it under the counter)")
         return func(*args, **kwargs)
+
+
+class FakeValuesNeededError(DataDependentOpError, DataDependentOutputException):
+    """Fake tensors' DataDependentOutputException, still one (a model that catches it behaves as
+    without the counter), with the op, the module scope and the way around in its message."""
+
+    def __init__(self, func: Any, op: str, scope: str) -> None:
+        DataDependentOpError.__init__(self, op, scope, "fake")
+        self.func = func
+
+
+class FakeShapeNeedsValuesError(DataDependentOpError, DynamicOutputShapeException):
+    """As `FakeValuesNeededError`, for fake tensors' DynamicOutputShapeException."""
+
+    def __init__(self, func: Any, op: str, scope: str) -> None:
+        DataDependentOpError.__init__(self, op, scope, "fake")
+        self.func = func
+
+
+def _values_needed(error: RuntimeError, op: str, scope: str) -> DataDependentOpError:
+    """The counter's message for fake tensors' refusal to run an op that needs values, of the
+    refusal's own class too."""
+    kind = FakeShapeNeedsValuesError if isinstance(error, DynamicOutputShapeException) else FakeValuesNeededError
+    return kind(error.func, op, scope)
 
 
 _dispatch_without_dynamo = torch._disable_dynamo(CountingMode.__torch_dispatch__, recursive=True)
