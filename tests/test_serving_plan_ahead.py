@@ -62,3 +62,15 @@ def test_decode_runs_stop_for_a_waiting_arrival():
     results, _ = serve(reqs, True, concurrency=2)
     assert [r.ttft_s for r in results] == pytest.approx([0.01, 0.01, 0.03])
     assert results[0].e2e_s == pytest.approx(0.40)
+
+
+def test_engines_that_overlap_the_host_plan_ahead():
+    # docs/serving.md's engine table row against the presets (serve.scheduler_config: plan_ahead = overlap_host)
+    from dispatchprof.serving.engines import engine_preset
+    from tests.accuracy_docs import ROOT, table_line
+    with open(f"{ROOT}/docs/serving.md") as f:
+        row = table_line(f.read(), "next step planned")
+    old, new = engine_preset("vllm", "0.11.2"), engine_preset("vllm", "0.14")
+    sglang, trt = engine_preset("sglang", "0.5"), engine_preset("trtllm", "1.1")
+    assert not old.overlap_host and new.overlap_host and sglang.overlap_host and trt.overlap_host
+    assert row[1:] == ["after this one (0.14: while this one runs)", "while this one runs", "while this one runs"]
