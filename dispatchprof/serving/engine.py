@@ -108,6 +108,7 @@ class Replica:
     index: int
     config: SchedulerConfig
     waiting: deque = field(default_factory=deque)
+    inbox: deque = field(default_factory=deque)    # arrived after the next step was planned (plan_ahead)
     running: list = field(default_factory=list)
     free_blocks: int = 0
     plan: StepPlan | None = None
@@ -120,7 +121,7 @@ class Replica:
 
     @property
     def load(self) -> int:
-        return len(self.waiting) + len(self.running)
+        return len(self.waiting) + len(self.inbox) + len(self.running)
 
 
 def route(router: Router, arrival_index: int, replicas: Sequence[Replica]) -> int:
@@ -198,7 +199,8 @@ def run_engine(requests: Sequence[Request], config: SchedulerConfig, step_cost: 
             s = seqs[pending.popleft()[1]]
             s.sent_s, s.send_order, s.warmup = t_arrival, sent, sent < warmup
             s.replica = route(router, sent, reps)
-            reps[s.replica].waiting.append(s)
+            rep = reps[s.replica]
+            (rep.inbox if rep.config.plan_ahead and rep.plan is not None else rep.waiting).append(s)
             sent += 1
         for rep in reps:
             if rep.plan is None:
@@ -211,13 +213,19 @@ _RUN = StepPlan(())          # the plan of a decode run: its sequences advanced 
 
 def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCostFn, done: list,
                 t_next_arrival: float) -> None:
+    if not rep.waiting and not rep.running:                # an idle engine takes its arrivals at once
+        rep.waiting.extend(rep.inbox)
+        rep.inbox.clear()
     if not rep.waiting and not rep.running:
         rep.plan = None
         return
+    lagged = list(rep.inbox)               # plan_ahead: this step was planned before they came
+    rep.inbox.clear()
     full = len(rep.running) >= rep.config.max_seqs          # the queue cannot be admitted
     if (full or not rep.waiting) and all(s.prefilled for s in rep.running):
-        end = decode_run(rep, t, step_cost, math.inf if full else t_next_arrival)
+        end = decode_run(rep, t, step_cost, math.inf if full else (t if lagged else t_next_arrival))
         if end is not None:
+            rep.waiting.extend(lagged)
             rep.plan = _RUN
             heapq.heappush(done, (end, rep.index))
             return
@@ -236,6 +244,7 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
             rep.running.append(rep.waiting.popleft())
         if plan.scheduled or not plan.preempted:
             break
+    rep.waiting.extend(lagged)
     if not plan.scheduled:
         raise RuntimeError(f"replica {rep.index} scheduled nothing with {len(rep.waiting)} requests waiting")
     prefill, images, decoding = [], 0, []

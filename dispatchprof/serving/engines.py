@@ -15,7 +15,8 @@ A preset holds what an engine decides on its own when a benchmark starts it with
 - ``step_host_us`` and ``sequence_host_us``: the engine's host work per step and per sequence of
   a step (scheduling, input preparation, sampling, detokenising), and ``overlap_host``: whether
   that work overlaps the previous step's GPU work (step time = max(host, device)) or precedes it
-  (host + device);
+  (host + device); an engine that overlaps it also plans each step while the one before runs, so a
+  request arriving during a step joins the step after the next (``SchedulerConfig.plan_ahead``);
 - ``prefix_caching``: whether the engine caches prompt prefixes by default.
 
 ``memory_rules`` change figures on devices with at least ``min_memory_gib`` of memory, unless the

@@ -32,6 +32,11 @@ Engines differ in two rules (`dispatchprof.serving.engines` names which each fol
 - ``reserve_output``: admission reserves the blocks of a request's whole prompt and output
   (TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler: a running sequence never needs a new
   block, so none is preempted), instead of the blocks of its first chunk.
+
+One rule belongs to the event loop (`dispatchprof.serving.engine`): with ``plan_ahead`` (an engine
+whose host schedules step k + 1 while step k runs: TensorRT-LLM's overlap scheduler, SGLang's
+overlap schedule, vLLM's async scheduling) a request that arrives while a step runs joins the
+step after the next one.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ class SchedulerConfig:
     decode_gain: float = 1.0           # tokens it gains per step (expected, speculative decoding)
     policy: Policy = "mixed"
     reserve_output: bool = False       # admission reserves the blocks of prompt + output
+    plan_ahead: bool = False           # the next step is planned while this one runs (event loop: arrivals lag)
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "block_size", "max_seqs", "max_batched_tokens", "decode_q"):

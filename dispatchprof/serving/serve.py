@@ -439,7 +439,8 @@ def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas:
     gain = expected_tokens(setup.acceptance, setup.spec_tokens) if setup.draft is not None else 1.0
     config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
                              setup.spec_tokens + 1 if setup.draft is not None else 1, gain,
-                             engine.policy if engine else "mixed", engine.reserve_output if engine else False)
+                             engine.policy if engine else "mixed", engine.reserve_output if engine else False,
+                             engine.overlap_host if engine else False)
     return config, engines
 
 
