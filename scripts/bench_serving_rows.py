@@ -8,10 +8,10 @@ clients): a dense Qwen3-32B row and a gpt-oss-120b row (MoE, timed by
 `dispatchprof.serving.layout.LayoutCost`), with the predicted mean TTFT and TPOT to full
 precision so that two runs can be compared.
 
-A row's setup (counted model) is kept in ``--setups`` (validate_serving's `counted_setup`), so a
-second run times the simulation without counting again.
+A row's setup (counted model) is kept in ``--setups`` (`kept_setup`), so a second run times the
+simulation of the same counted model without counting again.
 
-    .venv/bin/python scripts/bench_serving_rows.py [--setups DIR] [--json FILE] [--csv silicon_sample.csv]
+    .venv/bin/python scripts/bench_serving_rows.py [--setups DIR] [--json FILE] [--compare FILE] [--csv silicon_sample.csv]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import time
 import warnings
@@ -36,9 +37,15 @@ from dispatchprof.serving.fit import fit  # noqa: E402
 from dispatchprof.serving.repeat import CountMemo  # noqa: E402
 from dispatchprof.sim.placement import scenarios_of  # noqa: E402
 
-#: The rows simulated: a dense row and a mixture-of-experts row (ids of the silicon sample).
+#: The rows simulated (ids of the silicon sample): a dense row, then mixture-of-experts rows of
+#: gpt-oss-120b (36 layers of 128 experts, 4 per token) at 8 and 64 clients, long prompts and long
+#: outputs, and one with its experts over 8 GPUs (EP).
 ROWS = ("qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x512_c8_tp2_epnone_16",
-        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c8_tp2_ep1_407")
+        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c8_tp2_ep1_407",
+        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c64_tp2_ep1_357",
+        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403",
+        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x8192_c64_tp2_ep1_182",
+        "2026_03_25_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_1024x8192_c8_tp8_0_ep8_0_1239")
 #: The mixture-of-experts model whose fit is timed, and its device.
 FIT_MODEL, FIT_DEVICE = "qwen3-30b-a3b", "H100-SXM"
 
@@ -66,6 +73,8 @@ def main() -> None:
     p.add_argument("--setups", default=None, help="folder keeping the rows' counted setups (pickles)")
     p.add_argument("--json", default=None, help="write the figures and predictions here")
     p.add_argument("--skip-fit", action="store_true", help="time the rows only")
+    p.add_argument("--compare", default=None, help="a --json file of another run: the predictions' largest "
+                                                 "relative difference and the CPU time ratios")
     p.add_argument("--csv", default=None, help="silicon_sample.csv (default: the validation environment's)")
     args = p.parse_args()
     out: dict = {"rows": {}}
@@ -76,28 +85,66 @@ def main() -> None:
         print(f"{FIT_MODEL + ' on ' + FIT_DEVICE + ': counting the chains':<58} {counting:>8.1f}")
         print(f"{FIT_MODEL + ': the exact fit alone':<58} {fitting:>8.1f}  {ops} ops per step")
     rows = {r.id: r for r in aic_rows(args.csv or silicon_sample(AIC_PYTHON))[0] if r.id in ROWS}
+    memos: dict = {}
     for rid in ROWS:
         r = rows[rid]
         cpu = time.process_time()
-        setup = counted_setup(r, args.setups, CountMemo(build_model(r.model, generator=True))
-                              if not _kept(r, args.setups) else None)
+        setup = kept_setup(r, args.setups, memos)
         counting = time.process_time() - cpu
         cpu = time.process_time()
         pred = predict_row(r, setup)
         sim = time.process_time() - cpu
         out["rows"][rid] = {"setup_s": counting, "simulation_s": sim, "prediction": pred}
-        label = f"{r.model} {r.device} tp{r.tp} {r.engine} {r.prompt_len}x{r.output_len} c{r.concurrency}"
+        label = f"{r.model} {r.device} tp{r.tp} ep{r.ep} {r.engine} {r.prompt_len}x{r.output_len} c{r.concurrency}"
         print(f"{label + ': setup':<58} {counting:>8.1f}")
         print(f"{label + ': simulation':<58} {sim:>8.2f}  TTFT {pred.get('ttft_mean', 0)!r} s, "
               f"TPOT {pred.get('tpot_mean', 0)!r} s {pred.get('error', '')}")
+    total = sum(v["simulation_s"] for k, v in out["rows"].items() if k != ROWS[0])
+    print(f"{'the mixture-of-experts rows: simulation':<58} {total:>8.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
+    if args.compare:
+        with open(args.compare) as f:
+            print(comparison(json.load(f), out))
 
 
-def _kept(r, folder: str | None) -> bool:
-    from validate_serving import setup_path
-    return bool(folder) and os.path.exists(setup_path(r, folder))
+def comparison(before: dict, after: dict) -> str:
+    """Per row in both runs: the simulation's CPU seconds before and after, and the largest
+    relative difference of the predicted figures."""
+    lines = [f"{'row':<74} {'before s':>9} {'after s':>8} {'x':>6} {'max rel diff':>13}"]
+    for rid, b in before["rows"].items():
+        a = after["rows"].get(rid)
+        if a is None:
+            continue
+        diff = max((abs(a["prediction"][k] - v) / abs(v) if v else abs(a["prediction"][k])
+                    for k, v in b["prediction"].items() if k != "error"), default=0.0)
+        ratio = b["simulation_s"] / a["simulation_s"] if a["simulation_s"] else float("inf")
+        lines.append(f"{rid:<74} {b['simulation_s']:>9.2f} {a['simulation_s']:>8.2f} {ratio:>6.1f} {diff:>13.1e}")
+    if "fit" in before and "fit" in after:
+        lines.append(f"{'fit of ' + after['fit']['model']:<74} {before['fit']['fit_s']:>9.2f} "
+                     f"{after['fit']['fit_s']:>8.2f} {before['fit']['fit_s'] / after['fit']['fit_s']:>6.1f}")
+    return "\n".join(lines)
+
+
+def kept_setup(r, folder: str | None, memos: dict):
+    """The row's counted setup (validate_serving's `counted_setup`, one `CountMemo` per model),
+    kept in ``folder`` under its `ServingRow.setup_key` whatever code counted it: a second run
+    times the simulation of the same counted model (empty the folder to count again)."""
+    path = os.path.join(folder, "-".join(str(v) for v in r.setup_key) + ".pickle") if folder else None
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    if r.model not in memos:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            memos[r.model] = CountMemo(build_model(r.model, generator=True))
+    setup = counted_setup(r, None, memos[r.model])
+    if path:
+        os.makedirs(folder, exist_ok=True)
+        with open(path, "wb") as f:
+            pickle.dump(setup, f)
+    return setup
 
 
 if __name__ == "__main__":
