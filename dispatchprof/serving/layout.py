@@ -284,6 +284,8 @@ class LayoutCost:
         key = None if present is None else id(present)
         kept = self._streams.get(key)
         if kept is None or kept[0] is not present:
+            if present is not None:                         # one kept for the steps where some ops do not run
+                self._streams.pop(next((k for k in self._streams if k is not None), None), None)
             groups = len(self.model.groups)
             slots = np.array([g + groups * e for g, e in zip(self.model.order, self.expert)], dtype=np.int64)
             stage = np.array(self.stage, dtype=np.int64)
