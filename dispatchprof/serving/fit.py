@@ -50,6 +50,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
     multi_fit = integer_pseudo_inverse(multi_rows) if extra else None
     first = next(s for s in steps if s.q > 1) if extra else steps[0]
     models = {}
+    solved: dict[tuple, tuple] = {}              # (multi-token only, counted values) -> coefficients
     for name in first.ops:
         index: dict[tuple, int] = {}
         groups: list[list] = []
@@ -63,14 +64,11 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                 raise ValueError(f"{form.op} in {form.scope or '<root>'} on {name} changes form (kernel, launch, "
                                  f"moved inputs or shape) with the batch composition: the serving cost model does "
                                  f"not cover this model")
-            p, d, x = (*multi_fit, multi_rows) if only_multi else (pinv, denominator, rows)
-            coeffs = []
-            for q in range(len(values)):
-                column = [_exact(v[q]) for _, v in samples]
-                numerators = [sum(a * v for a, v in zip(prow, column)) for prow in p]
-                _check_linear(numerators, d, x, column, key, name)
-                c = [float(Fraction(n, 1) / d) for n in numerators]
-                coeffs.append(tuple(c + [0.0] * (len(rows[0]) - len(c))))     # a multi-token op's: 0 beyond (1, T, N)
+            counted = (only_multi, tuple(v for _, v in samples))
+            coeffs = solved.get(counted)
+            if coeffs is None:                       # the same op in every layer: solved once
+                p, d, x = (*multi_fit, multi_rows) if only_multi else (pinv, denominator, rows)
+                coeffs = solved[counted] = _solve(p, d, x, counted[1], len(rows[0]), key, name)
             group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), only_multi)   # scope: same time
             if group_key not in index:
                 index[group_key] = len(groups)
@@ -80,6 +78,20 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
         models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name],
                                      first.static_power_w[name], first.weight_dtype, [k[1] for k in stream])
     return models
+
+
+def _solve(p: Sequence[Sequence[int]], d: int, x: Sequence[Sequence[int]], counted: Sequence[Sequence[float]],
+           features: int, key: tuple[str, str, str], scenario: str) -> tuple[tuple[float, ...], ...]:
+    """Per quantity, its coefficients over the ``features`` (0 beyond those of ``x``) from its
+    ``counted`` values at the design's rows ``x``, exactly (P values / d), checked on the plane."""
+    coeffs = []
+    for q in range(len(counted[0])):
+        column = [_exact(v[q]) for v in counted]
+        numerators = [sum(a * v for a, v in zip(prow, column)) for prow in p]
+        _check_linear(numerators, d, x, column, key, scenario)
+        c = [float(Fraction(n, 1) / d) for n in numerators]
+        coeffs.append(tuple(c + [0.0] * (features - len(c))))     # a multi-token op's: 0 beyond (1, T, N)
+    return tuple(coeffs)
 
 
 def _check_linear(numerators: Sequence, denominator: int, rows: Sequence[Sequence[int]], values: Sequence,

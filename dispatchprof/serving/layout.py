@@ -62,10 +62,12 @@ tensor-parallel share; `ServingSetup` multiplies by tp as before.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from dispatchprof.serving.cost import Composition, StepCost, StepCostModel
@@ -73,7 +75,6 @@ from dispatchprof.serving.work import op_timing, scaled
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.links import GPUS_PER_NODE, all_to_all_s, links_of, send_s
 from dispatchprof.sim.runtime import is_routed_expert
-from dispatchprof.sim.timeline import step_time
 
 #: A decoder layer's index in a scope path.
 LAYER = re.compile(r"\.(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
@@ -223,38 +224,129 @@ class LayoutCost:
         return 2 * all_to_all_s(nbytes, g, *self.ep_link)
 
     def cost(self, c: Composition) -> StepCost:
+        """(seconds, joules) of a step of composition ``c`` (module docstring). Every op of the
+        stream takes its group's timing (an expert op its group's at the whole step's share), so
+        the step is evaluated over the distinct timings at once (`_Stream`): the timeline's end
+        ``max_i(issued_i + d_i + ... + d_n)`` (`dispatchprof.sim.timeline.step_time`), the
+        stages' and the energy's sums as counts of ops per timing (tests compare it with the
+        ops one by one, to 1e-12)."""
         m, lay = self.model, self.layout
-        a, f = lay.dp_attention, lay.expert_skew
+        a = lay.dp_attention
         local = c.split(a)
-        timings = m.op_timings(local)
-        expert = {}
+        timings = list(m.op_timings(local))
         if self.expert_groups:
-            whole = m.group_values(c)
-            weights = self.active_share(c.x[1]) / a
-            for g in self.expert_groups:
-                form = m.groups[g].form
-                expert[g] = op_timing(form, scaled(form, whole[g], f / a, weights), m.devices, m.weight_dtype,
-                                      c.flash_share)
-        entries = [expert[g] if e and g in expert else timings[g] for g, e in zip(m.order, self.expert)]
-        stage = self.stage
-        present = m.present(local)            # ops only in multi-token steps (`dispatchprof.serving.cost`)
-        if present is not None:
-            entries = [t for t, p in zip(entries, present) if p]
-            stage = [s for s, p in zip(stage, present) if p]
+            experts = self._expert_timings(m.group_values(c), self.active_share(c.x[1]) / a, lay.expert_skew / a,
+                                           c.flash_share)
+            timings += [experts.get(g) for g in range(len(timings))]
+        stream = self._stream(m.present(local))
+        time_s = np.array([t.time_s if t is not None else 0.0 for t in timings])
+        host = np.array([t.t_host if t is not None else 0.0 for t in timings])
+        full = stream.step_time(time_s, host)
         tokens = c.x[1]
         exchange = self.exchange_s(tokens)
-        full = step_time(entries)
         if lay.pp == 1:
             time = full + self.moe_layers[0] * exchange
         else:
-            stages = [n * exchange for n in self.moe_layers]
-            for t, s in zip(entries, stage):
-                stages[s] += t.time_s
+            stages = stream.stages @ time_s + np.array(self.moe_layers) * exchange
             boundary = send_s(tokens * self.hidden * self.element_bytes, *self.pp_link) if self.pp_link else 0.0
-            launch = full - sum(t.time_s for t in entries)
-            time = launch + lay.pp * (max(stages) + boundary)
-        dynamic = sum(t.dynamic_j for t in entries)
+            launch = full - float(stream.counts @ time_s)
+            time = launch + lay.pp * (float(stages.max()) + boundary)
+        dynamic = float(stream.counts @ np.array([t.dynamic_j if t is not None else 0.0 for t in timings]))
         return StepCost(time, (dynamic + m.static_power_w * time) * a)
+
+    def _expert_timings(self, whole: list[list[float]], weights: float, work: float, share: float) -> dict:
+        """Per routed-expert group, its op timed at the whole step's quantities with its work times
+        ``work`` (F / A) and its weights times ``weights`` (`scaled`); a group's timing is kept
+        while its quantities do not change (a decode run changes only the context's ops)."""
+        m, last, out = self.model, self._expert_last, {}
+        for g in self.expert_groups:
+            form = m.groups[g].form
+            key = (tuple(whole[g]), work, weights, share if form.flash else 1.0)
+            if g not in last or last[g][0] != key:
+                last[g] = (key, op_timing(form, scaled(form, whole[g], work, weights), m.devices, m.weight_dtype,
+                                          share))
+            out[g] = last[g][1]
+        return out
+
+    @functools.cached_property
+    def _expert_last(self) -> dict:
+        return {}
+
+    @functools.cached_property
+    def _streams(self) -> dict:
+        return {}
+
+    def _stream(self, present: Sequence[bool] | None) -> _Stream:
+        """The op stream of the steps where ``present`` ops run (None: all; the step cost model
+        hands the same sequence for every step of one kind), as indices into the step's timings:
+        op i takes timing ``order[i]``, or ``groups + order[i]`` (its group's expert timing) for
+        a routed-expert op."""
+        key = None if present is None else id(present)
+        kept = self._streams.get(key)
+        if kept is None or kept[0] is not present:
+            if present is not None:                         # one kept for the steps where some ops do not run
+                self._streams.pop(next((k for k in self._streams if k is not None), None), None)
+            groups = len(self.model.groups)
+            slots = np.array([g + groups * e for g, e in zip(self.model.order, self.expert)], dtype=np.int64)
+            stage = np.array(self.stage, dtype=np.int64)
+            if present is not None:
+                keep = np.array(present, dtype=bool)
+                slots, stage = slots[keep], stage[keep]
+            kept = self._streams[key] = (present, _Stream(slots, stage, 2 * groups, self.layout.pp))
+        return kept[1]
+
+
+class _Stream:
+    """A step's ops as indices into per-step arrays of timings (``slots``), with what the step's
+    evaluation needs of them, built once: how many ops take each timing (``counts``; per
+    pipeline stage: ``stages``), and per pattern of timings the host issues (t_host > 0) the
+    timeline's entries (`step_time`)."""
+
+    #: Up to this many issued ops the timeline is kept as entries (an issued op, then the run of
+    #: ops the host does not issue after it, as counts per timing); beyond, op by op.
+    ENTRIES = 64
+
+    def __init__(self, slots: np.ndarray, stage: np.ndarray, width: int, pp: int) -> None:
+        self.slots, self.width = slots, width
+        self.counts = np.bincount(slots, minlength=width).astype(np.float64)
+        self.stages = np.zeros((pp, width))
+        np.add.at(self.stages, (stage, slots), 1.0)
+        self._timelines: dict[bytes, tuple[np.ndarray, np.ndarray] | None] = {}
+
+    def step_time(self, time_s: np.ndarray, host: np.ndarray) -> float:
+        """The step's end on the host/device timeline (`dispatchprof.sim.timeline.step_time`) of
+        its ops with these per-timing device and host seconds: max over i of issued_i + d_i +
+        ... + d_n, the issued times summed over the ops the host issues."""
+        if not len(self.slots):
+            return 0.0
+        issued = host > 0
+        key = issued.tobytes()
+        if key not in self._timelines:
+            self._timelines[key] = self._timeline(issued)
+        entries = self._timelines[key]
+        if entries is None:                                  # op by op
+            d, h = time_s[self.slots], host[self.slots]
+        else:
+            d, h = entries[0] @ time_s, entries[1] @ host
+        return float(np.max(np.cumsum(h) + np.cumsum(d[::-1])[::-1]))
+
+    def _timeline(self, issued: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The timeline's entries as rows of counts per timing: each issued op alone, then the
+        run of ops the host does not issue after it (the ops before the first issued one first);
+        the device time's rows and the host time's (the issued ops' rows only). None where more
+        than `ENTRIES` ops are issued."""
+        where = np.nonzero(issued[self.slots])[0]
+        if len(where) > self.ENTRIES:
+            return None
+        cuts = [*where.tolist(), len(self.slots)]
+        device = np.zeros((2 * len(where) + 1, self.width))
+        device[0] = np.bincount(self.slots[:cuts[0]], minlength=self.width)
+        for j, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            device[2 * j + 1, self.slots[a]] = 1.0
+            device[2 * j + 2] = np.bincount(self.slots[a + 1:b], minlength=self.width)
+        host = np.zeros_like(device)
+        host[1::2] = device[1::2]
+        return device, host
 
 
 __all__ = ["Layout", "LayoutCost", "all_to_all_bytes", "check_model", "expert_fraction", "layout_of",

@@ -74,11 +74,16 @@ class StepCostModel:
         single = [g for g in self.order if not self.groups[g].multi]
         self._single_runs = _runs([self.groups[g].form.host != "" for g in single], single)
 
-    def present(self, c: Composition) -> list[bool] | None:
-        """Per op in stream order, whether it runs in a step of composition ``c``; None: all do."""
+    def present(self, c: Composition) -> tuple[bool, ...] | None:
+        """Per op in stream order, whether it runs in a step of composition ``c``; None: all do
+        (the same tuple for every step where some do not)."""
         if not self._multi or c.multi_token:
             return None
-        return [not self.groups[g].multi for g in self.order]
+        return self._single_token_ops
+
+    @functools.cached_property
+    def _single_token_ops(self) -> tuple[bool, ...]:
+        return tuple(not self.groups[g].multi for g in self.order)
 
     @functools.cached_property
     def _quantity_matrix(self) -> tuple[np.ndarray, list[tuple[int, int]]]:
