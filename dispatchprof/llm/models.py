@@ -8,7 +8,9 @@ so counting needs no routing values, which fake tensors do not have.
 
 Multi-head latent attention (configs with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2) is swapped
 for ``dispatchprof.llm.mla.AbsorbedMLA`` over the same weights: latent-only cache and the
-absorbed form engines decode with, prefill included (its module docstring says why).
+absorbed form engines decode with, prefill included (its module docstring says why). gpt-oss's
+attention with sinks is swapped for ``dispatchprof.llm.sinks_attention.SinkAttention``: the same
+function as one fused attention kernel with the sink folded in, as engines run it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dispatchprof.count.fake import fake_inputs, fake_model
 from dispatchprof.errors import ModelSpecError
 from dispatchprof.llm.catalog import catalog_entry, load_config
 from dispatchprof.llm.mla import absorb_mla, is_mla
+from dispatchprof.llm.sinks_attention import fuse_sink_attention, has_sinks
 
 BALANCED_EXPERTS = "dispatchprof_balanced"
 #: The dtypes a model's tensors can take: canonical short name -> torch dtype.
@@ -58,6 +61,8 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16, *, genera
                              f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
     if is_mla(config):
         absorb_mla(model)  # latent attention as engines run it (dispatchprof.llm.mla)
+    if has_sinks(config):
+        fuse_sink_attention(model)  # one fused kernel with the sinks (dispatchprof.llm.sinks_attention)
     return model
 
 
