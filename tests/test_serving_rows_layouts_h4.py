@@ -98,3 +98,35 @@ def test_counted_setup_lays_the_replica_out_as_the_row(tmp_path, monkeypatch):
     r1 = sr.aic_rows(write(tmp_path, [row(**R1_DP8)]))[0][0]
     assert vs.counted_setup(r1, None) == "setup"
     assert (seen["model"], seen["tp"], seen["ep"], seen["dp_attention"], seen["pp"]) == ("deepseek-r1", 1, 8, 8, 1)
+
+
+def test_the_layout_report_by_hand(tmp_path, monkeypatch):
+    """serving_moe_rows_report --by-layout: the attention-DP rows, their medians and AIConfigurator's beside,
+    and the unexpressed rows of the kind counted by reason."""
+    import serving_moe_rows_report as report
+    dsr1 = {k: v for k, v in R1_DP8.items() if k != "id"}
+    ids = [i for i in (f"dp{k}" for k in range(40)) if sr.split_of(i) == "held-out"][:2]
+    sample = write(tmp_path, [row(id=ids[0], **dsr1), row(id=ids[1], **dsr1), row(id="plain"),
+                              row(id="hybrid", **{**dsr1, "attention_dp_size": "16", "moe_tp_size": "4",
+                                                  "moe_ep_size": "4"})])
+    errors = tmp_path / "e.csv"
+    errors.write_text("id,split,engine,device,model,tp,weights,isl,osl,concurrency,metric,measured,dispatchprof,"
+                      "aiconfigurator\n"
+                      f"{ids[0]},held-out,trtllm,B200,deepseek-r1,1,fp4,8192,1024,256,ttft_mean,3316,3648,2653\n"
+                      f"{ids[0]},held-out,trtllm,B200,deepseek-r1,1,fp4,8192,1024,256,tpot_mean,29.67,44.5,29.67\n"
+                      f"{ids[1]},held-out,trtllm,B200,deepseek-r1,1,fp4,8192,1024,256,ttft_mean,3316,2653,\n"
+                      f"{ids[1]},held-out,trtllm,B200,deepseek-r1,1,fp4,8192,1024,256,tpot_mean,29.67,35.6,\n")
+    monkeypatch.setattr(report, "OUT_LAYOUT_CSV", str(tmp_path / "p.csv"))
+    monkeypatch.setattr(report, "OUT_LAYOUT_TABLE", str(tmp_path / "t.txt"))
+    assert report.main(["--by-layout", sample, str(errors)]) == 0
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0].split(",")[5:10] == ["tp", "ep", "dp_attention", "pp", "layout_kind"]
+    assert [ln.split(",")[5:10] for ln in lines[1:]] == [["1", "8", "8", "1", "attention-DP"]] * 2
+    table = (tmp_path / "t.txt").read_text().splitlines()
+    held = table[1].split()
+    # 3 attention-DP rows in the sample, 2 expressed and predicted; TTFT +10%, -20% -> |median| 15.0%, signed -5.0%;
+    # TPOT 44.5 / 29.67 = +50.0%, 35.6 / 29.67 = +20.0% -> 35.0%; both: the first row, AIConfigurator TTFT -20%, TPOT 0
+    assert held[:12] == ["attention-DP", "held-out", "3", "2", "2", "15.0%", "-5.0%", "35.0%", "+35.0%", "1",
+                         "10.0%", "/"]
+    assert held[12:] == ["20.0%", "50.0%", "/", "0.0%"]
+    assert table[-1].split(":")[0].split() == ["1", "attention-DP"]
