@@ -10,6 +10,16 @@ and AIConfigurator mean TTFT and TPOT in ms; a prediction left empty was not mad
 scripts/data/serving_moe_rows_table.txt (per model: rows expressed and predicted, median |error|
 of TTFT and TPOT held out and fit, dispatchprof beside AIConfigurator over the rows both predict,
 per engine and per device where they have at least `MIN_ROWS` held-out rows, and signed medians).
+
+    python scripts/serving_moe_rows_report.py --by-layout PATH/silicon_sample.csv E1.csv [E2.csv ...]
+
+writes instead scripts/data/serving_layout_rows_predictions.csv (every expressed row with pipeline
+stages or attention data parallelism, aggregated or on a side of a disaggregated row, and every
+disaggregated row of a mixture-of-experts model: `LAYOUT_FIELDS`) and
+scripts/data/serving_layout_rows_table.txt (per layout kind, `serving_rows.ServingRow.layout_kind`:
+the sample's rows of that kind, those expressed and predicted, median |error| of TTFT and TPOT held
+out and fit beside AIConfigurator's over the rows both predict; then the reasons the others of these
+kinds are not expressed).
 """
 
 from __future__ import annotations
@@ -23,7 +33,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from serving_rows import aic_rows  # noqa: E402
+from serving_rows import MOE, _unexpressed, aic_rows  # noqa: E402
 
 from dispatchprof.results.files import write_atomic  # noqa: E402
 
@@ -37,6 +47,10 @@ MIN_ROWS = 10
 FIELDS = ("id", "split", "model", "engine", "device", "tp", "ep", "clients", "isl", "osl", "measured_ttft_ms",
           "dispatchprof_ttft_ms", "aiconfigurator_ttft_ms", "measured_tpot_ms", "dispatchprof_tpot_ms",
           "aiconfigurator_tpot_ms")
+OUT_LAYOUT_CSV = os.path.join(ROOT, "scripts", "data", "serving_layout_rows_predictions.csv")
+OUT_LAYOUT_TABLE = os.path.join(ROOT, "scripts", "data", "serving_layout_rows_table.txt")
+#: --by-layout: `FIELDS` and the layout (a disaggregated row's tp, ep, dp_attention and pp: prefill/decode)
+LAYOUT_FIELDS = FIELDS[:7] + ("dp_attention", "pp", "layout_kind") + FIELDS[7:]
 
 
 def read_errors(paths: list[str]) -> dict[str, dict[str, tuple[str, str, str]]]:
@@ -115,7 +129,81 @@ def table(lines: list[dict]) -> str:
                      for cells in out) + "\n"
 
 
+def layout_lines(rows, figures: dict) -> list[dict]:
+    """One dict per row with pipeline stages or attention data parallelism, or disaggregated with
+    a mixture-of-experts model (`LAYOUT_FIELDS`)."""
+    out = []
+    for r in rows:
+        if r.layout_kind == "tp/ep" or r.layout_kind == "disagg tp/ep" and r.raw["model_path"] not in MOE:
+            continue
+        f = figures.get(r.id, {})
+        ttft = f.get("ttft_mean", (f"{1e3 * r.measured['ttft_mean']:.4g}", "", ""))
+        tpot = f.get("tpot_mean", (f"{1e3 * r.measured['tpot_mean']:.4g}", "", ""))
+        sides = r.side_rows() if r.disagg is not None else (r,)
+        tp, ep, dp, pp = ("/".join(str(getattr(s, k)) for s in sides) for k in ("tp", "ep", "dp_attention", "pp"))
+        out.append(dict(zip(LAYOUT_FIELDS, (r.id, r.split, r.model, r.engine, r.device, tp, ep, dp, pp, r.layout_kind,
+                                            r.concurrency, r.prompt_len, r.output_len, *ttft, *tpot))))
+    return out
+
+
+def raw_kind(r: dict) -> str:
+    """The layout kind of a silicon-sample row as written (`serving_rows.ServingRow.layout_kind`)."""
+    def kind(prefix: str) -> str:
+        on = [k for k, col in (("pp", "pp_size"), ("attention-DP", "attention_dp_size"))
+              if int(r[prefix + col] or 0) > 1]
+        return " + ".join(on) or "tp/ep"
+    if r["mode"] != "disagg":
+        return kind("")
+    prefill, decode = kind("prefill_"), kind("decode_")
+    return "disagg " + (prefill if prefill == decode else f"{prefill} / {decode}")
+
+
+def layout_table(lines: list[dict], sample: str) -> str:
+    """Per layout kind: the sample's rows of that kind (aggregated with pp or attention DP; every
+    disaggregated mixture-of-experts row), expressed, predicted, and for held-out and fit rows
+    dispatchprof's median |error| (and signed) of TTFT and TPOT, then both tools over the rows both
+    predict; then the reasons the rest are not expressed."""
+    with open(sample, encoding="utf-8", newline="") as f:
+        raw = [r for r in csv.DictReader(f) if r["mode"] in ("agg", "disagg")]
+    raw = [r for r in raw if raw_kind(r) != "tp/ep" and (r["mode"] == "agg" or r["model_path"] in MOE
+                                                         or raw_kind(r) != "disagg tp/ep")]
+    in_sample = collections.Counter(raw_kind(r) for r in raw)
+    head = ("layout kind", "split", "in sample", "expressed", "predicted", "TTFT", "TTFT signed", "TPOT",
+            "TPOT signed", "both", "TTFT ours/AIC", "TPOT ours/AIC")
+    out = [head]
+    for kind in sorted(set(in_sample) | {"pp", "pp + attention-DP"}):
+        members = [m for m in lines if m["layout_kind"] == kind]
+        for split in ("held-out", "fit"):
+            part = [m for m in members if m["split"] == split]
+            ours = [m for m in part if m["dispatchprof_tpot_ms"] != ""]
+            both = [m for m in ours if m["aiconfigurator_tpot_ms"] != ""]
+            cells = [kind, split, str(in_sample[kind]) if split == "held-out" else "", str(len(part)), str(len(ours))]
+            for metric in ("ttft", "tpot"):
+                e = [_error(m, "dispatchprof", metric) for m in ours]
+                cells += [_median(e), _median(e, signed=True)]
+            cells.append(str(len(both)))
+            for metric in ("ttft", "tpot"):
+                cells.append(f"{_median([_error(m, 'dispatchprof', metric) for m in both])} / "
+                             f"{_median([_error(m, 'aiconfigurator', metric) for m in both])}")
+            out.append(tuple(cells))
+    widths = [max(len(c[i]) for c in out) for i in range(len(head))]
+    text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+                     for cells in out) + "\n"
+    expressed = {m["id"] for m in lines}
+    reasons = collections.Counter((raw_kind(r), reason) for r in raw if r["id"] not in expressed
+                                  for reason in [skipped_reason(r)])
+    text += "\nnot expressed (layout kind: reason):\n"
+    text += "".join(f"  {n:5d}  {kind}: {reason}\n" for (kind, reason), n in reasons.most_common())
+    return text
+
+
+def skipped_reason(r: dict) -> str:
+    return _unexpressed(r) or "expressed"
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--by-layout"]:
+        return main_by_layout(argv[1:])
     if len(argv) < 2:
         print("usage: serving_moe_rows_report.py PATH/silicon_sample.csv ERRORS.csv [ERRORS.csv ...]", file=sys.stderr)
         return 2
@@ -131,6 +219,27 @@ def main(argv: list[str]) -> int:
     text = table(lines)
     write_atomic(OUT_CSV, buf.getvalue())
     write_atomic(OUT_TABLE, text)
+    print(text, end="")
+    return 0
+
+
+def main_by_layout(argv: list[str]) -> int:
+    if len(argv) < 2:
+        print("usage: serving_moe_rows_report.py --by-layout PATH/silicon_sample.csv ERRORS.csv [ERRORS.csv ...]",
+              file=sys.stderr)
+        return 2
+    for path in argv:
+        if not os.path.exists(path):
+            print(f"serving_moe_rows_report.py: no file {path}", file=sys.stderr)
+            return 2
+    lines = layout_lines(aic_rows(argv[0])[0], read_errors(argv[1:]))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, LAYOUT_FIELDS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(lines)
+    text = layout_table(lines, argv[0])
+    write_atomic(OUT_LAYOUT_CSV, buf.getvalue())
+    write_atomic(OUT_LAYOUT_TABLE, text)
     print(text, end="")
     return 0
 

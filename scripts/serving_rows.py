@@ -6,13 +6,14 @@ aiconfigurator-core wheel (systems/silicon_sample.csv, Apache-2.0): each row is 
 benchmark of ``silicon_concurrency`` clients (named in its ``silicon_data_source``; where it is
 not, its ``batch_size``, which equals it in 3,410 of the 3,619 aggregated rows) with fixed input
 and output lengths, and its mean TTFT and TPOT in milliseconds. A row is predicted when
-dispatchprof can express it: an aggregated engine (not disaggregated prefill/decode), a model of
-the catalog (`MODELS`), a device with a bundled profile, tensor parallelism, and for a
-mixture-of-experts model (`MOE`) its experts either tensor-parallel over the same GPUs
-(moe_tp_size = tp_size) or spread whole over them (moe_ep_size = tp_size: `ServingRow.ep`,
-`serve --ep`) and ``tp`` dividing its attention heads (DeepSeek-R1/V3's 128: not the 12 .. 72
-GPUs of some GB200 rows), or a dense model disaggregated (`Disaggregated`, below); every other row
-is kept with the reason it is not (`Skipped`). The engine runs
+dispatchprof can express it: a model of the catalog (`MODELS`), a device with a bundled profile,
+tensor and pipeline parallelism, and for a mixture-of-experts model (`MOE`) its experts either
+tensor-parallel over the same GPUs (moe_tp_size = tp_size) or spread whole over them
+(moe_ep_size = tp_size: `ServingRow.ep`, `serve --ep`; with attention data parallelism,
+moe_ep_size = tp_size x attention_dp_size: layouts, below) and ``tp`` dividing its attention
+heads (DeepSeek-R1/V3's 128: not the 12 .. 72 GPUs of some GB200 rows), aggregated or
+disaggregated (`Disaggregated`, below) with both sides so laid out; every other row is kept with
+the reason it is not (`Skipped`). The engine runs
 as AIConfigurator's generator configures a benchmark of a row (`benchmark_figures`, from its rule
 files in the wheel, aiconfigurator/generator/rule_plugin/benchmark/{vllm,trtllm}.rule: "agg
 max_num_tokens = (max_batch_size or 0) + (SlaConfig.isl or 0) + 1500", rounded up to whole blocks of 32 for
@@ -30,6 +31,27 @@ max_num_tokens = (SlaConfig.isl or 0) + 1500", "decode max_num_tokens = max_batc
 TensorRT-LLM the same rounded up to blocks of 32; CUDA graphs 1..max_batch_size), its clients
 ``silicon_concurrency`` or, where not named, the rule's "estimated_concurrency = decode_workers x
 decode max_batch_size", and the KV cache crossing the link of the row's system (`KV_LINKS`).
+
+Layouts. The sample's tp_size is attention's tensor parallelism inside one attention data-parallel
+rank; a replica has tp_size x attention_dp_size x pp_size GPUs and a mixture-of-experts model's
+experts spread over moe_tp_size x moe_ep_size = tp_size x attention_dp_size of them (AIConfigurator's
+TensorRT-LLM rule: "Enforce TensorRT-LLM MoE parallelism: moe_tp x moe_ep = tp ... tensor_parallel_size
+= moe_tensor_parallel_size * moe_expert_parallel_size", "gpus_per_worker = (tensor_parallel_size or 1) *
+(pipeline_parallel_size or 1) * (data_parallel_size or 1)", "enable_attention_dp = ((data_parallel_size
+or 1) > 1) and ModelConfig.is_moe"). That is how the engines spell it: TensorRT-LLM
+``--tensor-parallel-size G --expert-parallel-size G --enable-attention-dp`` runs G attention DP ranks
+of attention TP 1 (Dynamo's TensorRT-LLM guide: "TP=2 acts as the 'world size', in effect creating 2
+attention DP ranks"), vLLM ``--tensor-parallel-size t --data-parallel-size A --enable-expert-parallel``
+A ranks of TP t with EP t x A, SGLang ``--tp G --dp A --enable-dp-attention`` A ranks of G / A. serve
+expresses it as ``--tp tp_size --ep tp_size x attention_dp_size --dp-attention attention_dp_size --pp
+pp_size`` (`parallel_of`) where the experts are spread whole (moe_tp_size 1); experts tensor-parallel
+beside attention data parallelism (moe_tp_size > 1 with attention_dp_size > 1), a moe_tp x moe_ep that
+is not the replica's attention GPUs, or attention data parallelism of a dense model are kept with
+their reason. batch_size (and a disaggregated side's batch_size) is each rank's engine batch (the
+sample's DP rows run silicon_concurrency = attention_dp_size x batch_size clients: 8 x 32 = 256, 4 x
+16 = 64, 2 x 128 = 256), and the step budget the rule sets is each rank's: serve's one scheduler of
+the replica (`dispatchprof.serving.layout`: A groups' KV blocks) gets A x both, its CUDA graphs
+every batch up to A x batch_size. No row of the sample (aiconfigurator-core 0.12.0) has pp_size > 1.
 
 TensorRT-LLM's published offline throughput (`published_rows`: scripts/data/published_serving.csv,
 each row with its source): trtllm-bench queues every request at once with fixed lengths and FP8
@@ -144,6 +166,8 @@ class ServingRow:
     rounds: int = 0                                  # closed loop: the benchmark's requests per client
     ep: int = 1                                      # GPUs the routed experts spread over (1: experts tensor-parallel)
     disagg: Disaggregated | None = None              # prefill and decode workers apart (``tp``: the prefill side's)
+    dp_attention: int = 1                            # attention data-parallel groups (``tp``: each group's; module docstring, layouts)
+    pp: int = 1                                      # pipeline stages
 
     @property
     def layout(self) -> str:
@@ -151,7 +175,21 @@ class ServingRow:
         or prefill and decode on workers of their own."""
         if self.disagg is not None:
             return "disaggregated prefill/decode"
-        return f"experts over {self.ep} GPUs (EP)" if self.ep > 1 else "tensor-parallel"
+        out = f"experts over {self.ep} GPUs (EP)" if self.ep > 1 else "tensor-parallel"
+        if self.dp_attention > 1:
+            out += f", attention data-parallel over {self.dp_attention} groups"
+        return out + (f", {self.pp} pipeline stages" if self.pp > 1 else "")
+
+    @property
+    def layout_kind(self) -> str:
+        """The kind of parallelism beyond tensor and expert parallelism: "pp", "attention-DP", "pp +
+        attention-DP" or "tp/ep" (a disaggregated row: its sides' kinds, prefill / decode)."""
+        if self.disagg is not None:
+            prefill, decode = self.side_rows()
+            return "disagg " + (prefill.layout_kind if prefill.layout_kind == decode.layout_kind
+                                else f"{prefill.layout_kind} / {decode.layout_kind}")
+        kinds = [k for k, on in (("pp", self.pp > 1), ("attention-DP", self.dp_attention > 1)) if on]
+        return " + ".join(kinds) or "tp/ep"
 
     @property
     def setup_key(self) -> tuple:
@@ -160,24 +198,31 @@ class ServingRow:
         key = self.model, self.device, self.tp, self.weight_dtype, self.kv_dtype
         if self.disagg is not None:
             return key + ("disaggregated",)
-        return key + (f"ep{self.ep}",) if self.ep > 1 else key
+        return key + tuple(f"{name}{v}" for name, v in (("ep", self.ep), ("dpa", self.dp_attention), ("pp", self.pp))
+                           if v > 1)
 
     def side_rows(self) -> tuple[ServingRow, ServingRow]:
         """A disaggregated row's prefill and decode sides, each as the aggregated row of its tp
         (whose `setup_key` names the counted model it runs)."""
         return tuple(dataclasses.replace(self, tp=side.tp, max_seqs=side.max_seqs, engine_figures=side.engine_figures,
-                                         disagg=None) for side in (self.disagg.prefill, self.disagg.decode))
+                                         disagg=None, ep=side.ep, dp_attention=side.dp_attention, pp=side.pp)
+                     for side in (self.disagg.prefill, self.disagg.decode))
 
 
 @dataclass(frozen=True)
 class Side:
     """The workers of one side of a disaggregated row: how many, their tensor parallelism, their
-    engine's batch limit and the figures the benchmark set (`side_figures`)."""
+    engine's batch limit and the figures the benchmark set (`side_figures`); a mixture-of-experts
+    model's experts spread over ``ep`` GPUs, attention data-parallel over ``dp_attention`` groups
+    of ``tp``, ``pp`` pipeline stages (module docstring, layouts)."""
 
     workers: int
     tp: int
     max_seqs: int
     engine_figures: dict
+    ep: int = 1
+    dp_attention: int = 1
+    pp: int = 1
 
 
 @dataclass(frozen=True)
@@ -230,24 +275,26 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-def benchmark_figures(backend: str, batch_size: int, isl: int) -> dict:
-    """The engine figures AIConfigurator's generator sets for a benchmark (module docstring)."""
+def benchmark_figures(backend: str, batch_size: int, isl: int, ranks: int = 1) -> dict:
+    """The engine figures AIConfigurator's generator sets for a benchmark (module docstring), for
+    the one scheduler of ``ranks`` attention data-parallel ranks of ``batch_size`` each (module docstring, layouts)."""
     tokens = batch_size + isl + 1500
     if backend == "vllm":
-        return {"max_batched_tokens": tokens, "cuda_graph_sizes": tuple(range(1, batch_size + 1))}
+        return {"max_batched_tokens": ranks * tokens, "cuda_graph_sizes": tuple(range(1, ranks * batch_size + 1))}
     if backend == "trtllm":
-        return {"max_batched_tokens": -(-tokens // 32) * 32}
+        return {"max_batched_tokens": ranks * (-(-tokens // 32) * 32)}
     return {}
 
 
-def side_figures(backend: str, phase: str, batch_size: int, isl: int) -> dict:
+def side_figures(backend: str, phase: str, batch_size: int, isl: int, ranks: int = 1) -> dict:
     """The engine figures AIConfigurator's generator sets for a disaggregated benchmark's ``phase``
-    ("prefill" or "decode") workers of max batch ``batch_size`` (module docstring)."""
+    ("prefill" or "decode") workers of max batch ``batch_size`` (module docstring), for the one
+    scheduler of ``ranks`` attention data-parallel ranks (module docstring, layouts)."""
     tokens = isl + 1500 if phase == "prefill" else batch_size
     if backend == "vllm":
-        return {"max_batched_tokens": tokens, "cuda_graph_sizes": tuple(range(1, batch_size + 1))}
+        return {"max_batched_tokens": ranks * tokens, "cuda_graph_sizes": tuple(range(1, ranks * batch_size + 1))}
     if backend == "trtllm":
-        return {"max_batched_tokens": -(-tokens // 32) * 32}
+        return {"max_batched_tokens": ranks * (-(-tokens // 32) * 32)}
     return {}
 
 
@@ -275,28 +322,35 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
             if r["mode"] == "disagg":
                 rows.append(_disagg_row(r))
                 continue
+            tp, ep, dp, pp = parallel_of(r)
             named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
-            clients = int(named.group(1)) if named else int(r["batch_size"])
+            clients = int(named.group(1)) if named else dp * int(r["batch_size"])
             weights = WEIGHTS[r["gemm_quant_mode"]]
             rows.append(ServingRow(
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
-                DEVICES[r["system"]], int(r["tp_size"]), r["backend"], row_preset(r),
+                DEVICES[r["system"]], tp, r["backend"], row_preset(r),
                 weights, kv_dtype_of(r["backend"], weights),
-                int(r["isl"]), int(r["osl"]), clients, max(int(r["batch_size"]), clients), SIMULATED_ROUNDS * clients,
+                int(r["isl"]), int(r["osl"]), clients, max(dp * int(r["batch_size"]), clients),
+                SIMULATED_ROUNDS * clients,
                 {"ttft_mean": float(r["silicon_ttft_ms"]) / 1e3, "tpot_mean": float(r["silicon_tpot_ms"]) / 1e3}, r,
-                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"])), rounds=ROUNDS,
-                ep=int(r["moe_ep_size"] or 1) if r["model_path"] in MOE else 1))
+                benchmark_figures(r["backend"], int(r["batch_size"]), int(r["isl"]), dp), rounds=ROUNDS,
+                ep=ep, dp_attention=dp, pp=pp))
     return rows, skipped
 
 
 def _disagg_row(r: dict) -> ServingRow:
     """A disaggregated silicon-sample row as simulated (module docstring)."""
     isl = int(r["isl"])
-    prefill, decode = (Side(int(r[f"{p}_num_workers"]), int(r[f"{p}_tp_size"]), int(r[f"{p}_batch_size"]),
-                            side_figures(r["backend"], p, int(r[f"{p}_batch_size"]), isl)) for p in ("prefill", "decode"))
-    gpus = prefill.workers * prefill.tp + decode.workers * decode.tp
+    sides = []
+    for p in ("prefill", "decode"):
+        tp, ep, dp, pp = parallel_of(r, f"{p}_")
+        batch = int(r[f"{p}_batch_size"])
+        sides.append(Side(int(r[f"{p}_num_workers"]), tp, dp * batch, side_figures(r["backend"], p, batch, isl, dp),
+                          ep, dp, pp))
+    prefill, decode = sides
+    gpus = sum(side.workers * side.tp * side.dp_attention * side.pp for side in sides)
     named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
-    clients = int(named.group(1)) if named else decode.workers * decode.max_seqs
+    clients = int(named.group(1)) if named else decode.workers * int(r["decode_batch_size"])
     weights = WEIGHTS[r["gemm_quant_mode"]]
     return ServingRow(
         r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]], DEVICES[r["system"]],
@@ -351,15 +405,46 @@ def _unexpressed(r: dict) -> str | None:
         return f"weights {r['gemm_quant_mode']}: no simulated weight dtype"
     if r["mode"] == "disagg":
         return _disagg_unexpressed(r)
-    if r["pp_size"] not in ("", "1") or r["attention_dp_size"] not in ("", "0", "1"):
-        return "pipeline or attention data parallelism (serve simulates them, not yet validated here)"
-    tp, moe_tp, ep = (int(r[k] or 1) for k in ("tp_size", "moe_tp_size", "moe_ep_size"))
-    if r["model_path"] in MOE and (moe_tp, ep) not in ((tp, 1), (1, tp)):
-        return (f"experts over moe_tp {moe_tp} x moe_ep {ep} at tp {tp}: serve spreads them tensor-parallel over tp "
-                f"or expert-parallel over tp GPUs")
-    if r["model_path"] in MOE and _heads(MODELS[r["model_path"]]) % tp:
-        return (f"tp {tp} does not divide {MODELS[r['model_path']]}'s {_heads(MODELS[r['model_path']])} attention "
-                f"heads (the engine splits attention another way)")
+    return _layout_unexpressed(r)
+
+
+def _figure(r: dict, key: str) -> int:
+    """A parallelism column as a number: empty or 0 (the sample's "not set") is 1."""
+    return int(r[key] or 0) or 1
+
+
+def parallel_of(r: dict, prefix: str = "") -> tuple[int, int, int, int]:
+    """(tp, ep, dp_attention, pp) of serve for a silicon-sample row (``prefix`` "prefill_" or
+    "decode_": that side of a disaggregated row) that `_layout_unexpressed` passes (module docstring, layouts)."""
+    tp, dp, pp = (_figure(r, prefix + k) for k in ("tp_size", "attention_dp_size", "pp_size"))
+    if r["model_path"] not in MOE:
+        return tp, 1, 1, pp
+    moe_tp, moe_ep = _figure(r, prefix + "moe_tp_size"), _figure(r, prefix + "moe_ep_size")
+    return tp, (moe_ep if moe_tp == 1 and moe_ep > 1 else 1), dp, pp
+
+
+def _layout_unexpressed(r: dict, prefix: str = "") -> str | None:
+    """Why the parallelism of a row (or of one side of a disaggregated row, ``prefix``) is not
+    what serve simulates (module docstring, layouts), or None."""
+    tp, dp = _figure(r, prefix + "tp_size"), _figure(r, prefix + "attention_dp_size")
+    side = f"{prefix[:-1]} side: " if prefix else ""
+    if r["model_path"] not in MOE:
+        if dp > 1:
+            return f"{side}attention data parallelism of a dense model (serve spreads attention over groups beside EP)"
+        return None
+    moe_tp, ep = _figure(r, prefix + "moe_tp_size"), _figure(r, prefix + "moe_ep_size")
+    if moe_tp * ep != tp * dp:
+        return (f"{side}experts over moe_tp {moe_tp} x moe_ep {ep} GPUs, not the tp {tp} x attention_dp {dp} "
+                f"GPUs that run attention")
+    if dp == 1 and (moe_tp, ep) not in ((tp, 1), (1, tp)):
+        return (f"{side}experts over moe_tp {moe_tp} x moe_ep {ep} at tp {tp}: serve spreads them tensor-parallel "
+                f"over tp or expert-parallel over tp GPUs")
+    if dp > 1 and moe_tp > 1:
+        return (f"{side}experts tensor-parallel over moe_tp {moe_tp} beside attention data parallelism: serve spreads "
+                f"them whole over the replica's tp x attention_dp GPUs (--ep)")
+    if _heads(MODELS[r["model_path"]]) % tp:
+        return (f"{side}tp {tp} does not divide {MODELS[r['model_path']]}'s {_heads(MODELS[r['model_path']])} "
+                f"attention heads (the engine splits attention another way)")
     return None
 
 
@@ -372,11 +457,12 @@ def _heads(model: str) -> int:
 
 def _disagg_unexpressed(r: dict) -> str | None:
     """Why a disaggregated row of a mapped model, device and dtype is not predicted, or None."""
-    if r["model_path"] in MOE:
-        return "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated here)"
     if r["system"] not in KV_LINKS:
         return f"disaggregated on {r['system']}: no KV link known for it (KV_LINKS)"
-    sides = ("prefill", "decode")
-    if any(r[f"{p}_pp_size"] not in ("", "1") or r[f"{p}_attention_dp_size"] not in ("", "0", "1") for p in sides):
-        return "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)"
+    for p in ("prefill", "decode"):
+        if not r[f"{p}_batch_size"]:
+            return f"disaggregated, {p} side: no batch size given (its engine's batch limit unknown)"
+        reason = _layout_unexpressed(r, f"{p}_")
+        if reason:
+            return f"disaggregated, {reason}"
     return None

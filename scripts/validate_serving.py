@@ -6,7 +6,8 @@ expresses (`serving_rows.aic_rows`; the others are counted by reason). Each row 
 benchmark ran it, with nothing fitted: ``dispatchprof serve MODEL --device D --tp N --engine E
 --concurrency C`` with the row's lengths and weight dtype, the bundled preset of its engine's
 version (its max batch set to the row's ``batch_size``, its step budget as AIConfigurator's
-generator sets it for the benchmark: `serving_rows.benchmark_figures`), ``serving_rows.ROUNDS``
+generator sets it for the benchmark: `serving_rows.benchmark_figures`; a row with attention data
+parallelism or pipeline stages as ``--ep --dp-attention --pp``, `serving_rows.parallel_of`), ``serving_rows.ROUNDS``
 requests per client from a burst (AIConfigurator's benchmark template; the first
 ``serving_rows.SIMULATED_ROUNDS`` simulated, `closed_loop_means`); the predicted mean TTFT and
 mean TPOT are compared with the measured ones. A disaggregated row runs ``simulate_disaggregated``
@@ -89,7 +90,8 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
         warnings.simplefilter("ignore")
         setup = prepare_serving(r.model if counts is None else counts.model, r.device, weight_dtype=r.weight_dtype,
                                 kv_dtype=r.kv_dtype, runtime="serving", tp=r.tp, engine=r.engine,
-                                engine_version=r.engine_version, ep=r.ep, counts=counts)
+                                engine_version=r.engine_version, ep=r.ep, dp_attention=r.dp_attention,
+                                pp=r.pp, counts=counts)
     if path:
         os.makedirs(folder, exist_ok=True)
         prediction_cache.save_bytes(pickle.dumps(setup), path)

@@ -155,5 +155,5 @@ def test_silicon_sample_rows_of_the_new_models(tmp_path):
         ("m", "minimax-m2.5", "H200", 4, 1), ("q", "qwen3.5-397b-a17b", "B200", 8, 8)]
     assert [(s.id, s.reason) for s in skipped] == [
         ("k", "weights int4_wo: no simulated weight dtype"),
-        ("g", "disaggregated prefill/decode of a mixture-of-experts model "
-              "(serve simulates it, not yet validated here)")]
+        ("g", "disaggregated, decode side: experts over moe_tp 1 x moe_ep 1 GPUs, not the tp 4 x attention_dp 1 "
+              "GPUs that run attention")]

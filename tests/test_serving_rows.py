@@ -140,16 +140,19 @@ def test_rows_not_expressed_keep_their_reason(tmp_path):
         row(id="a", mode="afd"), row(id="b", model_path="MiniMaxAI/MiniMax-M2.7"), row(id="c", system="rtx_pro_6000_server"),
         row(id="d", attention_dp_size="8"), row(id="e", gemm_quant_mode="int4_wo"),
         disagg(id="f", model_path="Qwen/Qwen3-235B-A22B-FP8"), disagg(id="g", decode_attention_dp_size="8"),
-        disagg(id="h", prefill_pp_size="2"), disagg(id="i", model_path="nvidia/DeepSeek-V3.1-NVFP4")]))
+        disagg(id="h", prefill_batch_size=""), disagg(id="i", model_path="nvidia/DeepSeek-V3.1-NVFP4")]))
     assert rows == []
+    dense_dp = "attention data parallelism of a dense model (serve spreads attention over groups beside EP)"
     assert [s.reason for s in skipped] == [
         "mode afd: neither aggregated nor disaggregated prefill/decode",
         "MiniMaxAI/MiniMax-M2.7: no catalog model mapped to it here (MODELS)",
-        "rtx_pro_6000_server: no bundled device profile", "pipeline or attention data parallelism (serve simulates them, not yet validated here)",
+        "rtx_pro_6000_server: no bundled device profile", dense_dp,
         "weights int4_wo: no simulated weight dtype",
-        "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated here)",
-        "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
-        "disaggregated with pipeline or attention data parallelism (serve simulates them, not yet validated here)",
+        # the sample's Qwen3-235B disaggregated rows leave moe_tp / moe_ep 0: one GPU's experts beside 4 of attention
+        "disaggregated, decode side: experts over moe_tp 1 x moe_ep 1 GPUs, not the tp 4 x attention_dp 1 GPUs that "
+        "run attention",
+        f"disaggregated, decode side: {dense_dp}",
+        "disaggregated, prefill side: no batch size given (its engine's batch limit unknown)",
         "nvidia/DeepSeek-V3.1-NVFP4: no catalog model mapped to it here (MODELS)"]
 
 
@@ -175,7 +178,8 @@ def test_mixture_of_experts_rows_spread_their_experts_as_measured(tmp_path):
 def test_deepseek_and_gpt_oss_rows_tensor_or_expert_parallel_over_the_same_gpus(tmp_path):
     """DeepSeek-R1/V3 (and the R1 NVFP4 checkpoint) and gpt-oss-120b rows whose experts are tensor-
     parallel or expert-parallel over the replica's GPUs are expressed; 72 GPUs on a GB200 rack do not
-    divide DeepSeek's 128 attention heads (128 = 2^7); a disaggregated MoE row keeps its reason."""
+    divide DeepSeek's 128 attention heads (128 = 2^7); a disaggregated MoE row whose experts do not cover
+    its decode side's GPUs keeps its reason."""
     ds = dict(model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", backend="sglang", backend_version="0.5.6",
               gemm_quant_mode="fp8")
     rows, skipped = sr.aic_rows(write(tmp_path, [
@@ -200,8 +204,8 @@ def test_deepseek_and_gpt_oss_rows_tensor_or_expert_parallel_over_the_same_gpus(
         ("rack", "tp 72 does not divide deepseek-r1's 128 attention heads (the engine splits attention another way)"),
         ("mixed", "experts over moe_tp 8 x moe_ep 8 at tp 64: serve spreads them tensor-parallel over tp or "
                   "expert-parallel over tp GPUs"),
-        ("dis", "disaggregated prefill/decode of a mixture-of-experts model (serve simulates it, not yet validated "
-                "here)")]
+        ("dis", "disaggregated, decode side: experts over moe_tp 1 x moe_ep 1 GPUs, not the tp 4 x attention_dp 1 "
+                "GPUs that run attention")]
 
 
 def test_the_split_depends_on_the_id_alone():
