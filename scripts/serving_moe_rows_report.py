@@ -202,44 +202,29 @@ def skipped_reason(r: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--by-layout"]:
-        return main_by_layout(argv[1:])
-    if len(argv) < 2:
-        print("usage: serving_moe_rows_report.py PATH/silicon_sample.csv ERRORS.csv [ERRORS.csv ...]", file=sys.stderr)
+    by_layout = argv[:1] == ["--by-layout"]
+    paths = argv[1:] if by_layout else argv
+    if len(paths) < 2:
+        print(f"usage: serving_moe_rows_report.py {'--by-layout ' if by_layout else ''}PATH/silicon_sample.csv "
+              f"ERRORS.csv [ERRORS.csv ...]", file=sys.stderr)
         return 2
-    for path in argv:
+    for path in paths:
         if not os.path.exists(path):
             print(f"serving_moe_rows_report.py: no file {path}", file=sys.stderr)
             return 2
-    lines = lines_of(aic_rows(argv[0])[0], read_errors(argv[1:]))
+    rows, errors = aic_rows(paths[0])[0], read_errors(paths[1:])
+    if by_layout:
+        lines, fields = layout_lines(rows, errors), LAYOUT_FIELDS
+        text, out_csv, out_table = layout_table(lines, paths[0]), OUT_LAYOUT_CSV, OUT_LAYOUT_TABLE
+    else:
+        lines, fields = lines_of(rows, errors), FIELDS
+        text, out_csv, out_table = table(lines), OUT_CSV, OUT_TABLE
     buf = io.StringIO()
-    w = csv.DictWriter(buf, FIELDS, lineterminator="\n")
+    w = csv.DictWriter(buf, fields, lineterminator="\n")
     w.writeheader()
     w.writerows(lines)
-    text = table(lines)
-    write_atomic(OUT_CSV, buf.getvalue())
-    write_atomic(OUT_TABLE, text)
-    print(text, end="")
-    return 0
-
-
-def main_by_layout(argv: list[str]) -> int:
-    if len(argv) < 2:
-        print("usage: serving_moe_rows_report.py --by-layout PATH/silicon_sample.csv ERRORS.csv [ERRORS.csv ...]",
-              file=sys.stderr)
-        return 2
-    for path in argv:
-        if not os.path.exists(path):
-            print(f"serving_moe_rows_report.py: no file {path}", file=sys.stderr)
-            return 2
-    lines = layout_lines(aic_rows(argv[0])[0], read_errors(argv[1:]))
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, LAYOUT_FIELDS, lineterminator="\n")
-    w.writeheader()
-    w.writerows(lines)
-    text = layout_table(lines, argv[0])
-    write_atomic(OUT_LAYOUT_CSV, buf.getvalue())
-    write_atomic(OUT_LAYOUT_TABLE, text)
+    write_atomic(out_csv, buf.getvalue())
+    write_atomic(out_table, text)
     print(text, end="")
     return 0
 
