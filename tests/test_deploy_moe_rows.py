@@ -56,3 +56,25 @@ def test_each_line_is_the_csv(line: list[str]) -> None:
         ours, theirs = (float(v) for v in re.findall(r"([\d.]+)%", pair))
         assert ours == pytest.approx(_median_abs(_errors(shared, metric)), abs=0.1)
         assert theirs == pytest.approx(_median_abs(_errors(shared, metric, "aiconfigurator")), abs=0.1)
+
+
+def test_the_attention_data_parallel_rows_quote_the_layout_csv() -> None:
+    """The attention data-parallel paragraph's figures: held-out rows of scripts/data/
+    serving_layout_rows_predictions.csv, median |error| and signed median of each metric, and both
+    tools' medians over the rows AIConfigurator predicts too."""
+    from tests.accuracy_docs import ROOT
+
+    text = " ".join((ROOT / "docs/deploy.md").read_text().split())
+    rows = [r for r in read_rows("serving_layout_rows_predictions.csv") if r["layout_kind"] == "attention-DP"]
+    held = [r for r in rows if r["split"] == "held-out" and r["dispatchprof_ttft_ms"]]
+    shared = [r for r in held if r["aiconfigurator_ttft_ms"] and r["aiconfigurator_tpot_ms"]]
+    assert f"The sample's {len(rows)} aggregated rows" in text and len(held) == len([r for r in rows
+                                                                                     if r["split"] == "held-out"])
+    t, p = (_median_abs(_errors(held, m)) for m in ("ttft", "tpot"))
+    st, sp = (statistics.median(_errors(held, m)) for m in ("ttft", "tpot"))
+    assert (f"held-out ({len(held)}) TTFT {t:.1f}%, TPOT {p:.1f}%, both short (signed {st:.1f}% and {sp:.1f}%)"
+            in text)
+    ours = [_median_abs(_errors(shared, m)) for m in ("ttft", "tpot")]
+    theirs = [_median_abs(_errors(shared, m, "aiconfigurator")) for m in ("ttft", "tpot")]
+    assert (f"on the {len(shared)} that AIConfigurator predicts too, TTFT {ours[0]:.1f}% against its "
+            f"{theirs[0]:.1f}% and TPOT {ours[1]:.1f}% against {theirs[1]:.1f}%") in text
