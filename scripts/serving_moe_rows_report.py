@@ -88,6 +88,22 @@ def _median(values: list[float], signed: bool = False) -> str:
     return f"{100 * statistics.median(values):+.1f}%" if signed else f"{100 * statistics.median(map(abs, values)):.1f}%"
 
 
+def error_cells(members: list[dict]) -> list[str]:
+    """A table line's figures over ``members``: rows predicted, TTFT and TPOT median |error| and signed
+    median, rows AIConfigurator predicts too, and both tools' TTFT and TPOT medians over those."""
+    ours = [m for m in members if m["dispatchprof_tpot_ms"] != ""]
+    both = [m for m in ours if m["aiconfigurator_tpot_ms"] != ""]
+    cells = [str(len(ours))]
+    for metric in ("ttft", "tpot"):
+        e = [_error(m, "dispatchprof", metric) for m in ours]
+        cells += [_median(e), _median(e, signed=True)]
+    cells.append(str(len(both)))
+    for metric in ("ttft", "tpot"):
+        cells.append(f"{_median([_error(m, 'dispatchprof', metric) for m in both])} / "
+                     f"{_median([_error(m, 'aiconfigurator', metric) for m in both])}")
+    return cells
+
+
 def table(lines: list[dict]) -> str:
     """Per model, then per engine and device of its held-out rows (`MIN_ROWS`): rows, and for TTFT
     and TPOT dispatchprof's median |error| and signed median, then both tools over the rows both predict."""
@@ -96,17 +112,7 @@ def table(lines: list[dict]) -> str:
     out = [head]
 
     def row(label: str, members: list[dict], expressed: int) -> None:
-        ours = [m for m in members if m["dispatchprof_tpot_ms"] != ""]
-        both = [m for m in ours if m["aiconfigurator_tpot_ms"] != ""]
-        cells = [label, str(expressed), str(len(ours))]
-        for metric in ("ttft", "tpot"):
-            e = [_error(m, "dispatchprof", metric) for m in ours]
-            cells += [_median(e), _median(e, signed=True)]
-        cells.append(str(len(both)))
-        for metric in ("ttft", "tpot"):
-            cells.append(f"{_median([_error(m, 'dispatchprof', metric) for m in both])} / "
-                         f"{_median([_error(m, 'aiconfigurator', metric) for m in both])}")
-        out.append(tuple(cells))
+        out.append((label, str(expressed), *error_cells(members)))
 
     for model in MODELS:
         members = [m for m in lines if m["model"] == model]
@@ -175,17 +181,8 @@ def layout_table(lines: list[dict], sample: str) -> str:
         members = [m for m in lines if m["layout_kind"] == kind]
         for split in ("held-out", "fit"):
             part = [m for m in members if m["split"] == split]
-            ours = [m for m in part if m["dispatchprof_tpot_ms"] != ""]
-            both = [m for m in ours if m["aiconfigurator_tpot_ms"] != ""]
-            cells = [kind, split, str(in_sample[kind]) if split == "held-out" else "", str(len(part)), str(len(ours))]
-            for metric in ("ttft", "tpot"):
-                e = [_error(m, "dispatchprof", metric) for m in ours]
-                cells += [_median(e), _median(e, signed=True)]
-            cells.append(str(len(both)))
-            for metric in ("ttft", "tpot"):
-                cells.append(f"{_median([_error(m, 'dispatchprof', metric) for m in both])} / "
-                             f"{_median([_error(m, 'aiconfigurator', metric) for m in both])}")
-            out.append(tuple(cells))
+            out.append((kind, split, str(in_sample[kind]) if split == "held-out" else "", str(len(part)),
+                        *error_cells(part)))
     widths = [max(len(c[i]) for c in out) for i in range(len(head))]
     text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
                      for cells in out) + "\n"
