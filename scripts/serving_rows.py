@@ -105,10 +105,13 @@ WEIGHTS = {"": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
 #: builds) or not given, under the newest preset released by the row's measurement date
 #: (``measured=YYYY-MM-DD`` in its silicon_data_source; `RELEASED`), the oldest if none was, and the
 #: newest where no date is given either
-ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.1",)}
+ENGINES = {"vllm": ("0.11.2", "0.14"), "sglang": ("0.5",), "trtllm": ("1.0", "1.1")}
 #: (backend, preset) -> the day that release reached PyPI (pypi.org/pypi/vllm/json upload_time:
-#: vllm 0.11.2 "2025-11-20T08:31:15", 0.14.0 "2026-01-20T10:50:29"); a backend with one preset needs none
-RELEASED = {("vllm", "0.11.2"): "2025-11-20", ("vllm", "0.14"): "2026-01-20"}
+#: vllm 0.11.2 "2025-11-20T08:31:15", 0.14.0 "2026-01-20T10:50:29"), or for TensorRT-LLM 1.1 the day of
+#: its 1.1.0rc4 ("TensorRT-LLM Backend v1.1.0rc4 release", triton-inference-server/tensorrtllm_backend#796,
+#: 2025-09-10); a preset not listed counts as released before any measurement (TensorRT-LLM 1.0: every row
+#: of the sample measured with it says so)
+RELEASED = {("vllm", "0.11.2"): "2025-11-20", ("vllm", "0.14"): "2026-01-20", ("trtllm", "1.1"): "2025-09-10"}
 #: system -> (GPUs of one NVLink domain, its NVLink, the scale-out NIC of each GPU), as AIConfigurator's
 #: system files (aiconfigurator_core/systems/*.yaml, ``node:``) have them: H100 / H200 SXM 8 GPUs per
 #: node, "inter_node_bw: 50000000000 # ... CX7 NDR 400Gb/s"; B200 SXM 8 per node, "inter_node_bw:
@@ -253,7 +256,7 @@ def preset_version(backend: str, version: str, measured: str | None = None) -> s
     if not release:
         if measured is None or len(presets) == 1:
             return presets[-1]
-        out = [p for p in presets if RELEASED[(backend, p)] <= measured]
+        out = [p for p in presets if RELEASED.get((backend, p), "") <= measured]
         return out[-1] if out else presets[0]
     number = _release(release.group(1))
     older = [p for p in presets if _release(p) <= number]

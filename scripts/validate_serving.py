@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import itertools
 import json
 import multiprocessing
 import os
@@ -285,21 +286,24 @@ def _map(fn, items: list, jobs: int):
         yield from map(fn, items)
 
 
-#: The host figures the fit tries for each engine (microseconds).
+#: The host figures ``--fit-hosts`` tries for each engine (microseconds), every pair.
 HOST_GRID = {"step_host_us": (100, 300), "sequence_host_us": (0, 10, 40)}
+#: The eager issue time per kernel ``--fit-eager`` tries for each engine (microseconds), the rest as shipped.
+EAGER_GRID = {"eager_kernel_host_us": (0, 10, 20, 30, 40, 60, 80)}
 
 
 def _fit_task(task: tuple) -> dict[str, dict]:
-    rows, folder = task
+    rows, folder, grid = task
     setup = counted_setup(rows[0], folder)
-    return {r.id: {(a, b): predict_row(r, setup, step_host_us=a, sequence_host_us=b)
-                   for a in HOST_GRID["step_host_us"] for b in HOST_GRID["sequence_host_us"]} for r in rows}
+    points = list(itertools.product(*grid.values()))
+    return {r.id: {point: predict_row(r, setup, **dict(zip(grid, point))) for point in points} for r in rows}
 
 
-def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int) -> dict[str, tuple]:
-    """Each engine's (step_host_us, sequence_host_us) from `HOST_GRID` with the least mean error
-    over its fit rows (at most ``most`` of them, in id order; a row's error is the mean of its
-    metrics' |error|, capped at 1): engine -> (step, sequence, mean error, rows)."""
+def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int,
+              grid: dict[str, tuple] = HOST_GRID) -> dict[str, tuple]:
+    """Each engine's point of ``grid`` (engine figure -> values tried, every combination) with the
+    least mean error over its fit rows (at most ``most`` of them, in id order; a row's error is the
+    mean of its metrics' |error|, capped at 1): engine -> (point, mean error, rows)."""
     chosen = collections.defaultdict(list)
     for r in sorted(rows, key=lambda r: r.id):
         if r.split == "fit" and len(chosen[r.engine]) < most:
@@ -309,7 +313,7 @@ def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int) 
         for r in members:
             groups[r.setup_key].append(r)
     preds: dict[str, dict] = {}
-    for out in _map(_fit_task, [(g, folder) for g in groups.values()], jobs):
+    for out in _map(_fit_task, [(g, folder, grid) for g in groups.values()], jobs):
         preds.update(out)
     best = {}
     for engine, members in chosen.items():
@@ -321,7 +325,7 @@ def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int) 
                                 if "error" not in p else 1.0))
             return statistics.mean(errs)
         point = min(preds[members[0].id], key=lambda pt: (objective(pt), pt))
-        best[engine] = (*point, objective(point), len(members))
+        best[engine] = (point, objective(point), len(members))
     return best
 
 
@@ -393,6 +397,8 @@ def main() -> None:
                    help="only the rows --cache already predicts (tables of a run stopped part way)")
     p.add_argument("--fit-hosts", type=int, metavar="N",
                    help="fit each engine's host figures on at most N of its fit rows (HOST_GRID) and stop")
+    p.add_argument("--fit-eager", type=int, metavar="N",
+                   help="fit each engine's eager_kernel_host_us on at most N of its fit rows (EAGER_GRID) and stop")
     args = p.parse_args()
     rows, skipped = aic_rows(silicon_sample(args.aic_python))
     expressed = len(rows)
@@ -405,11 +411,12 @@ def main() -> None:
     rows = rows[:args.limit] if args.limit else rows
     rows += [r for r in published_rows(os.path.join(ROOT, "scripts", "data", "published_serving.csv"))
              + sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv")) if wanted.search(r.id)]
-    if args.fit_hosts:
-        for engine, (step, seq, err, n) in fit_hosts(rows, args.setups, args.jobs, args.fit_hosts).items():
-            print(f"{engine}: step_host_us {step}, sequence_host_us {seq}: mean error {100 * err:.1f}% "
-                  f"over {n} fit rows")
-        return
+    for most, grid in ((args.fit_hosts, HOST_GRID), (args.fit_eager, EAGER_GRID)):
+        if most:
+            for engine, (point, err, n) in fit_hosts(rows, args.setups, args.jobs, most, grid).items():
+                figures = ", ".join(f"{name} {value}" for name, value in zip(grid, point))
+                print(f"{engine}: {figures}: mean error {100 * err:.1f}% over {n} fit rows")
+            return
     version = prediction_cache.code_version((counted_setup, _groups_of_architecture, predict_row,
                                              predict_disagg_group, predict_disagg_row, requests_of, aic_rows,
                                              published_rows, sim2real_rows))

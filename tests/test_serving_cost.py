@@ -333,3 +333,17 @@ def test_work_off_the_plane_is_refused(fitted):
     steps = steps[:i] + [dataclasses.replace(last, ops=ops)] + steps[i + 1:]
     with pytest.raises(ValueError, match="is not linear in the batch composition"):
         fit(steps)
+
+
+def test_a_prompt_step_without_a_graph_takes_its_kernels_issue_time(model):
+    """TensorRT-LLM graphs decode steps only: a step carrying a prompt is issued kernel by kernel,
+    so it takes max(device time, kernels x eager_kernel_host_us); a decode step does not."""
+    setup = prepare_serving(model, "H100-SXM", engine="trtllm")
+    trt = dataclasses.replace(setup.engine, eager_kernel_host_us=1000.0)      # 1 ms per kernel: the issue decides
+    eager = dataclasses.replace(setup, engine=trt)
+    kernels = setup.cost.kernels
+    assert kernels == sum(setup.cost.groups[g].form.kernel for g in setup.cost.order) > 10
+    prompt = eager.step_cost_of([(0, 8, 8)], DecodeBatch(0, 0.0, 0.0), 0)[0]
+    assert prompt == pytest.approx(kernels * 1e-3)
+    decode = DecodeBatch(2, 20.0, 10.0)
+    assert eager.step_cost_of([], decode, 0)[0] == setup.step_cost_of([], decode, 0)[0] < 1e-3

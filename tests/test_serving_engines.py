@@ -1,6 +1,7 @@
 """Engine presets (data with sources), their scheduler rules, CUDA-graph padding and host time,
 and the request-length datasets."""
 
+import dataclasses
 import math
 import random
 
@@ -87,6 +88,22 @@ def test_graph_padding_and_host_time():
     assert engine_preset("vllm", "0.14").step_s(1e-3, 4) == pytest.approx(1e-3)
     # SGLang overlaps it: max(460 us, 1 ms) = 1 ms, max(460 us, 0.2 ms) = 460 us
     assert sgl.step_s(1e-3, 4) == pytest.approx(1e-3) and sgl.step_s(2e-4, 4) == pytest.approx(4.6e-4)
+
+
+def test_steps_without_a_graph_pay_the_eager_issue():
+    trt = dataclasses.replace(engine_preset("trtllm", memory_bytes=H100, device_name="H100-SXM"), eager_kernel_host_us=50)
+    # TensorRT-LLM captures decode steps only, of any size here (no sizes listed): a prompt step is eager
+    assert trt.graphed(300, decode_only=True) and not trt.graphed(300, decode_only=False)
+    # 400 kernels x 50 us = 20 ms of issue: a 5 ms prompt step takes 20 ms, a 30 ms one 30 ms (the GPU
+    # runs each kernel as it is issued); the step's own host work (300 + 4 x 10 us) overlaps both
+    assert trt.step_s(5e-3, 4, eager_kernels=400) == pytest.approx(20e-3)
+    assert trt.step_s(30e-3, 4, eager_kernels=400) == pytest.approx(30e-3)
+    assert trt.step_s(5e-3, 4) == pytest.approx(5e-3)
+    vllm = dataclasses.replace(engine_preset("vllm", "0.11.2", memory_bytes=H100, device_name="H100-SXM"),
+                               eager_kernel_host_us=50)
+    # vLLM graphs any step up to its largest size (512 tokens); without async scheduling its host work adds
+    assert vllm.graphed(512, False) and not vllm.graphed(513, True)
+    assert vllm.step_s(5e-3, 4, eager_kernels=400) == pytest.approx(20e-3 + 460e-6)
 
 
 def test_prefill_first_runs_prefills_alone():

@@ -50,7 +50,7 @@ def test_a_row_as_simulated(tmp_path):
     rows, skipped = sr.aic_rows(write(tmp_path, [row()]))
     assert skipped == []
     r = rows[0]
-    assert (r.model, r.device, r.tp, r.engine, r.engine_version) == ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.1")
+    assert (r.model, r.device, r.tp, r.engine, r.engine_version) == ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.0")
     assert (r.weight_dtype, r.kv_dtype, r.prompt_len, r.output_len) == ("fp8", "fp8", 1024, 128)
     # AIConfigurator's benchmark template: 20 requests per client, the first 8 rounds simulated
     assert (r.concurrency, r.max_seqs, r.num_requests, r.rounds) == (16, 16, 16 * 9, 20)
@@ -82,11 +82,11 @@ def test_aggregated_rows_are_expressed_as_before(tmp_path):
     assert skipped == []
     ms = {"ttft_mean": 0.1651, "tpot_mean": 0.011866}
     expected = [  # model, device, tp, engine, version, weights, kv, isl, osl, clients, max_seqs, requests, figures, ep
-        ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.1", "fp8", "fp8", 1024, 128, 16, 16, 144, {"max_batched_tokens": 2560}, 1),
+        ("qwen3-32b", "H100-SXM", 2, "trtllm", "1.0", "fp8", "fp8", 1024, 128, 16, 16, 144, {"max_batched_tokens": 2560}, 1),
         ("qwen3-32b", "H100-SXM", 2, "vllm", "0.11.2", None, None, 1024, 128, 16, 32, 144,
          {"max_batched_tokens": 32 + 1024 + 1500, "cuda_graph_sizes": tuple(range(1, 33))}, 1),
         ("qwen3-32b", "H100-SXM", 2, "sglang", "0.5", "fp8", None, 1024, 128, 16, 16, 144, {}, 1),
-        ("qwen3-235b-a22b", "H100-SXM", 4, "trtllm", "1.1", "fp8", "fp8", 1024, 128, 16, 16, 144,
+        ("qwen3-235b-a22b", "H100-SXM", 4, "trtllm", "1.0", "fp8", "fp8", 1024, 128, 16, 16, 144,
          {"max_batched_tokens": 2560}, 4)]
     for r, e, g in zip(rows, expected, given):
         assert (r.model, r.device, r.tp, r.engine, r.engine_version, r.weight_dtype, r.kv_dtype, r.prompt_len,
@@ -317,7 +317,11 @@ def test_a_row_without_a_version_runs_under_the_preset_released_by_its_measureme
     assert sr.preset_version("vllm", "", "2026-01-20") == "0.14"
     assert sr.preset_version("vllm", "", None) == "0.14"                  # no day either: the newest
     assert sr.preset_version("vllm", "0.12.0", "2026-04-02") == "0.11.2"   # a version decides over a day
-    assert sr.preset_version("trtllm", "", "2025-01-01") == "1.1"         # one preset: no date needed
+    # TensorRT-LLM 1.1.0rc4 on 2025-09-10; 1.0 has no day (every 1.0 row names its version)
+    assert sr.preset_version("trtllm", "", "2025-01-01") == "1.0"
+    assert sr.preset_version("trtllm", "", "2025-10-29") == sr.preset_version("trtllm", "", None) == "1.1"
+    assert sr.preset_version("trtllm", "1.0.0rc3") == "1.0" and sr.preset_version("trtllm", "1.2.0rc6.post2") == "1.1"
+    assert sr.preset_version("sglang", "", "2025-01-01") == "0.5"         # one preset: no date needed
     assert sr.measured_day("source_file=2026-04-06.csv; model=X; silicon_concurrency=8; "
                            "measured=2025-10-29T00:00:00.000Z; wip=False") == "2025-10-29"
     assert sr.measured_day("source_file=x.csv; silicon_concurrency=8") is None

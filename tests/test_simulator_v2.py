@@ -177,6 +177,26 @@ def test_gemm_efficiency_at_two_shapes_by_hand():
     assert gemm_dims(rec) == (1, 256, 12288, 12288)
 
 
+def test_fp8_gemms_reach_their_own_share_of_the_peak_by_hand():
+    from dispatchprof.sim.timing import time_op
+    from op_formulas.matmul import matmul_cost
+    h100 = load_device("H100-SXM")                 # matrix_efficiency fp8 0.55; bf16 compute_efficiency 0.8
+    m = n = k = 8192                               # 4096 tiles in 32 waves: shape efficiency 4096 / 4224
+    flop = m * n * (2 * k - 1)                     # k multiplies and k - 1 adds per output
+    cost = matmul_cost(m, k, n).with_bytes(m * k + k * n, 2 * m * n)
+    rec = OpRecord("aten.mm", "", "forward", "bfloat16", cost, shapes=((m, k), (k, n)), param_bytes=2 * k * n,
+                   param_elements=k * n)
+    fp8 = time_op(0, rec, [h100], set(), "fp8", False)
+    assert fp8.t_compute == pytest.approx(flop / (1978.9e12 * 0.55 * 4096 / 4224))    # 0.5265 ms
+    bf16 = time_op(0, rec, [h100], set(), None, False)
+    assert bf16.t_compute == pytest.approx(flop / (989.4e12 * 0.8 * 4096 / 4224))      # 0.7237 ms
+    # int8 has no figure of its own: compute_efficiency; the bound ignores both
+    assert time_op(0, rec, [h100], set(), "int8", False).t_compute == pytest.approx(
+        flop / (1978.9e12 * 0.8 * 4096 / 4224))
+    assert time_op(0, rec, [h100.as_bound()], set(), "fp8", False).t_compute == pytest.approx(
+        flop / 1978.9e12)
+
+
 def test_tp2_allreduce_by_hand():
     h100 = load_device("H100-SXM")                 # NVLink 900 GB/s both ways, 6 us latency
     # 8192 bytes over 2 devices: each sends 2 * 1/2 * 8192 = 8192 bytes one way at 450 GB/s, + 6 us

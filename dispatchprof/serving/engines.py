@@ -17,6 +17,11 @@ A preset holds what an engine decides on its own when a benchmark starts it with
   that work overlaps the previous step's GPU work (step time = max(host, device)) or precedes it
   (host + device); an engine that overlaps it also plans each step while the one before runs, so a
   request arriving during a step joins the step after the next (``SchedulerConfig.plan_ahead``);
+- ``eager_kernel_host_us``: the host time to issue each kernel of a step that runs without a CUDA
+  graph (`EnginePreset.graphed`: a step carrying a prompt where only decode steps are captured, or
+  more tokens than the largest captured size): the model's forward is then Python issuing its
+  kernels one by one while the GPU runs them, so such a step takes at least kernels x this
+  (`EnginePreset.step_s`);
 - ``prefix_caching``: whether the engine caches prompt prefixes by default.
 
 ``memory_rules`` change figures on devices with at least ``min_memory_gib`` of memory, unless the
@@ -68,6 +73,7 @@ class EnginePreset:
     sequence_host_us: float
     overlap_host: bool
     prefix_caching: bool
+    eager_kernel_host_us: float
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -77,19 +83,27 @@ class EnginePreset:
     def padded_tokens(self, tokens: int, decode_only: bool) -> int:
         """Tokens a step of ``tokens`` runs through its CUDA graph: the smallest captured size
         >= tokens, or ``tokens`` itself when no graph runs the step."""
-        if not self.cuda_graph_sizes or tokens > self.cuda_graph_sizes[-1]:
-            return tokens
-        if self.cuda_graph_steps == "decode" and not decode_only:
+        if not self.cuda_graph_sizes or not self.graphed(tokens, decode_only):
             return tokens
         return next(s for s in self.cuda_graph_sizes if s >= tokens)
+
+    def graphed(self, tokens: int, decode_only: bool) -> bool:
+        """Whether a step of ``tokens`` runs as a CUDA graph: a captured kind of step (any step, or
+        decode steps only) of at most the largest captured size (any size where none is listed)."""
+        if self.cuda_graph_steps == "decode" and not decode_only:
+            return False
+        return not self.cuda_graph_sizes or tokens <= self.cuda_graph_sizes[-1]
 
     def host_s(self, sequences: int) -> float:
         """Host seconds of a step of ``sequences`` sequences."""
         return (self.step_host_us + sequences * self.sequence_host_us) * 1e-6
 
-    def step_s(self, device_s: float, sequences: int) -> float:
-        """Step time from the device's time and the host's (module docstring)."""
+    def step_s(self, device_s: float, sequences: int, eager_kernels: int = 0) -> float:
+        """Step time from the device's time and the host's (module docstring): a step that issues
+        ``eager_kernels`` kernels one by one (not graphed) takes at least that many times
+        eager_kernel_host_us, as the device runs them while the host issues the next."""
         host = self.host_s(sequences)
+        device_s = max(device_s, eager_kernels * self.eager_kernel_host_us * 1e-6)
         return max(host, device_s) if self.overlap_host else host + device_s
 
 
@@ -98,6 +112,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "block_size": (int,), "memory_utilization": (int, float), "memory_of": (str,), "reserve_output": (bool,),
     "cuda_graph_sizes": (list,), "cuda_graph_steps": (str,), "step_host_us": (int, float),
     "sequence_host_us": (int, float), "overlap_host": (bool,), "prefix_caching": (bool,),
+    "eager_kernel_host_us": (int, float),
 }
 
 
@@ -111,7 +126,7 @@ def _check(value: Any, name: str, where: str) -> Any:
         problem = "must be >= 1"
     elif name == "memory_utilization" and not 0 < value <= 1:
         problem = "must be in (0, 1]"
-    elif name in ("step_host_us", "sequence_host_us") and not 0 <= value < 1e6:
+    elif name in ("step_host_us", "sequence_host_us", "eager_kernel_host_us") and not 0 <= value < 1e6:
         problem = "must be in [0, 1e6) microseconds"
     elif name == "policy" and value not in POLICIES:
         problem = f"must be one of {', '.join(POLICIES)}"

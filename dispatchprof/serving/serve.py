@@ -163,7 +163,8 @@ class ServingSetup:
         else:
             tokens = int(step.x[1])
             c = self._target(step.padded(self.engine.padded_tokens(tokens, not prefill)))
-            time = self.engine.step_s(c.time_s, len(prefill) + n)
+            eager = 0 if self.engine.graphed(tokens, not prefill) else self.cost.kernels
+            time = self.engine.step_s(c.time_s, len(prefill) + n, eager)
             energy = c.energy_j + self.cost.static_power_w * (time - c.time_s)
         time, energy = time + images * self.image_cost[0], energy + images * self.image_cost[1]
         if self.draft is not None:

@@ -74,6 +74,12 @@ class StepCostModel:
         single = [g for g in self.order if not self.groups[g].multi]
         self._single_runs = _runs([self.groups[g].form.host != "" for g in single], single)
 
+    @functools.cached_property
+    def kernels(self) -> int:
+        """Kernels one step launches (ops of the stream that launch their own; a step of one-token
+        sequences skips the `OpGroup.multi` ones, not counted apart here)."""
+        return sum(1 for g in self.order if self.groups[g].form.kernel)
+
     def present(self, c: Composition) -> tuple[bool, ...] | None:
         """Per op in stream order, whether it runs in a step of composition ``c``; None: all do
         (the same tuple for every step where some do not)."""

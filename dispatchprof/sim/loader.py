@@ -78,6 +78,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "pj_per_flop": (_NUMBER, True, _non_negative),
     "cost_weights": ((dict,), False, ("weight", _positive)),
     "compute_efficiency": (_NUMBER, False, _fraction),
+    "matrix_efficiency": ((dict,), False, ("dtype", _fraction)),
     "memory_efficiency": (_NUMBER, False, _fraction),
     "launch_overhead_us": (_NUMBER, False, _non_negative),
     "static_power_w": (_NUMBER, False, _non_negative),

@@ -8,8 +8,11 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
 
     work      = (sum over categories c of count_c(o) * weight_c(d)) * p.activation_share * p.share
                 * p.work_share    (a causal flash-attention kernel's computed tiles, else 1)
-    t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d) * shape_efficiency(d, o))
+    t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d, t, kind(o)) * shape_efficiency(d, o))
                 kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector";
+                compute_efficiency: the profile's matrix_efficiency of t for a matrix op timed at
+                t's matrix peak (fp8 and fp4 GEMMs reach less of theirs than bf16), else its
+                compute_efficiency;
                 shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
     traffic   = ((bytes_read + bytes_written - param_bytes - p.removed_bytes) * p.activation_share
                  + param_bytes) * p.share
@@ -227,7 +230,7 @@ def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weigh
         table = d.matrix_tflops if matrix else d.vector_tflops
         if weight_dtype in table:
             key = weight_dtype
-    efficiency = d.compute_efficiency * _shape_efficiency(d, gemm_dims(r), plan.share)
+    efficiency = compute_efficiency(d, key, matrix) * _shape_efficiency(d, gemm_dims(r), plan.share)
     t_compute = work / (d.peak_flops(key, matrix) * efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
     activations = ((0 if c.bytes_read is None else c.bytes_read) + (0 if c.bytes_written is None else c.bytes_written)
@@ -312,6 +315,14 @@ def moved_inputs(r: OpRecord, d: Device, devices_of: Sequence[Device], moved: se
         moved.add(key)
         out.append((k, src))
     return out
+
+
+def compute_efficiency(d: Device, key: str, matrix: bool) -> float:
+    """The fraction of the peak an op of dtype ``key`` reaches on ``d``: ``matrix_efficiency[key]``
+    for a matrix op timed at that dtype's matrix peak, else ``compute_efficiency``."""
+    if matrix and key in d.matrix_efficiency and key in d.matrix_tflops:
+        return d.matrix_efficiency[key]
+    return d.compute_efficiency
 
 
 def eager_host_us(r: OpRecord, d: Device) -> float:
