@@ -25,10 +25,12 @@ import dataclasses
 import glob
 import os
 import statistics
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from aic_env import AIC_PYTHON, aic_path  # noqa: E402
 
 from dispatchprof.results.records import OpRecord  # noqa: E402
 from dispatchprof.sim.catalog import load_device  # noqa: E402
@@ -40,18 +42,6 @@ SYSTEMS = {"h100_sxm": "H100-SXM", "h200_sxm": "H200", "b200_sxm": "B200", "gb20
            "gb300": "GB300", "a100_sxm": "A100-80GB", "l40s": "L40S"}
 #: AIConfigurator GEMM dtype -> (the simulator's weight dtype, bytes per input element)
 DTYPES = {"bfloat16": (None, 2), "fp8": ("fp8", 1), "fp8_block": ("fp8", 1), "nvfp4": ("fp4", 0.5)}
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def data_dir(python: str) -> str:
-    """aiconfigurator-core's systems/data folder in the validation environment."""
-    code = ("import aiconfigurator_core, os; print(os.path.join(os.path.dirname(aiconfigurator_core.__file__), "
-            "'systems', 'data'))")
-    try:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise SystemExit(f"gemm_efficiency.py: no AIConfigurator in {python} ({e}); run scripts/setup_validation.sh")
-    return out.stdout.strip()
 
 
 def gemm_record(m: int, n: int, k: int, in_bytes: float) -> OpRecord:
@@ -96,10 +86,10 @@ def table(folder: str, min_dim: int) -> tuple[list[tuple], dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--aic-python", default=os.path.join(ROOT, ".venv-validation", "bin", "python"))
+    ap.add_argument("--aic-python", default=AIC_PYTHON)
     ap.add_argument("--min-dim", type=int, default=1024)
     args = ap.parse_args()
-    rows, pooled = table(data_dir(args.aic_python), args.min_dim)
+    rows, pooled = table(aic_path(args.aic_python, "systems", "data"), args.min_dim)
     print(f"{'system':12s}{'dtype':11s}{'engine':22s}{'efficiency':>11s}{'points':>8s}")
     for system, dtype, engine, eff, n in rows:
         print(f"{system:12s}{dtype:11s}{engine:22s}{eff:11.3f}{n:8d}")

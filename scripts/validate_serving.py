@@ -44,6 +44,7 @@ import time
 import warnings
 
 import prediction_cache
+from aic_env import AIC_PYTHON, aic_path
 from serving_rows import ServingRow, aic_rows, published_rows, sim2real_rows
 
 from dispatchprof.serving import Request, generate_requests, prepare_serving, simulate_serving
@@ -53,7 +54,6 @@ from dispatchprof.serving.repeat import CountMemo
 from dispatchprof.serving.serve_disagg import simulate_disaggregated
 
 ROOT = prediction_cache.ROOT
-AIC_PYTHON = os.path.join(ROOT, ".venv-validation", "bin", "python")
 METRICS = (("ttft_mean", "TTFT mean"), ("ttft_p90", "TTFT P90"), ("ttft_p99", "TTFT P99"), ("tpot_mean", "TPOT mean"),
            ("e2e_mean", "E2E mean"), ("e2e_p90", "E2E P90"), ("e2e_p99", "E2E P99"),
            ("output_tokens_per_s", "throughput"))
@@ -67,13 +67,7 @@ COUNT_VERSION = prediction_cache.code_version((), skip=NOT_COUNTING)
 
 def silicon_sample(python: str) -> str:
     """The path of silicon_sample.csv in the validation environment's aiconfigurator-core."""
-    code = ("import aiconfigurator_core, os; print(os.path.join(os.path.dirname(aiconfigurator_core.__file__), "
-            "'systems', 'silicon_sample.csv'))")
-    try:
-        out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        raise SystemExit(f"validate_serving.py: no AIConfigurator in {python} ({e}); run scripts/setup_validation.sh")
-    return out.stdout.strip()
+    return aic_path(python, "systems", "silicon_sample.csv")
 
 
 def counted_setup(r: ServingRow, folder: str | None, counts=None):
