@@ -320,6 +320,8 @@ def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int,
             return statistics.mean(errs)
         point = min(preds[members[0].id], key=lambda pt: (objective(pt), pt))
         best[engine] = (point, objective(point), len(members))
+        print(f"{engine}: " + ", ".join(f"{'/'.join(map(str, pt))}: {100 * objective(pt):.1f}%"
+                                        for pt in sorted(preds[members[0].id])))
     return best
 
 
