@@ -297,7 +297,7 @@ def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int,
               grid: dict[str, tuple] = HOST_GRID) -> dict[str, tuple]:
     """Each engine's point of ``grid`` (engine figure -> values tried, every combination) with the
     least mean error over its fit rows (at most ``most`` of them, in id order; a row's error is the
-    mean of its metrics' |error|, capped at 1): engine -> (point, mean error, rows)."""
+    mean of its metrics' |error|, capped at 1): engine -> (point, mean error, rows, every point's mean error)."""
     chosen = collections.defaultdict(list)
     for r in sorted(rows, key=lambda r: r.id):
         if r.split == "fit" and len(chosen[r.engine]) < most:
@@ -318,10 +318,9 @@ def fit_hosts(rows: list[ServingRow], folder: str | None, jobs: int, most: int,
                 errs.append(min(1.0, statistics.mean(abs(error(p[m], v)) for m, v in r.measured.items())
                                 if "error" not in p else 1.0))
             return statistics.mean(errs)
-        point = min(preds[members[0].id], key=lambda pt: (objective(pt), pt))
-        best[engine] = (point, objective(point), len(members))
-        print(f"{engine}: " + ", ".join(f"{'/'.join(map(str, pt))}: {100 * objective(pt):.1f}%"
-                                        for pt in sorted(preds[members[0].id])))
+        errors = {pt: objective(pt) for pt in sorted(preds[members[0].id])}
+        point = min(errors, key=lambda pt: (errors[pt], pt))
+        best[engine] = (point, errors[point], len(members), errors)
     return best
 
 
@@ -409,7 +408,8 @@ def main() -> None:
              + sim2real_rows(os.path.join(ROOT, "scripts", "data", "sim2real.csv")) if wanted.search(r.id)]
     for most, grid in ((args.fit_hosts, HOST_GRID), (args.fit_eager, EAGER_GRID)):
         if most:
-            for engine, (point, err, n) in fit_hosts(rows, args.setups, args.jobs, most, grid).items():
+            for engine, (point, err, n, errors) in fit_hosts(rows, args.setups, args.jobs, most, grid).items():
+                print(f"{engine}: " + ", ".join(f"{'/'.join(map(str, pt))}: {100 * e:.1f}%" for pt, e in errors.items()))
                 figures = ", ".join(f"{name} {value}" for name, value in zip(grid, point))
                 print(f"{engine}: {figures}: mean error {100 * err:.1f}% over {n} fit rows")
             return
