@@ -44,6 +44,16 @@ def test_sglang_and_trtllm_defaults():
     assert trt.reserve_output and trt.overlap_host and trt.cuda_graph_sizes == ()
 
 
+def test_eager_issue_figures_are_the_fitted_ones():
+    # docs/validation.md, "Fitted figures": vLLM 20 us (258 fit rows, dense and MoE), SGLang 60,
+    # TensorRT-LLM 1.0 60 and 1.1 on 30
+    assert engine_preset("vllm", memory_bytes=H100, device_name="H100-SXM").eager_kernel_host_us == 20
+    assert engine_preset("vllm", "0.11.2", memory_bytes=H100, device_name="H100-SXM").eager_kernel_host_us == 20
+    assert engine_preset("sglang", memory_bytes=H100, device_name="H100-SXM").eager_kernel_host_us == 60
+    assert engine_preset("trtllm", "1.0", memory_bytes=H100, device_name="H100-SXM").eager_kernel_host_us == 60
+    assert engine_preset("trtllm", "1.1", memory_bytes=H100, device_name="H100-SXM").eager_kernel_host_us == 30
+
+
 def test_every_figure_has_a_source():
     for engine, spec in load_engines().items():
         for version, fields in spec["versions"].items():
