@@ -11,7 +11,7 @@ import torch
 from transformers import DeepseekV3Config, DeepseekV3ForCausalLM, DynamicCache
 
 from dispatchprof import OpCounter
-from dispatchprof.llm.mla import AbsorbedMLA, absorb_mla
+from dispatchprof.llm.mla import LatentAttention, absorb_mla
 from dispatchprof.llm.models import build_model
 
 H, NOPE, ROPE, KV, V = 4, 8, 4, 16, 8   # heads, qk_nope, qk_rope, kv_lora_rank, v_head_dim
@@ -45,7 +45,7 @@ def test_prefill_then_decode_equal_transformers_unabsorbed_attention(prefill):
     cfg = tiny_config()
     ref = DeepseekV3ForCausalLM(cfg).float().eval()
     ours = copy.deepcopy(ref)
-    assert absorb_mla(ours, prefill) == 1 and isinstance(ours.model.layers[0].self_attn, AbsorbedMLA)
+    assert absorb_mla(ours, prefill) == 1 and isinstance(ours.model.layers[0].self_attn, LatentAttention)
     ids = torch.randint(0, 64, (2, 7))
     (want, _), (got, cache) = run_steps(ref, ids, cfg), run_steps(ours, ids, cfg)
     # fp32: absorption reassociates the matmuls, so decode differs by rounding only
@@ -94,7 +94,7 @@ def test_build_model_swaps_mla_on_fake_tensors_and_counts_a_decode_step():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = build_model(tiny_config(), dtype=torch.bfloat16)
-    assert isinstance(model.model.layers[0].self_attn, AbsorbedMLA)
+    assert isinstance(model.model.layers[0].self_attn, LatentAttention)
     from dispatchprof import fake_inputs
     cache = DynamicCache(config=model.config)
     with torch.no_grad():
@@ -112,7 +112,7 @@ def test_query_projection_kind_is_kept(name):
     if name == "q_proj":
         cfg.q_lora_rank = None
     attn = DeepseekV3ForCausalLM(cfg).model.layers[0].self_attn
-    ours = AbsorbedMLA(attn)
+    ours = LatentAttention(attn)
     assert getattr(ours, name) is getattr(attn, name)
     assert dict(ours.named_parameters()).keys() == dict(attn.named_parameters()).keys()
 
@@ -120,7 +120,7 @@ def test_query_projection_kind_is_kept(name):
 def test_an_unknown_prefill_form_is_refused():
     attn = DeepseekV3ForCausalLM(tiny_config()).model.layers[0].self_attn
     with pytest.raises(ValueError, match=r"prefill must be one of \('absorbed', 'expanded'\), not 'mha'"):
-        AbsorbedMLA(attn, "mha")
+        LatentAttention(attn, "mha")
 
 
 @pytest.mark.parametrize("prefill, kv_b_proj_macs", [("expanded", 7 * KV * H * (NOPE + V)), ("absorbed", 0)])
@@ -147,3 +147,21 @@ def test_a_batched_decode_reads_the_absorbed_weights_once():
     bmm = [r.cost for r in c.profile.records if r.op == "aten.bmm"]
     assert [x.bytes_read for x in bmm] == [(4 * H * NOPE + H * NOPE * KV) * 2, (4 * H * KV + H * KV * V) * 2]
     assert [x.macs for x in bmm] == [4 * H * NOPE * KV, 4 * H * KV * V]
+
+
+def test_tensor_parallelism_splits_latent_attention_as_any_attention_block():
+    """Its class is an attention block to dispatchprof.sim.parallel: under tp its ops (projections,
+    the fused attention) run 1/tp of their work on each device, like the MLP's."""
+    from dispatchprof.sim.parallel import split_blocks, tp_split
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = build_model(tiny_config(), dtype=torch.bfloat16)
+    from dispatchprof import fake_inputs
+    with torch.no_grad(), OpCounter() as c:
+        model(fake_inputs(model, 1, 5, high=64))
+    p = c.profile
+    blocks = split_blocks({s.name: s.module_type for s in p.scopes}, p.parents())
+    shares = dict(zip((r.scope for r in p.records), (s for s, _ in tp_split(p.records, blocks, 4))))
+    attn = [r for r in p.records if ".self_attn" in r.scope]
+    assert attn and all(shares[r.scope] == 0.25 for r in attn)
+    assert any(r.op == "aten.scaled_dot_product_attention" for r in attn)

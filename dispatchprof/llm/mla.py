@@ -9,7 +9,7 @@ attention over [ql_nope, q_pe] and the cached [kv_c, k_pe]; @ W_UV -> o_proj". S
 (``python/sglang/srt/models/deepseek_v2.py``, ``forward_absorb``) and the DeepSeek-V3 reference
 inference code (``inference/model.py``, ``attn_impl = "absorb"``) use the same algebra.
 
-``AbsorbedMLA`` computes exactly the same function as ``DeepseekV3Attention`` with the same
+``LatentAttention`` computes exactly the same function as ``DeepseekV3Attention`` with the same
 weights (absorption only reassociates matmuls), and:
 
 - caches only the latent: one tensor of ``kv_lora_rank + qk_rope_head_dim`` elements per token
@@ -60,12 +60,13 @@ def is_mla(config: Any) -> bool:
     return bool(getattr(config, "kv_lora_rank", None))
 
 
-class AbsorbedMLA(nn.Module):
+class LatentAttention(nn.Module):
     """A DeepseekV3Attention's weights, run as engines run them (see the module docstring).
 
     Built from the original module: its submodules (q_a_proj, q_a_layernorm, q_b_proj or q_proj,
     kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj) become this module's children under
-    the same names, so parameters and scope names are unchanged."""
+    the same names, so parameters and scope names are unchanged. Its class name says "Attention":
+    `dispatchprof.sim.parallel` splits it over a tensor-parallel group as any attention block."""
 
     def __init__(self, attn: nn.Module, prefill: str = "absorbed") -> None:
         super().__init__()
@@ -168,10 +169,10 @@ ABSORBED_CLASSES = ("DeepseekV3Attention",)
 
 def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
     """Replace every attention submodule of ``model`` (one dispatchprof built) whose class is in
-    `ABSORBED_CLASSES` by ``AbsorbedMLA(child, prefill)`` over the same weights; returns how many
+    `ABSORBED_CLASSES` by ``LatentAttention(child, prefill)`` over the same weights; returns how many
     were replaced."""
     swaps = [(parent, name, child) for parent in model.modules()
              for name, child in parent.named_children() if type(child).__name__ in ABSORBED_CLASSES]
     for parent, name, child in swaps:
-        setattr(parent, name, AbsorbedMLA(child, prefill))
+        setattr(parent, name, LatentAttention(child, prefill))
     return len(swaps)

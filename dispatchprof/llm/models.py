@@ -7,7 +7,7 @@ processes exactly T*k/E of the T*k token-expert pairs (the first T*k mod E exper
 so counting needs no routing values, which fake tensors do not have.
 
 Multi-head latent attention (configs with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2) is swapped
-for ``dispatchprof.llm.mla.AbsorbedMLA`` over the same weights: latent-only cache and the
+for ``dispatchprof.llm.mla.LatentAttention`` over the same weights: latent-only cache and the
 absorbed form engines decode with, prefill included (its module docstring says why). gpt-oss's
 attention with sinks is swapped for ``dispatchprof.llm.sinks_attention.SinkAttention``: the same
 function as one fused attention kernel with the sink folded in, as engines run it.
