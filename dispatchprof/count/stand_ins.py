@@ -1,4 +1,5 @@
-"""How the counter runs ops whose fake/meta kernel refuses a call the CPU kernel runs.
+"""How the counter runs ops whose fake/meta kernel refuses a call the CPU kernel runs, or runs it
+slowly.
 
 torch 2.13's meta kernel of ``aten._grouped_mm`` (the default experts path of transformers 5
 MoE models) accepts bfloat16 operands only, while the CPU kernel multiplies float32 too: a
@@ -43,6 +44,13 @@ input or the weight is channels-last (4-D: ``channels_last``, 5-D: ``channels_la
 tensors already follow the CPU rule. A model whose activations are channels-last (SegFormer's
 depthwise convolutions after a permute) then copies on meta where the CPU does not. On meta tensors
 the counter returns those outputs in the CPU's format (`conv_layout_as_cpu`).
+
+``aten._unsafe_view`` (every ``linear`` and ``matmul`` of a 3-d input ends with one) is the one
+op fake tensors never serve from their dispatch cache: each call runs the meta kernel in full, a
+tenth of a count of a transformers decoder. It is ``aten.view`` without autograd's view
+relation, which the counter's mode (below autograd) never sees: the same view of the same
+storage, refused by the same strides. On fake tensors the counter runs it as ``aten.view``,
+which the cache serves (`view_on_fake`); the op is recorded as ``_unsafe_view``, as before.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 from dispatchprof.count.tensors import tensor_kind
 
@@ -212,9 +221,20 @@ def conv_layout_as_cpu(outputs: tuple[int, ...]) -> Callable[[Callable[..., Any]
 #: packet -> the outputs its CPU kernels lay out channels-last by `cpu_conv_format` (meta tensors)
 CONV_LAYOUT_AS_CPU = {aten.convolution: (0,), aten.convolution_backward: (0, 1)}
 
+def view_on_fake(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` (``aten._unsafe_view``) run as ``aten.view`` where its input is a fake tensor
+    (module docstring); other kinds run unchanged."""
+    view = aten.view.default._op
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        self = args[0] if args else kwargs.get("self")
+        return (view if isinstance(self, FakeTensor) else call)(*args, **kwargs)
+    return run
+
+
 #: packet -> wrapper of its callable: how the counter runs the packet's calls.
 STAND_INS: dict[Any, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
-    aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes,
+    aten._grouped_mm: grouped_mm_in_bf16, aten._ctc_loss: ctc_loss_shapes, aten._unsafe_view: view_on_fake,
     **{packet: contiguous_as_cpu(rule) for packet, rule in CONTIGUOUS_AS_CPU.items()},
     **{packet: separate_as_cpu(pair) for packet, pair in SEPARATE_AS_CPU.items()},
     **{packet: conv_layout_as_cpu(outs) for packet, outs in CONV_LAYOUT_AS_CPU.items()}}
