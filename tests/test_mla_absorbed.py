@@ -149,19 +149,69 @@ def test_a_batched_decode_reads_the_absorbed_weights_once():
     assert [x.macs for x in bmm] == [4 * H * NOPE * KV, 4 * H * KV * V]
 
 
-def test_tensor_parallelism_splits_latent_attention_as_any_attention_block():
-    """Its class is an attention block to dispatchprof.sim.parallel: under tp its ops (projections,
-    the fused attention) run 1/tp of their work on each device, like the MLP's."""
+def test_tensor_parallelism_splits_latent_attention_by_heads_and_runs_the_latent_whole():
+    """Its class is an attention block to dispatchprof.sim.parallel: under tp the per-head ops run
+    1/tp of their work on each device, while the latent's down-projections, their norms, the
+    key's rotary, the latent's concatenation and the cache update run whole on every device
+    (vLLM's and SGLang's MLA); the ops that read the latent read it whole."""
     from dispatchprof.sim.parallel import split_blocks, tp_split
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = build_model(tiny_config(), dtype=torch.bfloat16)
-    from dispatchprof import fake_inputs
-    with torch.no_grad(), OpCounter() as c:
-        model(fake_inputs(model, 1, 5, high=64))
+    c = counted_decode(batch=2, context=4)
     p = c.profile
     blocks = split_blocks({s.name: s.module_type for s in p.scopes}, p.parents())
-    shares = dict(zip((r.scope for r in p.records), (s for s, _ in tp_split(p.records, blocks, 4))))
-    attn = [r for r in p.records if ".self_attn" in r.scope]
-    assert attn and all(shares[r.scope] == 0.25 for r in attn)
-    assert any(r.op == "aten.scaled_dot_product_attention" for r in attn)
+    split = tp_split(p.records, blocks, 4)
+    attn = [(r, s) for r, s in zip(p.records, split) if ".self_attn" in r.scope]
+    child = lambda r: r.scope.rsplit(".", 1)[-1]                        # noqa: E731
+    whole = [r for r, (share, _, _) in attn if share == 1.0]
+    assert {child(r) for r in whole} == {"q_a_proj", "q_a_layernorm", "kv_a_proj_with_mqa", "kv_a_layernorm",
+                                          "self_attn"}
+    # in the block's own scope: the key's rotary (one latent head: [2, 1, 1, 2]), the latent's cat
+    # [2, 1, 1, 16 + 4] and the cache update (3 cached + 1 new tokens, keys and zero-wide values)
+    own = [(r.op, r.shapes[0]) for r in whole if child(r) == "self_attn"]
+    assert own == [("aten.mul", (2, 1, 1, 2))] * 2 + [("aten.sub", (2, 1, 1, 2))] + \
+        [("aten.mul", (2, 1, 1, 2))] * 2 + [("aten.add", (2, 1, 1, 2)), ("aten.cat", (2, 1, 1, 2)),
+                                            ("aten.cat", (2, 1, 1, KV)), ("aten.cat", (2, 1, 3, KV + ROPE)),
+                                            ("aten.cat", (2, 1, 3, 0))]
+    split_ops = {(r.op, child(r)): (share, reduce, read_whole) for r, (share, reduce, read_whole) in attn
+                 if share != 1.0}
+    b = 2                                                               # bf16 bytes
+    assert split_ops[("aten.mm", "q_b_proj")] == (0.25, 0, 2 * 24 * b)  # reads q_a_layernorm's output whole
+    assert split_ops[("aten.scaled_dot_product_attention", "self_attn")] == (0.25, 0, 2 * 4 * (KV + ROPE) * b)
+    assert split_ops[("aten.mm", "o_proj")] == (0.25, 2 * 64 * b, 0)    # the block's all-reduce
+    assert split_ops[("aten.bmm", "self_attn")][2] == 0
+    assert all(share == 0.25 for share, _, _ in split_ops.values())
+
+
+def test_the_latent_read_whole_is_kept_out_of_the_device_share():
+    """The fused attention of the decode above at tp 4: it reads 640 B (queries 2 x 4 x 20 x 2,
+    the latent 2 x 4 x 20 x 2 = 320) and writes 2 x 4 x 16 x 2 = 256 B; each device moves
+    (896 - 320) / 4 + 320 = 464 B, not 896 / 4 = 224."""
+    from dispatchprof.serving.work import op_form, op_timing, quantities
+    from dispatchprof import load_device
+    from dispatchprof.sim.timing import OpPlan, time_op
+    c = counted_decode(batch=2, context=4)
+    (sdpa,) = [r for r in c.profile.records if r.op == "aten.scaled_dot_product_attention"]
+    assert (sdpa.cost.bytes_read, sdpa.cost.bytes_written) == (640, 256)
+    h100 = load_device("H100-SXM")
+    plan = OpPlan(share=0.25, group=4, whole_bytes=320)
+    assert time_op(0, sdpa, [h100], set(), None, False, plan, moves=()).traffic_bytes == 464
+    assert time_op(0, sdpa, [h100], set(), None, False, OpPlan(share=0.25, group=4), moves=()).traffic_bytes == 224
+    form = op_form(sdpa, h100.name, False, plan, ())
+    assert op_timing(form, quantities(sdpa, plan, ()), {h100.name: h100}, None).traffic_bytes == 464
+
+def test_each_device_holds_the_latent_projections_whole():
+    """Weights per device at tp 4 of the tiny model (bf16, a prefill in the expanded form, so every
+    module runs): outside the blocks embeddings 64 x 64, LM head 64 x 64 and three norms of 64
+    (8,384 parameters) whole; the latent's q_a_proj 64 x 24, q_a_layernorm 24, kv_a_proj_with_mqa
+    64 x 20 and kv_a_layernorm 16 (2,856) whole; q_b_proj 24 x 48, kv_b_proj 16 x 64, o_proj 32 x 64
+    and the MLP's three 64 x 32 (10,368) a quarter each: 13,832 parameters, 27,664 bytes."""
+    from dispatchprof import load_device
+    from dispatchprof.sim.capacity import check_capacity
+    from dispatchprof.sim.placement import Placement
+    torch.manual_seed(0)
+    cfg = tiny_config()
+    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    absorb_mla(model, "expanded")
+    with torch.no_grad(), OpCounter() as c:
+        model(torch.randint(0, 64, (1, 5)), past_key_values=DynamicCache(config=cfg), use_cache=True)
+    (check,) = check_capacity(c.profile, Placement((("*", load_device("H100-SXM")),)), None, tp=4)
+    assert check.weights_bytes == 2 * (8384 + 2856 + 10368 // 4) == 27664

@@ -5,7 +5,8 @@ An op of the step's op stream has a fixed **form** (`OpForm`: the aten op, scope
 what the runtime decided about its kernel and host launch, its tensor-parallel share) and
 **quantities** that follow the batch: its seven counts, MACs, bytes read and written, bytes sent,
 output elements, parameter bytes and elements, the traffic the runtime removed, the bytes
-all-reduced after it, the sequences its host launch prepares (serving), a GEMM's (batch, M, N, K)
+all-reduced after it, the sequences its host launch prepares (serving), the bytes it reads whole
+under tensor parallelism (`dispatchprof.sim.parallel`), a GEMM's (batch, M, N, K)
 and the bytes of each input moved from the host or another device. Those quantities are what the
 cost model fits; `op_timing` rebuilds the op's record and plan from them and asks `time_op`, so
 the GEMM tile and wave efficiency is that of the step's own M, N, K (not a line through the
@@ -27,10 +28,10 @@ from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
 #: The quantities of an op, in order (a Cost's count fields first); a GEMM adds (batch, M, N, K), then
 #: one entry per moved input.
 QUANTITIES = (*COUNT_FIELDS, "out_elements", "param_bytes", "param_elements", "removed_bytes", "allreduce_bytes",
-              "sequences")
+              "sequences", "whole_bytes")
 _DIMS = len(QUANTITIES)
 #: Where the quantities after the cost fields sit, in QUANTITIES order.
-_OUT, _PARAM_BYTES, _PARAM_ELEMENTS, _REMOVED, _ALLREDUCE, _SEQUENCES = range(len(COUNT_FIELDS), _DIMS)
+_OUT, _PARAM_BYTES, _PARAM_ELEMENTS, _REMOVED, _ALLREDUCE, _SEQUENCES, _WHOLE = range(len(COUNT_FIELDS), _DIMS)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, 
     c = r.cost
     values = [getattr(c, f) or 0 for f in COUNT_FIELDS]
     values += [r.out_elements, r.param_bytes, r.param_elements, plan.removed_bytes, plan.allreduce_bytes,
-               plan.sequences]
+               plan.sequences, plan.whole_bytes]
     dims = gemm_dims(r)
     return (*values, *(dims or ()), *moved)
 
@@ -102,15 +103,16 @@ def scaled(form: OpForm, values: Sequence[float], work: float, weights: float) -
     its weights times ``weights`` (an expert op on one device of an expert-parallel group,
     `dispatchprof.serving.layout`): the seven counts, MACs, output elements, removed, all-reduced
     and moved bytes times ``work``; parameter bytes and elements times ``weights``; bytes read =
-    (read - parameter bytes) x work + parameter bytes x weights; the sequences and a GEMM's
-    (batch, M, N, K) kept (its tile efficiency stays that of the counted shape)."""
+    (read - parameter bytes) x work + parameter bytes x weights; the bytes read whole times
+    ``work``; the sequences and a GEMM's (batch, M, N, K) kept (its tile efficiency stays that of
+    the counted shape)."""
     v = list(values)
     params = v[_PARAM_BYTES]
     out = [x * work for x in v[:_OUT]]
     read = COUNT_FIELDS.index("bytes_read")
     out[read] = (v[read] - params) * work + params * weights
     out += [v[_OUT] * work, params * weights, v[_PARAM_ELEMENTS] * weights, v[_REMOVED] * work,
-            v[_ALLREDUCE] * work, v[_SEQUENCES]]
+            v[_ALLREDUCE] * work, v[_SEQUENCES], v[_WHOLE] * work]
     rest = v[_DIMS:]
     dims = rest[:4] if form.gemm else []
     return out + dims + [x * work for x in rest[len(dims):]]
@@ -139,7 +141,7 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
                       out_elements=v[_OUT], shapes=shapes)
     plan = OpPlan(removed_bytes=v[_REMOVED], kernel=form.kernel, host=form.host, share=form.share,
                   allreduce_bytes=v[_ALLREDUCE], group=form.group, sequences=round(v[_SEQUENCES]),
-                  work_share=work_share if form.flash else 1.0)
+                  work_share=work_share if form.flash else 1.0, whole_bytes=v[_WHOLE])
     return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
 
 

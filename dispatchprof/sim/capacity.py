@@ -5,8 +5,9 @@ simulated weight dtype; parameters of modules that never ran count on the root's
 peak activations are the whole count's peak of live op outputs (the KV cache it produced is
 inside it); with several devices each is assumed to hold that peak, an upper bound. ``kv_bytes``
 adds a cache that existed before the count (the tokens of earlier steps). With tensor parallelism
-over ``tp`` devices the weights of the split blocks (dispatchprof.sim.parallel) count 1/tp on each
-device, as does the KV cache (the caller divides ``kv_bytes``).
+over ``tp`` devices the weights of the split blocks (dispatchprof.sim.parallel, less the children
+every device holds whole: `split_weights`) count 1/tp on each device, as does the KV cache (the
+caller divides ``kv_bytes``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dispatchprof.results.capacity import GB, CapacityCheck
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.device import WEIGHT_BITS
-from dispatchprof.sim.parallel import split_blocks
+from dispatchprof.sim.parallel import split_blocks, split_weights
 from dispatchprof.sim.placement import Placement
 
 
@@ -27,7 +28,7 @@ def check_capacity(profile: Profile, placement: Placement, weight_dtype: str | N
     for s in profile.scopes:
         d = placement.device_for(s.name)
         nbytes = s.params_self_bytes if weight_dtype is None else s.params_self * WEIGHT_BITS[weight_dtype] // 8
-        weights[d.name] += nbytes // tp if s.name in split else nbytes
+        weights[d.name] += nbytes // tp if split_weights(s.name, split) else nbytes
         placed_params += s.params_self
     root = next((s for s in profile.scopes if s.name == ""), None)
     if root is not None and root.params > placed_params:     # modules that never ran

@@ -10,6 +10,19 @@ by `dispatchprof.sim.timing.allreduce` (ring: 2 (N-1)/N * bytes over the interco
 latency). Every device of the group runs the same ops, so one device is simulated and the group's
 energy is N times its energy.
 
+**Replicated inside a block.** Multi-head latent attention (DeepSeek-V3/R1, Kimi-K2) computes one
+latent per token that all heads share: engines run its down-projections and their norms whole on
+every device of the group (vLLM's ``DeepseekV2MLAAttention``: ``fused_qkv_a_proj`` with
+``disable_tp=True``, ``kv_a_layernorm`` over the whole latent; SGLang's ``deepseek_v2.py`` alike)
+and every device caches and reads the whole latent. So inside a split block, the children named in
+`REPLICATED_CHILDREN` run whole (share 1), and so does every op that reads no parameter and whose
+inputs made inside the block all come from ops that run whole (the key's rotary, the latent's
+concatenation, the cache update); it all-reduces nothing. An op that is split (share 1/N) but reads
+a tensor made whole inside its block (the fused attention reading the cached latent, ``q_b_proj``
+reading ``q_a_layernorm``'s output) reads those bytes whole on every device: they are its
+``whole_bytes``, kept out of the 1/N (`dispatchprof.sim.timing`). A block with no replicated child
+splits every op as above.
+
 Checked: N must divide the attention heads of every attention op (query [B, heads, T, D]; which
 records are attention ops is `dispatchprof.sim.attention`'s rule), and the device needs an
 interconnect figure.
@@ -25,6 +38,9 @@ from dispatchprof.sim.device import Device
 
 #: Module classes split over the group (searched in the class name, case-insensitive).
 SPLIT_BLOCKS = re.compile(r"attention|attn|mlp|feedforward|ffn|moe|experts", re.I)
+#: Children of a split block that every device runs whole (module docstring): multi-head latent
+#: attention's down-projections and norms (dispatchprof.llm.mla.LatentAttention's names).
+REPLICATED_CHILDREN = frozenset({"q_a_proj", "q_a_layernorm", "kv_a_proj_with_mqa", "kv_a_layernorm"})
 
 
 def check_tp(tp: int, heads: Sequence[int], devices: Sequence[Device], where: str = "tp") -> int:
@@ -60,18 +76,37 @@ def split_blocks(scopes: Mapping[str, str], parents: Mapping[str, str | None]) -
     return out
 
 
-def tp_split(records: Sequence[OpRecord], blocks: Mapping[str, str], tp: int) -> list[tuple[float, int]]:
-    """Per record: (this device's share, bytes all-reduced after it). A block's last op before
-    the stream leaves the block all-reduces its output."""
+def tp_split(records: Sequence[OpRecord], blocks: Mapping[str, str], tp: int) -> list[tuple[float, int, int]]:
+    """Per record: (this device's share, bytes all-reduced after it, bytes it reads whole). A
+    block's last op before the stream leaves the block all-reduces its output, if it is split;
+    ops replicated inside a block run whole (module docstring)."""
     n = len(records)
     if tp == 1:
-        return [(1.0, 0)] * n
+        return [(1.0, 0, 0)] * n
+    whole_made = [False] * n            # record k runs whole inside a split block
     out = []
     for i, r in enumerate(records):
         block = blocks.get(r.scope)
         if block is None:
-            out.append((1.0, 0))
+            out.append((1.0, 0, 0))
+            continue
+        inside = [(p, b) for p, b, _ in r.inputs if p >= 0 and blocks.get(records[p].scope) == block]
+        if _replicated_child(r.scope, block) or (not r.param_bytes and inside and all(whole_made[p] for p, _ in inside)):
+            whole_made[i] = True
+            out.append((1.0, 0, 0))
             continue
         last = i + 1 == n or blocks.get(records[i + 1].scope) != block
-        out.append((1.0 / tp, (r.cost.bytes_written or 0) if last else 0))
+        out.append((1.0 / tp, (r.cost.bytes_written or 0) if last else 0, sum(b for p, b in inside if whole_made[p])))
     return out
+
+
+def split_weights(scope: str, blocks: Mapping[str, str]) -> bool:
+    """Whether the parameters of ``scope`` are split over the group (in a split block of
+    `split_blocks` ``blocks``, outside its `REPLICATED_CHILDREN`)."""
+    block = blocks.get(scope)
+    return block is not None and not _replicated_child(scope, block)
+
+
+def _replicated_child(scope: str, block: str) -> bool:
+    """Whether ``scope`` lies in a child of ``block`` named in `REPLICATED_CHILDREN`."""
+    return scope.startswith(block + ".") and scope[len(block) + 1:].split(".", 1)[0] in REPLICATED_CHILDREN

@@ -208,8 +208,8 @@ def op_plans(profile: Profile, devices_of: list[Device], runtime: str, tp: int,
     return [_with_split(plans[i], split[i], tp) for i in range(len(records))], changes
 
 
-def _with_split(plan: OpPlan, split: tuple[float, int], tp: int) -> OpPlan:
-    share, reduce = split
+def _with_split(plan: OpPlan, split: tuple[float, int, int], tp: int) -> OpPlan:
+    share, reduce, whole = split
     if share == 1.0 and not reduce:
         return plan
-    return dataclasses.replace(plan, share=share, allreduce_bytes=reduce, group=tp)
+    return dataclasses.replace(plan, share=share, allreduce_bytes=reduce, group=tp, whole_bytes=whole)

@@ -14,8 +14,11 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
                 t's matrix peak (fp8 and fp4 GEMMs reach less of theirs than bf16), else its
                 compute_efficiency;
                 shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
-    traffic   = ((bytes_read + bytes_written - param_bytes - p.removed_bytes) * p.activation_share
-                 + param_bytes) * p.share
+    traffic   = ((activations - whole) * p.activation_share + param_bytes) * p.share
+                + whole * p.activation_share
+                activations = bytes_read + bytes_written - param_bytes - p.removed_bytes,
+                whole = min(p.whole_bytes, activations): bytes every device of a tensor-parallel
+                group reads whole (an input made whole inside a split block: MLA's latent)
     t_memory  = traffic / (memory_bandwidth(d) * memory_efficiency(d))
                 (matrix ops: matrix_memory_efficiency where given; a profile with a last-level
                 cache uses cache_bandwidth for ops whose traffic fits in it)
@@ -107,6 +110,8 @@ class OpPlan:
     group: int = 1                  # tensor-parallel group size N
     sequences: int = 0              # sequences the host prepares for the step (serving; its "graph" op)
     work_share: float = 1.0         # share of the counted work computed (a causal flash kernel's tiles)
+    whole_bytes: int = 0            # activation bytes read whole on every device, outside the share
+                                    # (dispatchprof.sim.parallel: an input made whole in a split block)
 
 
 NO_PLAN = OpPlan()
@@ -236,7 +241,12 @@ def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weigh
     activations = ((0 if c.bytes_read is None else c.bytes_read) + (0 if c.bytes_written is None else c.bytes_written)
                    - r.param_bytes - plan.removed_bytes)
     activations = np.maximum(0, activations) if isinstance(activations, np.ndarray) else max(0, activations)
-    traffic = (activations * plan.activation_share + params) * plan.share
+    if plan.whole_bytes:
+        whole = np.minimum(activations, plan.whole_bytes) if isinstance(activations, np.ndarray) \
+            else min(activations, plan.whole_bytes)
+        traffic = ((activations - whole) * plan.activation_share + params) * plan.share + whole * plan.activation_share
+    else:
+        traffic = (activations * plan.activation_share + params) * plan.share
     t_memory = traffic / d.bandwidth_for(traffic, matrix)
     overhead_us = d.launch_overhead_us
     if weights and matrix:                                            # a dequantising GEMM / GEMV
