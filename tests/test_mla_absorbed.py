@@ -215,3 +215,34 @@ def test_each_device_holds_the_latent_projections_whole():
         model(torch.randint(0, 64, (1, 5)), past_key_values=DynamicCache(config=cfg), use_cache=True)
     (check,) = check_capacity(c.profile, Placement((("*", load_device("H100-SXM")),)), None, tp=4)
     assert check.weights_bytes == 2 * (8384 + 2856 + 10368 // 4) == 27664
+
+
+def test_the_absorbed_form_splits_kv_b_proj_though_it_never_runs():
+    """In the absorbed form kv_b_proj's weight is read through views (W_UK, W_UV) and the module
+    never runs; its 16 x 64 parameters still belong to the split attention block: a quarter per
+    device at tp 4, the same 27,664 bytes as the expanded count (not 27,664 + 3/4 x 2,048)."""
+    from dispatchprof import load_device
+    from dispatchprof.sim.capacity import check_capacity
+    from dispatchprof.sim.placement import Placement
+    torch.manual_seed(0)
+    cfg = tiny_config()
+    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    absorb_mla(model, "absorbed")
+    with torch.no_grad(), OpCounter() as c:
+        model(torch.randint(0, 64, (1, 5)), past_key_values=DynamicCache(config=cfg), use_cache=True)
+    assert not [s for s in c.profile.scopes if s.name.endswith("kv_b_proj")]
+    h100 = Placement((("*", load_device("H100-SXM")),))
+    assert check_capacity(c.profile, h100, None, tp=4)[0].weights_bytes == 27664
+    assert check_capacity(c.profile, h100, None)[0].weights_bytes == 2 * (8384 + 2856 + 10368) == 43216
+
+
+def test_a_generation_profile_holds_the_whole_latent_on_every_device():
+    """profile_generation at tp 2: the capacity check's KV cache is the whole latent, 2 sequences x
+    (6 prompt + 2 new - 1) tokens x (16 + 4) x 2 bytes = 560 B, on each device (not halved)."""
+    from dispatchprof.llm.generation import profile_generation
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = build_model(tiny_config(), dtype=torch.bfloat16)
+        g = profile_generation(model, 2, 6, 2, devices="H100-SXM", tp=2)
+    assert g.kv_cache_bytes == 2 * 7 * (KV + ROPE) * 2 == 560
+    assert [c.kv_bytes for c in g.devices["H100-SXM"].capacity] == [560]

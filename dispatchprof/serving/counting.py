@@ -17,7 +17,7 @@ than transformers' explicit mask ops.
 as the simulator plans them (`dispatchprof.sim.runtime.narrow_kv_cache`: attention's key and value
 reads and the cache an append copies move kv_bits per element); the fit carries that into the
 coefficients, and the arithmetic does not change. A step's KV bytes per cached token are one
-device's (`dispatchprof.serving.kv_cache.kv_shards`).
+device's (`dispatchprof.sim.parallel.kv_shards`).
 """
 
 from __future__ import annotations
@@ -31,13 +31,12 @@ import torch
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.results.profile import Profile
 from dispatchprof.serving.composition import Composition
-from dispatchprof.serving.kv_cache import kv_shards
 from dispatchprof.serving.repeat import CountMemo
 from dispatchprof.serving.work import OpForm, moved_inputs, op_form, quantities
 from dispatchprof.sim.attention import attention_heads
 from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import Device
-from dispatchprof.sim.parallel import check_tp
+from dispatchprof.sim.parallel import check_tp, kv_shards
 from dispatchprof.sim.placement import Scenarios
 from dispatchprof.sim.runtime import skips_masked_tiles
 from dispatchprof.sim.simulate import op_plans

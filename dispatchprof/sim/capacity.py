@@ -7,7 +7,9 @@ inside it); with several devices each is assumed to hold that peak, an upper bou
 adds a cache that existed before the count (the tokens of earlier steps). With tensor parallelism
 over ``tp`` devices the weights of the split blocks (dispatchprof.sim.parallel, less the children
 every device holds whole: `split_weights`) count 1/tp on each device, as does the KV cache (the
-caller divides ``kv_bytes``).
+caller divides ``kv_bytes``); so do the parameters of a split module's children that never ran
+(multi-head latent attention's ``kv_b_proj`` in the absorbed form, read through views of its
+weight): a module's parameters less its own and those of its children that ran.
 """
 
 from __future__ import annotations
@@ -25,11 +27,19 @@ def check_capacity(profile: Profile, placement: Placement, weight_dtype: str | N
     weights: dict[str, int] = {d.name: 0 for d in placement.devices}
     placed_params = 0
     split = split_blocks({s.name: s.module_type for s in profile.scopes}, profile.parents()) if tp > 1 else {}
+    ran_below: dict[str | None, int] = {}            # parameters of each scope's children that ran
+    for s in profile.scopes:
+        ran_below[s.parent] = ran_below.get(s.parent, 0) + s.params
     for s in profile.scopes:
         d = placement.device_for(s.name)
         nbytes = s.params_self_bytes if weight_dtype is None else s.params_self * WEIGHT_BITS[weight_dtype] // 8
         weights[d.name] += nbytes // tp if split_weights(s.name, split) else nbytes
         placed_params += s.params_self
+        unran = s.params - s.params_self - ran_below.get(s.name, 0) if split_weights(s.name, split) else 0
+        if unran > 0:
+            per = (s.params_bytes / s.params) if weight_dtype is None else WEIGHT_BITS[weight_dtype] / 8
+            weights[d.name] += int(unran * per) // tp
+            placed_params += unran
     root = next((s for s in profile.scopes if s.name == ""), None)
     if root is not None and root.params > placed_params:     # modules that never ran
         leftover = root.params - placed_params

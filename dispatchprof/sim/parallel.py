@@ -100,6 +100,15 @@ def tp_split(records: Sequence[OpRecord], blocks: Mapping[str, str], tp: int) ->
     return out
 
 
+def kv_shards(config: object, tp: int) -> int:
+    """Over how many of a tensor-parallel group's ``tp`` devices a token's KV cache is split:
+    ``tp`` (each holds its heads' keys and values), but 1 for multi-head latent attention (a
+    config with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2): its cache is one latent of
+    kv_lora_rank + qk_rope_head_dim elements per token and layer, which every device of the group
+    holds whole (vLLM's and SGLang's MLA backends keep one KV head per rank)."""
+    return 1 if getattr(config, "kv_lora_rank", None) else tp
+
+
 def split_weights(scope: str, blocks: Mapping[str, str]) -> bool:
     """Whether the parameters of ``scope`` are split over the group (in a split block of
     `split_blocks` ``blocks``, outside its `REPLICATED_CHILDREN`)."""
