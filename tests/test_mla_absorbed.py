@@ -198,42 +198,40 @@ def test_the_latent_read_whole_is_kept_out_of_the_device_share():
     form = op_form(sdpa, h100.name, False, plan, ())
     assert op_timing(form, quantities(sdpa, plan, ()), {h100.name: h100}, None).traffic_bytes == 464
 
+
+def weights_per_device(prefill: str, tp: int) -> tuple[int, OpCounter]:
+    """Weights on one H100 of a tp group (bytes) from a counted 5-token prefill of the tiny bf16
+    model in ``prefill``'s form, and the count."""
+    from dispatchprof import load_device
+    from dispatchprof.sim.capacity import check_capacity
+    from dispatchprof.sim.placement import Placement
+    torch.manual_seed(0)
+    cfg = tiny_config()
+    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
+    absorb_mla(model, prefill)
+    with torch.no_grad(), OpCounter() as c:
+        model(torch.randint(0, 64, (1, 5)), past_key_values=DynamicCache(config=cfg), use_cache=True)
+    (check,) = check_capacity(c.profile, Placement((("*", load_device("H100-SXM")),)), None, tp=tp)
+    return check.weights_bytes, c
+
+
 def test_each_device_holds_the_latent_projections_whole():
     """Weights per device at tp 4 of the tiny model (bf16, a prefill in the expanded form, so every
     module runs): outside the blocks embeddings 64 x 64, LM head 64 x 64 and three norms of 64
     (8,384 parameters) whole; the latent's q_a_proj 64 x 24, q_a_layernorm 24, kv_a_proj_with_mqa
     64 x 20 and kv_a_layernorm 16 (2,856) whole; q_b_proj 24 x 48, kv_b_proj 16 x 64, o_proj 32 x 64
     and the MLP's three 64 x 32 (10,368) a quarter each: 13,832 parameters, 27,664 bytes."""
-    from dispatchprof import load_device
-    from dispatchprof.sim.capacity import check_capacity
-    from dispatchprof.sim.placement import Placement
-    torch.manual_seed(0)
-    cfg = tiny_config()
-    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
-    absorb_mla(model, "expanded")
-    with torch.no_grad(), OpCounter() as c:
-        model(torch.randint(0, 64, (1, 5)), past_key_values=DynamicCache(config=cfg), use_cache=True)
-    (check,) = check_capacity(c.profile, Placement((("*", load_device("H100-SXM")),)), None, tp=4)
-    assert check.weights_bytes == 2 * (8384 + 2856 + 10368 // 4) == 27664
+    assert weights_per_device("expanded", 4)[0] == 2 * (8384 + 2856 + 10368 // 4) == 27664
 
 
 def test_the_absorbed_form_splits_kv_b_proj_though_it_never_runs():
     """In the absorbed form kv_b_proj's weight is read through views (W_UK, W_UV) and the module
     never runs; its 16 x 64 parameters still belong to the split attention block: a quarter per
     device at tp 4, the same 27,664 bytes as the expanded count (not 27,664 + 3/4 x 2,048)."""
-    from dispatchprof import load_device
-    from dispatchprof.sim.capacity import check_capacity
-    from dispatchprof.sim.placement import Placement
-    torch.manual_seed(0)
-    cfg = tiny_config()
-    model = DeepseekV3ForCausalLM(cfg).to(torch.bfloat16).eval()
-    absorb_mla(model, "absorbed")
-    with torch.no_grad(), OpCounter() as c:
-        model(torch.randint(0, 64, (1, 5)), past_key_values=DynamicCache(config=cfg), use_cache=True)
+    weights, c = weights_per_device("absorbed", 4)
     assert not [s for s in c.profile.scopes if s.name.endswith("kv_b_proj")]
-    h100 = Placement((("*", load_device("H100-SXM")),))
-    assert check_capacity(c.profile, h100, None, tp=4)[0].weights_bytes == 27664
-    assert check_capacity(c.profile, h100, None)[0].weights_bytes == 2 * (8384 + 2856 + 10368) == 43216
+    assert weights == 27664
+    assert weights_per_device("absorbed", 1)[0] == 2 * (8384 + 2856 + 10368) == 43216
 
 
 def test_a_generation_profile_holds_the_whole_latent_on_every_device():

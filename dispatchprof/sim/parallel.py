@@ -91,7 +91,8 @@ def tp_split(records: Sequence[OpRecord], blocks: Mapping[str, str], tp: int) ->
             out.append((1.0, 0, 0))
             continue
         inside = [(p, b) for p, b, _ in r.inputs if p >= 0 and blocks.get(records[p].scope) == block]
-        if _replicated_child(r.scope, block) or (not r.param_bytes and inside and all(whole_made[p] for p, _ in inside)):
+        fed_whole = not r.param_bytes and inside and all(whole_made[p] for p, _ in inside)
+        if _replicated_child(r.scope, block) or fed_whole:
             whole_made[i] = True
             out.append((1.0, 0, 0))
             continue
