@@ -221,6 +221,7 @@ def conv_layout_as_cpu(outputs: tuple[int, ...]) -> Callable[[Callable[..., Any]
 #: packet -> the outputs its CPU kernels lay out channels-last by `cpu_conv_format` (meta tensors)
 CONV_LAYOUT_AS_CPU = {aten.convolution: (0,), aten.convolution_backward: (0, 1)}
 
+
 def view_on_fake(call: Callable[..., Any]) -> Callable[..., Any]:
     """``call`` (``aten._unsafe_view``) run as ``aten.view`` where its input is a fake tensor
     (module docstring); other kinds run unchanged."""
