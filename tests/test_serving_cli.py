@@ -205,3 +205,25 @@ def test_trace_edge_cases_are_one_line(capsys, tiny_dir, tmp_path):
     assert code == 2 and "inf.jsonl: line 1: output_tokens must be a number, got 'inf'" in err
     code, _, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--requests", inf, "-o", inf)
     assert code == 2 and err.count("\n") == 1 and "-o " in err                    # an input is never overwritten
+
+
+def test_counting_shows_a_progress_bar_on_a_terminal(capsys, monkeypatch, tiny_dir):
+    """The step cost model's six chains, counted before any simulation, drawn on stderr when it is
+    a terminal and cleared after."""
+    import io
+    import sys
+
+    from dispatchprof.cli import serve_command
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert serve_command.run([tiny_dir, "--device", "H100-SXM", "--concurrency", "2", "--num-requests", "4",
+                              "--prompt-len", "16", "--output-len", "4"]) == 0
+    drawn = tty.getvalue()
+    assert [f"counting chains: {k} of 6" in drawn for k in range(7)] == [True] * 7
+    assert drawn.endswith("\r" + " " * 90 + "\r")                    # cleared
+    assert "2 clients" in capsys.readouterr().out

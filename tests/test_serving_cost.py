@@ -347,3 +347,10 @@ def test_a_prompt_step_without_a_graph_takes_its_kernels_issue_time(model):
     assert prompt == pytest.approx(kernels * 1e-3)
     decode = DecodeBatch(2, 20.0, 10.0)
     assert eager.step_cost_of([], decode, 0)[0] == setup.step_cost_of([], decode, 0)[0] < 1e-3
+
+
+def test_fit_design_reports_each_chain(model):
+    """progress(done, total, what) before each of the design's six chains and after the last."""
+    calls = []
+    fit_design(model, scenarios_of(["H100-SXM"]), progress=lambda *a: calls.append(a))
+    assert calls == [(k, 6, "counting chains") for k in range(7)]

@@ -5,13 +5,15 @@ cost per token."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
 import warnings
-from typing import NamedTuple, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from dispatchprof.cli.parser import Parser, UsageError
+from dispatchprof.cli.progress import ProgressBar
 from dispatchprof.cli.options import DTYPES, check_outputs, input_files, model_dtype, size, weight_dtype
 from dispatchprof.results.files import write_atomic
 from dispatchprof.serving.cost import KV_BITS
@@ -214,14 +216,15 @@ def run(argv: Sequence[str]) -> int:
                          f"(fewer than the requests), got {args.warmup}")
     if any(r.images for _, reqs in traces for r in reqs) and args.image_size is None:
         raise UsageError("requests with images need --image-size PIXELS (the encoder's input side)")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _bar() as bar:
         warnings.simplefilter("ignore")
         setup = prepare_serving(args.model, args.device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
                                 kv_dtype=args.kv_dtype, bound=args.bound, draft=args.draft,
                                 spec_tokens=args.spec_tokens, acceptance=args.acceptance, price_usd_per_h=price,
                                 image_size=args.image_size, runtime=args.runtime, tp=args.tp,
                                 engine=args.engine, engine_version=args.engine_version, ep=args.ep,
-                                dp_attention=args.dp_attention, pp=args.pp, expert_skew=args.expert_skew)
+                                dp_attention=args.dp_attention, pp=args.pp, expert_skew=args.expert_skew,
+                                progress=bar)
     if disaggregated:
         runs = disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot)
     else:
@@ -265,17 +268,28 @@ def check_disaggregated(args) -> bool:
     return True
 
 
+@contextlib.contextmanager
+def _bar(prefix: str = "") -> Iterator[Callable[[int, int, str], None]]:
+    """A progress bar on stderr for the step cost model's counts (silent off a terminal), its
+    labels after ``prefix``; cleared when counting ends, however it ends."""
+    bar = ProgressBar()
+    try:
+        yield lambda done, total, what: bar(done, total, prefix + what)
+    finally:
+        bar.close()
+
+
 def disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot) -> list:
     """(label, result) per trace: ``setup`` prefills, a decode setup counted on --decode-device
     (with --decode-tp, the rest as the prefill side) decodes."""
     decode_device = args.decode_device or args.device
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _bar("decode side: ") as bar:
         warnings.simplefilter("ignore")
         decode = prepare_serving(args.model, decode_device, dtype=DTYPES[args.dtype], weight_dtype=args.weight_dtype,
                                  kv_dtype=args.kv_dtype, bound=args.bound, runtime=args.runtime,
                                  tp=args.decode_tp if args.decode_tp is not None else args.tp,
                                  engine=args.engine, engine_version=args.engine_version, ep=args.ep,
-                                 dp_attention=args.dp_attention, expert_skew=args.expert_skew)
+                                 dp_attention=args.dp_attention, expert_skew=args.expert_skew, progress=bar)
     return [(label, simulate_disaggregated(setup, decode, reqs, prefill_replicas=args.prefill_replicas,
                                            decode_replicas=args.decode_replicas, kv_link=args.kv_link,
                                            router=args.router, max_seqs=args.max_seqs,

@@ -20,6 +20,7 @@ from typing import Sequence
 
 import torch
 
+from dispatchprof.llm.generation import Progress
 from dispatchprof.serving.composition import Composition
 from dispatchprof.serving.counting import CountedStep, count_steps, counted_steps
 from dispatchprof.serving.fit import fit
@@ -40,25 +41,33 @@ DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1, 1)), (3, (3,)), (1, (
 def fit_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
                bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
                runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
-               memo: CountMemo | None = None) -> tuple[list[CountedStep], dict[str, StepCostModel]]:
+               memo: CountMemo | None = None, progress: Progress | None = None
+               ) -> tuple[list[CountedStep], dict[str, StepCostModel]]:
     """The chains of ``design`` counted, (B, tokens per step), and one StepCostModel per scenario
     fitted to them. The first chain is counted at full depth and the others from few layers where
     the model allows (`CountMemo`; from ``memo`` when given); their fit is the check: where it
-    fails, every chain is counted at full depth and fitted again."""
+    fails, every chain is counted at full depth and fitted again. ``progress(done, total, what)``
+    is told before each chain and after the last ("counting chains", or "counting chains at full
+    depth" on the second pass)."""
     memo = CountMemo(model) if memo is None else memo
+    report = progress or (lambda done, total, what: None)
 
-    def counted() -> list[CountedStep]:
-        return [s for b, tokens in design
-                for s in count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, memo)]
+    def counted(what: str) -> list[CountedStep]:
+        steps = []
+        for k, (b, tokens) in enumerate(design):
+            report(k, len(design), what)
+            steps += count_steps(model, b, tokens, scenarios, weight_dtype, bound, runtime, tp, kv_dtype, memo)
+        report(len(design), len(design), what)
+        return steps
 
-    steps = counted()
+    steps = counted("counting chains")
     try:
         return steps, fit(steps)
     except ValueError as e:
         if not memo.repeated:
             raise
         memo.count_full_depth(f"chains counted with few layers disagree with the full-depth one: {e}")
-    steps = counted()
+    steps = counted("counting chains at full depth")
     return steps, fit(steps)
 
 

@@ -42,6 +42,7 @@ from typing import Any, Sequence
 
 import torch
 
+from dispatchprof.llm.generation import Progress
 from dispatchprof.llm.shape_generic import batch_step
 from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, fit, fit_design,
                                       kv_scale)
@@ -231,7 +232,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
                     image_size: int | None = None, runtime: str = "serving", tp: int | None = None,
                     engine: str | EnginePreset | None = None, engine_version: str | None = None,
                     ep: int = 1, dp_attention: int = 1, pp: int = 1, expert_skew: float = 1.0,
-                    counts: CountMemo | None = None) -> ServingSetup:
+                    counts: CountMemo | None = None, progress: Progress | None = None) -> ServingSetup:
     """Count the step cost model of ``model`` (a module, catalog name or config) on ``device``
     under ``runtime`` ("serving" by default: CUDA-graph steps, fused pointwise kernels, the KV
     cache written in place; "compiled", "eager") with tensor parallelism over ``tp`` devices per
@@ -240,7 +241,9 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     scheduler (module docstring); ``ep``, ``dp_attention``, ``pp`` and ``expert_skew`` lay each
     replica out over more GPUs (`dispatchprof.serving.layout`; ``tp`` is then attention's);
     ``counts`` (a `dispatchprof.serving.repeat.CountMemo` of ``model``, a module) reuses the
-    counts of earlier layouts: the same setup, counted once."""
+    counts of earlier layouts: the same setup, counted once. ``progress(done, total, what)`` is
+    told of the counting (`dispatchprof.serving.cost.fit_design`; the draft model's chains as
+    "draft: ...")."""
     check_runtime(runtime)
     layout = layout_of(tp, ep, dp_attention, pp, expert_skew)
     tp = layout.tp
@@ -275,13 +278,15 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     step = batch_step(target)           # MoE: every design batch x E / gcd(E, k), every expert busy (layout.py)
     design = DESIGN if step == 1 else tuple((b * step, tokens) for b, tokens in DESIGN)
     steps, models = fit_design(target, scenarios, weight_dtype, bound, design, runtime=runtime, tp=tp,
-                               kv_dtype=kv_dtype, memo=counts)
+                               kv_dtype=kv_dtype, memo=counts, progress=progress)
     cost = models[name]
     capacity, weights = steps[0].memory[name]
     kv_token = steps[0].kv_bytes_per_token * scale
     draft_cost = None
     if small is not None:
-        dsteps, dmodels = fit_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype)
+        drafted = None if progress is None else (lambda done, total, what: progress(done, total, f"draft: {what}"))
+        dsteps, dmodels = fit_design(small, scenarios, weight_dtype, bound, runtime=runtime, tp=tp, kv_dtype=kv_dtype,
+                                     progress=drafted)
         draft_cost = dmodels[name]
         weights += dsteps[0].memory[name][1]
         kv_token += dsteps[0].kv_bytes_per_token * scale
