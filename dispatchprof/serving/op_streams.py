@@ -24,8 +24,8 @@ def one_op_stream(steps: Sequence[CountedStep]) -> tuple[tuple, dict[int, list[i
     second (module docstring); else the model's steps are not one op stream."""
     def refuse(s: CountedStep, first: CountedStep) -> ValueError:
         return ValueError(f"the op stream of a step of {s.batch} x {s.q} tokens after {s.past} differs from that "
-                          f"of {first.batch} x {first.q} after {first.past}: this model's steps are not one op "
-                          f"stream, which the serving cost model needs")
+                          f"of {first.batch} x {first.q} after {first.past}{first_difference(s.keys, first.keys)}: "
+                          f"this model's steps are not one op stream, which the serving cost model needs")
 
     single = [s for s in steps if s.q == 1]
     multi = [s for s in steps if s.q > 1]
@@ -53,3 +53,15 @@ def one_op_stream(steps: Sequence[CountedStep]) -> tuple[tuple, dict[int, list[i
     same = list(range(len(full)))
     index_of = {id(s): (same if s.q > 1 else positions) for s in steps}
     return full, index_of, {i for i, p in enumerate(positions) if p < 0}
+
+
+def first_difference(keys: Sequence[tuple[str, str, str]], other: Sequence[tuple[str, str, str]]) -> str:
+    """Where two op streams (keys: op, scope, dtype) first part, as " (first at op k: OP in SCOPE
+    against OP in SCOPE)", '' where they do not."""
+    k = next((i for i, (a, b) in enumerate(zip(keys, other)) if a != b), min(len(keys), len(other)))
+    if k == len(keys) == len(other):
+        return ""
+
+    def at(stream: Sequence[tuple[str, str, str]]) -> str:
+        return f"{stream[k][0]} in {stream[k][1] or '(the root)'}" if k < len(stream) else "the stream's end"
+    return f" (first at op {k}: {at(keys)} against {at(other)})"
