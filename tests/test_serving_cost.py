@@ -354,3 +354,18 @@ def test_fit_design_reports_each_chain(model):
     calls = []
     fit_design(model, scenarios_of(["H100-SXM"]), progress=lambda *a: calls.append(a))
     assert calls == [(k, 6, "counting chains") for k in range(7)]
+
+
+def test_weights_that_cannot_fit_are_refused_before_any_count(model, monkeypatch):
+    """The tiny model's bf16 weights over 2 GPUs of 0.0001 GB each: refused with the bound, nothing
+    counted; at 2 GPUs of 1 GB it goes on to count."""
+    from dispatchprof.serving import serve
+    total = 2 * sum(p.numel() for p in model.parameters())
+    small = dataclasses.replace(load_device("H100-SXM"), memory_capacity_gb=1e-4)
+    assert total / 2 > 1e5
+    monkeypatch.setattr(serve, "fit_design", lambda *a, **k: pytest.fail("counted"))
+    with pytest.raises(ValueError, match=rf"^the weights \({total / 1e9:.2f} GB\) need at least {total / 2e9:.2f} GB "
+                                         rf"on each of the replica's 2 GPU\(s\), more than H100-SXM's 0.00 GB"):
+        prepare_serving(model, small, tp=2)
+    with pytest.raises(pytest.fail.Exception, match="counted"):
+        prepare_serving(model, dataclasses.replace(small, memory_capacity_gb=1.0), tp=2)

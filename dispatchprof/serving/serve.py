@@ -58,6 +58,7 @@ from dispatchprof.serving.seq2seq import (
     PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt,
     is_encoder_decoder,
 )
+from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import Placement, Scenarios, scenarios_of
 from dispatchprof.sim.runtime import check_runtime
@@ -219,6 +220,22 @@ class ServingResult:
                 "summary": self.summary.to_dict()}
 
 
+def check_weights_fit(model: torch.nn.Module, devices: Sequence[Device], weight_dtype: str | None, gpus: int) -> None:
+    """Refuse, before any count, a model whose weights cannot fit on a replica of ``gpus`` GPUs
+    even spread evenly over them: its parameters' bytes (in ``weight_dtype``, else their own dtype)
+    / gpus above a device's memory capacity. Every layout holds at least that much per GPU (each
+    weight is held at least once), so nothing this refuses could have run; the KV cache's share of
+    memory is checked when the run starts (`ServingSetup.num_blocks`)."""
+    per = None if weight_dtype is None else WEIGHT_BITS[weight_dtype] / 8
+    total = sum(p.numel() * (p.element_size() if per is None else per) for p in model.parameters())
+    for d in devices:
+        if d.memory_capacity_gb is not None and total / gpus > d.memory_capacity_gb * 1e9:
+            raise ValueError(f"the weights ({total / 1e9:.2f} GB{f' in {weight_dtype}' if weight_dtype else ''}) "
+                             f"need at least {total / gpus / 1e9:.2f} GB on each of the replica's {gpus} GPU(s), "
+                             f"more than {d.name}'s {d.memory_capacity_gb:.2f} GB: use more GPUs (--tp, --ep) or "
+                             f"smaller weights (--weight-dtype)")
+
+
 def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
     if isinstance(spec, torch.nn.Module):
         return spec
@@ -268,6 +285,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
                                 kv_dtype=kv_dtype, bound=bound, price_usd_per_h=price_usd_per_h, runtime=runtime, tp=tp)
     heads = getattr(getattr(target, "config", None), "num_attention_heads", None)
     check_tp(tp, [heads] if isinstance(heads, int) else [], scenarios[name].devices)
+    check_weights_fit(target, scenarios[name].devices, weight_dtype, layout.gpus)
     scale = kv_scale(kv_dtype, target)
     small = None
     if draft is not None:                                    # checked before any counting
