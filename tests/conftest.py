@@ -3,6 +3,7 @@ and the hand-made device profile that several test files build."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sys
@@ -101,6 +102,13 @@ def tiny_device_yaml(**fields) -> str:
         if not found:
             text += f"    {name}: {value}\n"
     return text
+
+
+class Terminal(io.StringIO):
+    """A text stream that says it is a terminal (the CLI's progress bars draw on it)."""
+
+    def isatty(self) -> bool:
+        return True
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:

@@ -2,12 +2,8 @@
 
 import io
 
+from conftest import Terminal
 from dispatchprof.cli.progress import ProgressBar
-
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
 
 
 def test_bar_on_a_terminal_and_silence_elsewhere():

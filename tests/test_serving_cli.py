@@ -210,14 +210,10 @@ def test_trace_edge_cases_are_one_line(capsys, tiny_dir, tmp_path):
 def test_counting_shows_a_progress_bar_on_a_terminal(capsys, monkeypatch, tiny_dir):
     """The step cost model's six chains, counted before any simulation, drawn on stderr when it is
     a terminal and cleared after."""
-    import io
     import sys
 
+    from conftest import Terminal
     from dispatchprof.cli import serve_command
-
-    class Terminal(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     tty = Terminal()
     monkeypatch.setattr(sys, "stderr", tty)

@@ -33,23 +33,29 @@ def check_capacity(profile: Profile, placement: Placement, weight_dtype: str | N
     for s in profile.scopes:
         d = placement.device_for(s.name)
         nbytes = s.params_self_bytes if weight_dtype is None else s.params_self * WEIGHT_BITS[weight_dtype] // 8
-        weights[d.name] += nbytes // tp if split_weights(s.name, split) else nbytes
+        split_here = split_weights(s.name, split)
+        weights[d.name] += nbytes // tp if split_here else nbytes
         placed_params += s.params_self
-        unran = s.params - s.params_self - ran_below.get(s.name, 0) if split_weights(s.name, split) else 0
+        unran = s.params - s.params_self - ran_below.get(s.name, 0) if split_here else 0
         if unran > 0:
-            per = (s.params_bytes / s.params) if weight_dtype is None else WEIGHT_BITS[weight_dtype] / 8
-            weights[d.name] += int(unran * per) // tp
+            weights[d.name] += int(unran * _bytes_per_param(s, weight_dtype)) // tp
             placed_params += unran
     root = next((s for s in profile.scopes if s.name == ""), None)
     if root is not None and root.params > placed_params:     # modules that never ran
         leftover = root.params - placed_params
-        per = (root.params_bytes // root.params if root.params else 0) if weight_dtype is None \
-            else WEIGHT_BITS[weight_dtype] / 8
-        weights[placement.device_for("").name] += int(leftover * per)
+        weights[placement.device_for("").name] += int(leftover * _bytes_per_param(root, weight_dtype))
     return tuple(
         CapacityCheck(d.name, None if d.memory_capacity_gb is None else int(d.memory_capacity_gb * GB),
                       weights[d.name], kv_bytes, profile.peak_bytes)
         for d in placement.devices)
+
+
+def _bytes_per_param(scope, weight_dtype: str | None) -> float:
+    """Bytes per parameter of ``scope``'s modules that never ran: ``weight_dtype``'s, else the
+    scope's own (whole bytes per parameter)."""
+    if weight_dtype is not None:
+        return WEIGHT_BITS[weight_dtype] / 8
+    return scope.params_bytes // scope.params if scope.params else 0
 
 
 __all__ = ["CapacityCheck", "check_capacity"]
