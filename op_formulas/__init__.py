@@ -5,8 +5,8 @@ and ``cost`` for the `Cost` they return.
 """
 
 from op_formulas import (  # noqa: F401  (imported for their registrations)
-    activation, attention, collectives, conv, linalg, loss, matmul, moe, movement, norm, optim, pointwise, pool,
-    quantized, random, reduction, resample, rnn, special, spectral, transformer_fastpath,
+    activation, attention, collectives, conv, linalg, linear_attention, loss, matmul, moe, movement, norm, optim,
+    pointwise, pool, quantized, random, reduction, resample, rnn, special, spectral, transformer_fastpath,
 )
 from op_formulas import complex_arith  # noqa: F401,E402  (refines formulas registered above)
 from op_formulas import flex, sparse  # noqa: F401,E402  (sparse refines mm, add, ... after complex_arith)

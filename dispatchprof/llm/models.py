@@ -10,7 +10,9 @@ Multi-head latent attention (configs with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi
 for ``dispatchprof.llm.mla.LatentAttention`` over the same weights: latent-only cache and the
 absorbed form engines decode with, prefill included (its module docstring says why). gpt-oss's
 attention with sinks is swapped for ``dispatchprof.llm.sinks_attention.SinkAttention``: the same
-function as one fused attention kernel with the sink folded in, as engines run it.
+function as one fused attention kernel with the sink folded in, as engines run it. Qwen3.5's gated
+delta-nets run as ``dispatchprof.llm.gated_delta.GatedDeltaKernels``: its convolution and delta rule
+as two fused ops, one op stream for prompts and decodes, as engines run them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import torch
 from dispatchprof.count.fake import fake_inputs, fake_model
 from dispatchprof.errors import ModelSpecError
 from dispatchprof.llm.catalog import catalog_entry, load_config
+from dispatchprof.llm.gated_delta import fuse_gated_delta, has_gated_delta
 from dispatchprof.llm.mla import absorb_mla, is_mla
 from dispatchprof.llm.sinks_attention import fuse_sink_attention, has_sinks
 
@@ -63,6 +66,8 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16, *, genera
         absorb_mla(model)  # latent attention as engines run it (dispatchprof.llm.mla)
     if has_sinks(config):
         fuse_sink_attention(model)  # one fused kernel with the sinks (dispatchprof.llm.sinks_attention)
+    if has_gated_delta(config):
+        fuse_gated_delta(model)  # fused conv and delta-rule ops (dispatchprof.llm.gated_delta)
     return model
 
 

@@ -19,6 +19,12 @@ Rules:
   multi-token compositions (five) on `MULTI_FEATURES` = (1, T, N) (token-wise work: the other
   features are not separable there), the two left over checking them exactly as above; their
   coefficients beyond (1, T, N) are 0;
+- an op of both streams whose form is one in every decode step and another in every multi-token
+  step (a pointwise op that a multi-token-only copy before it takes into its fused kernel: Qwen3.5's
+  attention gate after the attention output's copy) is two ops at its place in the stream: the
+  multi-token form fitted as an op only in multi-token steps, the decode form as an op only in
+  decode steps (`OpGroup.single`), fitted over the decode compositions on `SINGLE_FEATURES` = (1, T)
+  (T = N there) and checked on the rest; any other change of form raises ValueError;
 - ops of equal form (scope aside: the same time) and coefficients form one `OpGroup`.
 """
 
@@ -36,48 +42,71 @@ from dispatchprof.serving.step_cost import OpGroup, StepCostModel
 
 #: The features an op only in multi-token steps is fitted on (module docstring).
 MULTI_FEATURES = FEATURES[:3]
+#: The features an op only in decode steps is fitted on (module docstring): T = N there.
+SINGLE_FEATURES = FEATURES[:2]
+#: Where an op of the stream runs: in every step, only in multi-token steps, only in decode steps.
+EVERY, MULTI, SINGLE = "every", "multi", "single"
 
 
 def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
     """Coefficients of every op's quantities from counted steps (exact least squares); ops of
-    equal form and coefficients are grouped; ops only in multi-token steps are fitted on those
-    (module docstring)."""
+    equal form and coefficients are grouped; ops only in multi-token steps are fitted on those,
+    an op whose form differs by step kind is two ops (module docstring)."""
     stream, index_of, extra = one_op_stream(steps)
-    multi = [s for s in steps if s.q > 1]
-    rows = [s.features() for s in steps]
-    pinv, denominator = integer_pseudo_inverse(rows)
-    multi_rows = [s.features()[:len(MULTI_FEATURES)] for s in multi]
-    multi_fit = integer_pseudo_inverse(multi_rows) if extra else None
-    first = next(s for s in steps if s.q > 1) if extra else steps[0]
+    kinds = {MULTI: [s for s in steps if s.q > 1], SINGLE: [s for s in steps if s.q == 1], EVERY: steps}
+    designs = {EVERY: integer_pseudo_inverse(rows := [s.features() for s in steps]) + (rows,)}
+    width = {MULTI: len(MULTI_FEATURES), SINGLE: len(SINGLE_FEATURES)}
+
+    def design(kind: str) -> tuple:
+        if kind not in designs:
+            part = [s.features()[:width[kind]] for s in kinds[kind]]
+            designs[kind] = integer_pseudo_inverse(part) + (part,)
+        return designs[kind]
+
     models = {}
-    solved: dict[tuple, tuple] = {}              # (multi-token only, counted values) -> coefficients
-    for name in first.ops:
+    solved: dict[tuple, tuple] = {}              # (where it runs, counted values) -> coefficients
+    for name in steps[0].ops:
         index: dict[tuple, int] = {}
         groups: list[list] = []
-        order = []
+        order, scopes = [], []
         for i, key in enumerate(stream):
-            only_multi = i in extra
-            used = multi if only_multi else steps
-            samples = [s.ops[name][index_of[id(s)][i]] for s in used]
-            form, values = samples[0]
-            if any(f != form or len(v) != len(values) for f, v in samples):
-                raise ValueError(f"{form.op} in {form.scope or '<root>'} on {name} changes form (kernel, launch, "
-                                 f"moved inputs or shape) with the batch composition: the serving cost model does "
-                                 f"not cover this model")
-            counted = (only_multi, tuple(v for _, v in samples))
-            coeffs = solved.get(counted)
-            if coeffs is None:                       # the same op in every layer: solved once
-                p, d, x = (*multi_fit, multi_rows) if only_multi else (pinv, denominator, rows)
-                coeffs = solved[counted] = _solve(p, d, x, counted[1], len(rows[0]), key, name)
-            group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), only_multi)   # scope: same time
-            if group_key not in index:
-                index[group_key] = len(groups)
-                groups.append([0, form, tuple(coeffs), only_multi])
-            groups[index[group_key]][0] += 1
-            order.append(index[group_key])
-        models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name],
-                                     first.static_power_w[name], first.weight_dtype, [k[1] for k in stream])
+            for kind, (form, values) in _occurrences(kinds, index_of, name, i, MULTI if i in extra else EVERY):
+                counted = (kind, values)
+                coeffs = solved.get(counted)
+                if coeffs is None:                       # the same op in every layer: solved once
+                    coeffs = solved[counted] = _solve(*design(kind), values, len(FEATURES), key, name)
+                group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), kind)   # scope: same time
+                if group_key not in index:
+                    index[group_key] = len(groups)
+                    groups.append([0, form, tuple(coeffs), kind == MULTI, kind == SINGLE])
+                groups[index[group_key]][0] += 1
+                order.append(index[group_key])
+                scopes.append(key[1])
+        first = steps[0]
+        models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name], first.static_power_w[name],
+                                     first.weight_dtype, scopes)
     return models
+
+
+def _occurrences(kinds: dict[str, list[CountedStep]], index_of: dict[int, list[int]], name: str, i: int,
+                 kind: str) -> list[tuple[str, tuple]]:
+    """Stream op ``i`` on scenario ``name`` as (where it runs, (its form, its quantities per step
+    of that kind)): one occurrence, or two where its form differs by step kind (module docstring)."""
+    def samples(of: str) -> list:
+        return [s.ops[name][index_of[id(s)][i]] for s in kinds[of]]
+
+    def one_form(pairs: list) -> bool:
+        return all(f == pairs[0][0] and len(v) == len(pairs[0][1]) for f, v in pairs)
+
+    pairs = samples(kind)
+    if one_form(pairs):
+        return [(kind, (pairs[0][0], tuple(v for _, v in pairs)))]
+    multi, single = samples(MULTI), samples(SINGLE)
+    if kind == EVERY and multi and single and one_form(multi) and one_form(single):
+        return [(k, (p[0][0], tuple(v for _, v in p))) for k, p in ((MULTI, multi), (SINGLE, single))]
+    form = pairs[0][0]
+    raise ValueError(f"{form.op} in {form.scope or '<root>'} on {name} changes form (kernel, launch, moved inputs "
+                     f"or shape) with the batch composition: the serving cost model does not cover this model")
 
 
 def _solve(p: Sequence[Sequence[int]], d: int, x: Sequence[Sequence[int]], counted: Sequence[Sequence[float]],

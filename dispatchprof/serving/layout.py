@@ -281,11 +281,9 @@ class LayoutCost:
         hands the same sequence for every step of one kind), as indices into the step's timings:
         op i takes timing ``order[i]``, or ``groups + order[i]`` (its group's expert timing) for
         a routed-expert op."""
-        key = None if present is None else id(present)
+        key = None if present is None else id(present)      # the step cost model keeps one per step kind
         kept = self._streams.get(key)
         if kept is None or kept[0] is not present:
-            if present is not None:                         # one kept for the steps where some ops do not run
-                self._streams.pop(next((k for k in self._streams if k is not None), None), None)
             groups = len(self.model.groups)
             slots = np.array([g + groups * e for g, e in zip(self.model.order, self.expert)], dtype=np.int64)
             stage = np.array(self.stage, dtype=np.int64)

@@ -15,7 +15,9 @@ kept while its quantities do not change: a decode run changes only the context's
 Rules:
 - ops that run only in steps with a sequence of more than one new token (`OpGroup.multi`) are
   costed only in steps whose longest sequence has q > 1 (`Composition.multi_token`), as
-  transformers runs them on the flattened batch;
+  transformers runs them on the flattened batch; ops that run only in steps of one-token
+  sequences (`OpGroup.single`: an op's decode form where a multi-token step runs it in another
+  form, `dispatchprof.serving.fit`) only in the others;
 - a causal flash kernel's op (`OpForm.flash`) is timed at its counted work times the step's
   `Composition.flash_share` (the score tiles its mask leaves, per sequence).
 
@@ -57,6 +59,8 @@ class OpGroup:
     coeffs: tuple[tuple[float, ...], ...]
     #: run only in steps with a sequence of more than one new token (module docstring)
     multi: bool = False
+    #: run only in steps whose sequences all have one new token (module docstring)
+    single: bool = False
 
 
 class StepCostModel:
@@ -69,27 +73,34 @@ class StepCostModel:
         self.devices, self.static_power_w, self.weight_dtype = devices, static_power_w, weight_dtype
         self.ops = len(self.order)
         self._last: list = [None] * len(self.groups)          # per group: (quantities, OpTiming) of the last step
-        self._runs = _runs([self.groups[g].form.host != "" for g in self.order], self.order)
-        self._multi = any(g.multi for g in self.groups)
-        single = [g for g in self.order if not self.groups[g].multi]
-        self._single_runs = _runs([self.groups[g].form.host != "" for g in single], single)
+        self._split = any(g.multi or g.single for g in self.groups)
+        self._runs = {}                              # per step kind (multi-token or not): its issue runs
+        for kind in (True, False):
+            kept = [g for g in self.order if self._runs_in(g, kind)]
+            self._runs[kind] = _runs([self.groups[g].form.host != "" for g in kept], kept)
+
+    def _runs_in(self, g: int, multi_token: bool) -> bool:
+        """Whether group ``g``'s ops run in a multi-token step (True) or a step of one-token
+        sequences (False)."""
+        return not (self.groups[g].single if multi_token else self.groups[g].multi)
 
     @functools.cached_property
     def kernels(self) -> int:
-        """Kernels one step launches (ops of the stream that launch their own; a step of one-token
-        sequences skips the `OpGroup.multi` ones, not counted apart here)."""
-        return sum(1 for g in self.order if self.groups[g].form.kernel)
+        """Kernels a multi-token step launches (ops of its stream that launch their own)."""
+        return sum(1 for g in self.order if self.groups[g].form.kernel and self._runs_in(g, True))
 
     def present(self, c: Composition) -> tuple[bool, ...] | None:
         """Per op in stream order, whether it runs in a step of composition ``c``; None: all do
-        (the same tuple for every step where some do not)."""
-        if not self._multi or c.multi_token:
-            return None
-        return self._single_token_ops
+        (the same tuple for every step of one kind where some do not)."""
+        return self._present[c.multi_token]
 
     @functools.cached_property
-    def _single_token_ops(self) -> tuple[bool, ...]:
-        return tuple(not self.groups[g].multi for g in self.order)
+    def _present(self) -> dict[bool, tuple[bool, ...] | None]:
+        out = {}
+        for kind in (True, False):
+            runs = tuple(self._runs_in(g, kind) for g in self.order)
+            out[kind] = None if all(runs) else runs
+        return out
 
     @functools.cached_property
     def _quantity_matrix(self) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -124,14 +135,15 @@ class StepCostModel:
         timings = self.op_timings(c)
         times = [t.time_s for t in timings]
         entries: list = []
-        every = not self._multi or c.multi_token
-        for lead, run in (self._runs if every else self._single_runs):
+        kind = c.multi_token
+        for lead, run in self._runs[kind]:
             if lead >= 0:
                 entries.append(timings[lead])
             if run:
                 entries.append(_Run(sum(n * times[g] for g, n in run)))
         time = step_time(entries)
-        dynamic = sum(g.count * t.dynamic_j for g, t in zip(self.groups, timings) if every or not g.multi)
+        dynamic = sum(g.count * t.dynamic_j for k, (g, t) in enumerate(zip(self.groups, timings))
+                      if self._runs_in(k, kind))
         return StepCost(time, dynamic + self.static_power_w * time)
 
 
