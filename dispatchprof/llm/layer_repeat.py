@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from dispatchprof.count.fake import fake_model
-from dispatchprof.llm.mla import absorb_mla, is_mla
+from dispatchprof.llm.engine_forms import as_engines_run
 
 #: Config switches under which layers differ by depth, and the value that keeps them identical.
 VARYING = {"first_k_dense_replace": 0, "decoder_sparse_step": 1, "interleave_moe_layer_step": 1,
@@ -79,8 +79,8 @@ def prefix_reason(config: Any) -> str:
 
 def shallow_model(model: torch.nn.Module, layers: int) -> torch.nn.Module:
     """``model`` (a weightless transformers model, `dispatchprof.llm.models.build_model`) built
-    again with ``layers`` layers: the same class, config, dtype, experts implementation and latent
-    attention (`dispatchprof.llm.mla`); each
+    again with ``layers`` layers: the same class, config, dtype, experts implementation and module
+    swaps (`dispatchprof.llm.engine_forms`); each
     per-layer config list cut to ``layers`` entries."""
     config = copy.deepcopy(model.config)
     total = config.num_hidden_layers
@@ -89,10 +89,7 @@ def shallow_model(model: torch.nn.Module, layers: int) -> torch.nn.Module:
             setattr(config, name, type(value)(value[:layers]))
     config.num_hidden_layers = layers
     dtype = next(model.parameters()).dtype
-    shallow = fake_model(lambda: type(model)(config), dtype=dtype)
-    if is_mla(config):
-        absorb_mla(shallow)  # as build_model does (dispatchprof.llm.mla)
-    return shallow
+    return as_engines_run(fake_model(lambda: type(model)(config), dtype=dtype))  # as build_model does
 
 
 def layer_container(model: torch.nn.Module) -> str | None:

@@ -6,13 +6,9 @@ Mixture-of-experts models are built with the "dispatchprof_balanced" experts imp
 processes exactly T*k/E of the T*k token-expert pairs (the first T*k mod E experts one more),
 so counting needs no routing values, which fake tensors do not have.
 
-Multi-head latent attention (configs with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2) is swapped
-for ``dispatchprof.llm.mla.LatentAttention`` over the same weights: latent-only cache and the
-absorbed form engines decode with, prefill included (its module docstring says why). gpt-oss's
-attention with sinks is swapped for ``dispatchprof.llm.sinks_attention.SinkAttention``: the same
-function as one fused attention kernel with the sink folded in, as engines run it. Qwen3.5's gated
-delta-nets run as ``dispatchprof.llm.gated_delta.GatedDeltaKernels``: its convolution and delta rule
-as two fused ops, one op stream for prompts and decodes, as engines run them.
+Modules that engines run in another form (multi-head latent attention, gpt-oss's attention with
+sinks, Qwen3.5's gated delta-nets) are swapped over the same weights for modules computing the same
+function in that form: `dispatchprof.llm.engine_forms`.
 """
 
 from __future__ import annotations
@@ -25,9 +21,7 @@ import torch
 from dispatchprof.count.fake import fake_inputs, fake_model
 from dispatchprof.errors import ModelSpecError
 from dispatchprof.llm.catalog import catalog_entry, load_config
-from dispatchprof.llm.gated_delta import fuse_gated_delta, has_gated_delta
-from dispatchprof.llm.mla import absorb_mla, is_mla
-from dispatchprof.llm.sinks_attention import fuse_sink_attention, has_sinks
+from dispatchprof.llm.engine_forms import as_engines_run
 
 BALANCED_EXPERTS = "dispatchprof_balanced"
 #: The dtypes a model's tensors can take: canonical short name -> torch dtype.
@@ -62,13 +56,7 @@ def build_model(spec: Any, dtype: torch.dtype | None = torch.bfloat16, *, genera
     except (ValueError, TypeError) as e:
         raise ModelSpecError(f"transformers cannot build {type(config).__name__} as a "
                              f"{'model' if auto == 'model' else 'causal LM'}: {e}") from None
-    if is_mla(config):
-        absorb_mla(model)  # latent attention as engines run it (dispatchprof.llm.mla)
-    if has_sinks(config):
-        fuse_sink_attention(model)  # one fused kernel with the sinks (dispatchprof.llm.sinks_attention)
-    if has_gated_delta(config):
-        fuse_gated_delta(model)  # fused conv and delta-rule ops (dispatchprof.llm.gated_delta)
-    return model
+    return as_engines_run(model)  # MLA, sinks, gated delta-nets (dispatchprof.llm.engine_forms)
 
 
 def _build_seq2seq(config: Any, dtype: torch.dtype | None) -> torch.nn.Module:
