@@ -137,3 +137,12 @@ def test_fused_op_counts_by_hand(decode_steps):
     assert full.shapes[:3] == ((2, 4, 1, 8), (2, 2, 7, 8), (2, 2, 7, 8))
     assert (full.cost.macs, full.cost.bytes_read, full.cost.bytes_written) == (896, 1_052, 160)
     assert (sliding.cost.macs, sliding.cost.bytes_read, sliding.cost.bytes_written) == (512, 656, 160)
+
+
+def test_a_shallow_build_swaps_as_build_model_does():
+    """The same model built with fewer layers (dispatchprof.llm.layer_repeat.shallow_model, for counts
+    with few layers) gets the swaps of dispatchprof.llm.engine_forms: its attention is SinkAttention."""
+    from dispatchprof.llm.layer_repeat import shallow_model
+
+    shallow = shallow_model(build_model(tiny_config(), dtype=torch.bfloat16), 1)
+    assert [type(layer.self_attn).__name__ for layer in shallow.model.layers] == ["SinkAttention"]
