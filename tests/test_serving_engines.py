@@ -42,6 +42,9 @@ def test_sglang_and_trtllm_defaults():
     trt = engine_preset("trtllm", memory_bytes=H100, device_name="H100-SXM")
     assert (trt.policy, trt.block_size, trt.memory_of, trt.chunked_prefill) == ("mixed", 32, "free", False)
     assert trt.reserve_output and trt.overlap_host and trt.cuda_graph_sizes == ()
+    # SGLang turns its overlap scheduler off beside the mamba radix cache of linear-attention models
+    assert not sgl.linear_attention_overlap and trt.linear_attention_overlap
+    assert engine_preset("vllm", memory_bytes=H100, device_name="H100-SXM").linear_attention_overlap
 
 
 def test_eager_issue_figures_are_the_fitted_ones():

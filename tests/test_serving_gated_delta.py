@@ -148,3 +148,17 @@ def test_hybrid_model_steps_equal_direct_simulation(tiny):
         got = model.cost(Composition.uniform(b, q, p))
         assert got.time_s == pytest.approx(want[0], rel=1e-9), (b, q, p)
         assert got.energy_j == pytest.approx(want[1], rel=1e-9), (b, q, p)
+
+
+def test_sglang_runs_a_gated_delta_model_without_overlap(tiny):
+    """SGLang's default mamba radix cache turns its overlap scheduler off for models with linear
+    attention (engines.yaml, linear_attention_overlap): a step is the host's time plus the device's;
+    vLLM 0.14 keeps its async scheduling, and SGLang keeps overlapping a model without such layers."""
+    from dispatchprof.serving.serve import prepare_serving
+
+    sglang = prepare_serving(tiny, "B200", engine="sglang")
+    vllm = prepare_serving(tiny, "B200", engine="vllm")
+    assert not sglang.engine.overlap_host and vllm.engine.overlap_host
+    assert sglang.engine.step_s(1e-3, 8) == pytest.approx(1e-3 + (300 + 8 * 40) * 1e-6)
+    plain = prepare_serving("llama-3.2-1b", "B200", engine="sglang")
+    assert plain.engine.overlap_host

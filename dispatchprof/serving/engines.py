@@ -17,6 +17,9 @@ A preset holds what an engine decides on its own when a benchmark starts it with
   that work overlaps the previous step's GPU work (step time = max(host, device)) or precedes it
   (host + device); an engine that overlaps it also plans each step while the one before runs, so a
   request arriving during a step joins the step after the next (``SchedulerConfig.plan_ahead``);
+  ``linear_attention_overlap``: whether that overlap stays on for a model with linear-attention
+  layers (Qwen3.5's gated delta-nets: SGLang's default mamba radix cache turns its overlap
+  scheduler off; `dispatchprof.serving.serve` applies it);
 - ``eager_kernel_host_us``: the host time to issue each kernel of a step that runs without a CUDA
   graph (`EnginePreset.graphed`: a step carrying a prompt where only decode steps are captured, or
   more tokens than the largest captured size): the model's forward is then Python issuing its
@@ -72,6 +75,7 @@ class EnginePreset:
     step_host_us: float
     sequence_host_us: float
     overlap_host: bool
+    linear_attention_overlap: bool
     prefix_caching: bool
     eager_kernel_host_us: float
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
@@ -111,7 +115,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "policy": (str,), "max_seqs": (int,), "max_batched_tokens": (int,), "chunked_prefill": (bool,),
     "block_size": (int,), "memory_utilization": (int, float), "memory_of": (str,), "reserve_output": (bool,),
     "cuda_graph_sizes": (list,), "cuda_graph_steps": (str,), "step_host_us": (int, float),
-    "sequence_host_us": (int, float), "overlap_host": (bool,), "prefix_caching": (bool,),
+    "sequence_host_us": (int, float), "overlap_host": (bool,), "linear_attention_overlap": (bool,),
+    "prefix_caching": (bool,),
     "eager_kernel_host_us": (int, float),
 }
 

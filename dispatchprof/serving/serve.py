@@ -36,12 +36,14 @@ its whole input at once, as vLLM runs these models); speculative decoding and im
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
 
+from dispatchprof.llm.gated_delta import has_gated_delta
 from dispatchprof.llm.generation import Progress
 from dispatchprof.llm.shape_generic import batch_step
 from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, fit, fit_design,
@@ -272,6 +274,8 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     if preset is not None:          # the engine's host work replaces the profile's (module docstring)
         scenarios = Scenarios(((name, scenarios[name].replacing(graph_launch_us=0.0, sequence_host_us=0.0)),))
     target = _model(model, dtype)
+    if preset is not None and not preset.linear_attention_overlap and has_gated_delta(getattr(target, "config", None)):
+        preset = dataclasses.replace(preset, overlap_host=False)     # SGLang: no overlap beside its mamba cache
     if not layout.plain:
         check_model(layout, getattr(target, "config", None))
         if draft is not None or image_size is not None or is_encoder_decoder(target):
