@@ -74,7 +74,7 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                 counted = (kind, values)
                 coeffs = solved.get(counted)
                 if coeffs is None:                       # the same op in every layer: solved once
-                    coeffs = solved[counted] = _solve(*design(kind), values, len(FEATURES), key, name)
+                    coeffs = solved[counted] = _solve(*design(kind), values, len(rows[0]), key, name)
                 group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), kind)   # scope: same time
                 if group_key not in index:
                     index[group_key] = len(groups)

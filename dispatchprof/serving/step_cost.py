@@ -92,7 +92,7 @@ class StepCostModel:
     def present(self, c: Composition) -> tuple[bool, ...] | None:
         """Per op in stream order, whether it runs in a step of composition ``c``; None: all do
         (the same tuple for every step of one kind where some do not)."""
-        return self._present[c.multi_token]
+        return self._present[c.multi_token] if self._split else None
 
     @functools.cached_property
     def _present(self) -> dict[bool, tuple[bool, ...] | None]:
@@ -135,7 +135,7 @@ class StepCostModel:
         timings = self.op_timings(c)
         times = [t.time_s for t in timings]
         entries: list = []
-        kind = c.multi_token
+        kind = c.multi_token if self._split else True      # a model without split ops: every op runs
         for lead, run in self._runs[kind]:
             if lead >= 0:
                 entries.append(timings[lead])
