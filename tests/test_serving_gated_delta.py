@@ -4,6 +4,7 @@ by hand and against the counted reference recurrence, and the serving cost model
 model (one op stream; the attention gate's two forms) equal to direct simulation."""
 
 import copy
+import dataclasses
 import random
 import warnings
 
@@ -154,11 +155,15 @@ def test_sglang_runs_a_gated_delta_model_without_overlap(tiny):
     """SGLang's default mamba radix cache turns its overlap scheduler off for models with linear
     attention (engines.yaml, linear_attention_overlap): a step is the host's time plus the device's;
     vLLM 0.14 keeps its async scheduling, and SGLang keeps overlapping a model without such layers."""
-    from dispatchprof.serving.serve import prepare_serving
+    from dispatchprof.serving.engines import engine_preset
+    from dispatchprof.serving.serve import prepare_serving, scheduler_config
 
     sglang = prepare_serving(tiny, "B200", engine="sglang")
-    vllm = prepare_serving(tiny, "B200", engine="vllm")
-    assert not sglang.engine.overlap_host and vllm.engine.overlap_host
-    assert sglang.engine.step_s(1e-3, 8) == pytest.approx(1e-3 + (300 + 8 * 40) * 1e-6)
-    plain = prepare_serving("llama-3.2-1b", "B200", engine="sglang")
-    assert plain.engine.overlap_host
+    vllm = dataclasses.replace(sglang, engine=engine_preset("vllm", "0.14"))
+    assert sglang.linear_attention and not sglang.overlaps and vllm.overlaps
+    assert sglang.engine.step_s(1e-3, 8, overlap=sglang.overlaps) == pytest.approx(1e-3 + (300 + 8 * 40) * 1e-6)
+    plain = dataclasses.replace(sglang, linear_attention=False)
+    assert plain.overlaps and plain.engine.step_s(1e-3, 8, overlap=plain.overlaps) == pytest.approx(1e-3)
+    config, _ = scheduler_config(sglang, [], 1, max_seqs=None, max_batched_tokens=None, chunked_prefill=None,
+                                 block_size=None, memory_utilization=None, kv_blocks=64, prefix_hit=0.0)
+    assert not config.plan_ahead

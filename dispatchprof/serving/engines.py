@@ -19,7 +19,7 @@ A preset holds what an engine decides on its own when a benchmark starts it with
   request arriving during a step joins the step after the next (``SchedulerConfig.plan_ahead``);
   ``linear_attention_overlap``: whether that overlap stays on for a model with linear-attention
   layers (Qwen3.5's gated delta-nets: SGLang's default mamba radix cache turns its overlap
-  scheduler off; `dispatchprof.serving.serve` applies it);
+  scheduler off; `dispatchprof.serving.serve.ServingSetup.overlaps` applies it);
 - ``eager_kernel_host_us``: the host time to issue each kernel of a step that runs without a CUDA
   graph (`EnginePreset.graphed`: a step carrying a prompt where only decode steps are captured, or
   more tokens than the largest captured size): the model's forward is then Python issuing its
@@ -102,13 +102,14 @@ class EnginePreset:
         """Host seconds of a step of ``sequences`` sequences."""
         return (self.step_host_us + sequences * self.sequence_host_us) * 1e-6
 
-    def step_s(self, device_s: float, sequences: int, eager_kernels: int = 0) -> float:
+    def step_s(self, device_s: float, sequences: int, eager_kernels: int = 0, overlap: bool | None = None) -> float:
         """Step time from the device's time and the host's (module docstring): a step that issues
         ``eager_kernels`` kernels one by one (not graphed) takes at least that many times
-        eager_kernel_host_us, as the device runs them while the host issues the next."""
+        eager_kernel_host_us, as the device runs them while the host issues the next. ``overlap``
+        (None: ``overlap_host``) says whether the host's work overlaps the device's."""
         host = self.host_s(sequences)
         device_s = max(device_s, eager_kernels * self.eager_kernel_host_us * 1e-6)
-        return max(host, device_s) if self.overlap_host else host + device_s
+        return max(host, device_s) if (self.overlap_host if overlap is None else overlap) else host + device_s
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

@@ -36,7 +36,6 @@ its whole input at once, as vLLM runs these models); speculative decoding and im
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -101,12 +100,21 @@ class ServingSetup:
     fixed_prompt: int | None = None                  # Whisper: the prompt length its encoder reads
     engine: EnginePreset | None = None               # the serving engine (host costs, graphs, scheduler)
     layout: LayoutCost | None = None                 # EP / attention-DP / PP (`dispatchprof.serving.layout`)
+    linear_attention: bool = False                   # has linear-attention layers (`overlaps`)
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def gpus(self) -> int:
         """GPUs of one replica (tp, or the layout's)."""
         return self.layout.layout.gpus if self.layout is not None else self.tp
+
+    @property
+    def overlaps(self) -> bool:
+        """Whether the engine overlaps its host work with the GPU's for this model: its preset's
+        ``overlap_host``, off for a model with linear-attention layers under an engine that turns it
+        off for them (`EnginePreset.linear_attention_overlap`: SGLang's mamba radix cache)."""
+        e = self.engine
+        return e is not None and e.overlap_host and (e.linear_attention_overlap or not self.linear_attention)
 
     @property
     def layout_text(self) -> str | None:
@@ -168,7 +176,7 @@ class ServingSetup:
             tokens = int(step.x[1])
             c = self._target(step.padded(self.engine.padded_tokens(tokens, not prefill)))
             eager = 0 if self.engine.graphed(tokens, not prefill) else self.cost.kernels
-            time = self.engine.step_s(c.time_s, len(prefill) + n, eager)
+            time = self.engine.step_s(c.time_s, len(prefill) + n, eager, self.overlaps)
             energy = c.energy_j + self.cost.static_power_w * (time - c.time_s)
         time, energy = time + images * self.image_cost[0], energy + images * self.image_cost[1]
         if self.draft is not None:
@@ -274,8 +282,6 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     if preset is not None:          # the engine's host work replaces the profile's (module docstring)
         scenarios = Scenarios(((name, scenarios[name].replacing(graph_launch_us=0.0, sequence_host_us=0.0)),))
     target = _model(model, dtype)
-    if preset is not None and not preset.linear_attention_overlap and has_gated_delta(getattr(target, "config", None)):
-        preset = dataclasses.replace(preset, overlap_host=False)     # SGLang: no overlap beside its mamba cache
     if not layout.plain:
         check_model(layout, getattr(target, "config", None))
         if draft is not None or image_size is not None or is_encoder_decoder(target):
@@ -325,7 +331,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         weights, kv_token = round(weights / layout.pp), kv_token / layout.pp
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
                         spec_tokens if draft is not None else 0, acceptance, images, runtime, tp, engine=preset,
-                        layout=laid)
+                        layout=laid, linear_attention=has_gated_delta(getattr(target, "config", None)))
 
 
 def _layout_cost(cost: StepCostModel, layout: Layout, model: torch.nn.Module, device: Any) -> LayoutCost:
@@ -468,7 +474,7 @@ def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas:
     config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
                              setup.spec_tokens + 1 if setup.draft is not None else 1, gain,
                              engine.policy if engine else "mixed", engine.reserve_output if engine else False,
-                             engine.overlap_host if engine else False)
+                             setup.overlaps)
     return config, engines
 
 
