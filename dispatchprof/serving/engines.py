@@ -117,8 +117,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "block_size": (int,), "memory_utilization": (int, float), "memory_of": (str,), "reserve_output": (bool,),
     "cuda_graph_sizes": (list,), "cuda_graph_steps": (str,), "step_host_us": (int, float),
     "sequence_host_us": (int, float), "overlap_host": (bool,), "linear_attention_overlap": (bool,),
-    "prefix_caching": (bool,),
-    "eager_kernel_host_us": (int, float),
+    "prefix_caching": (bool,), "eager_kernel_host_us": (int, float),
 }
 
 

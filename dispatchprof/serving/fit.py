@@ -82,9 +82,8 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                 groups[index[group_key]][0] += 1
                 order.append(index[group_key])
                 scopes.append(key[1])
-        first = steps[0]
-        models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, first.devices[name], first.static_power_w[name],
-                                     first.weight_dtype, scopes)
+        models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, steps[0].devices[name],
+                                     steps[0].static_power_w[name], steps[0].weight_dtype, scopes)
     return models
 
 
