@@ -13,9 +13,9 @@ import pytest
 
 from tests.accuracy_docs import read_rows, table_rows
 
-HEADING = "**gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3, Kimi-K2.5: first rows.**"
+HEADING = "**gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3, Kimi-K2.5, Qwen3.5-397B: first rows.**"
 NAMES = {"MiniMax-M2.5": "minimax-m2.5", "DeepSeek-V3": "deepseek-v3", "DeepSeek-R1": "deepseek-r1",
-         "gpt-oss-120b": "gpt-oss-120b", "Kimi-K2.5": "kimi-k2.5"}
+         "gpt-oss-120b": "gpt-oss-120b", "Kimi-K2.5": "kimi-k2.5", "Qwen3.5-397B": "qwen3.5-397b-a17b"}
 
 
 def _errors(rows: list[dict], metric: str, tool: str = "dispatchprof") -> list[float]:
