@@ -1,4 +1,4 @@
-"""Gated delta-net linear attention (Qwen3.5, Qwen3-Next) as serving engines run it: two fused ops.
+"""Gated delta-net linear attention (Qwen3.5) as serving engines run it: two fused ops.
 
 transformers runs a gated delta-net layer's core on two paths: a prompt through
 ``torch_chunk_gated_delta_rule`` (Python loops over 64-token chunks) and a cached one-token step
