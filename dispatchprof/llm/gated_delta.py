@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import op_formulas.linear_attention  # noqa: F401  (defines torch.ops.dispatchprof.*)
+from dispatchprof.llm.module_swaps import swap_modules
 
 ops = torch.ops.dispatchprof
 
@@ -89,8 +90,4 @@ def has_gated_delta(config: Any) -> bool:
 def fuse_gated_delta(model: nn.Module) -> int:
     """Replace every submodule of ``model`` (one dispatchprof built) whose class is in
     `DELTA_CLASSES` by ``GatedDeltaKernels(child)`` over the same weights; returns how many."""
-    swaps = [(parent, name, child) for parent in model.modules()
-             for name, child in parent.named_children() if type(child).__name__ in DELTA_CLASSES]
-    for parent, name, child in swaps:
-        setattr(parent, name, GatedDeltaKernels(child))
-    return len(swaps)
+    return swap_modules(model, DELTA_CLASSES, GatedDeltaKernels)

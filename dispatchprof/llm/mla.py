@@ -48,6 +48,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dispatchprof.llm.module_swaps import swap_modules
+
 #: Query lengths up to this are decoded absorbed (vLLM MLACommonMetadataBuilder's
 #: reorder_batch_threshold: 1 when no speculative tokens are proposed).
 DECODE_THRESHOLD = 1
@@ -171,8 +173,4 @@ def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
     """Replace every attention submodule of ``model`` (one dispatchprof built) whose class is in
     `ABSORBED_CLASSES` by ``LatentAttention(child, prefill)`` over the same weights; returns how many
     were replaced."""
-    swaps = [(parent, name, child) for parent in model.modules()
-             for name, child in parent.named_children() if type(child).__name__ in ABSORBED_CLASSES]
-    for parent, name, child in swaps:
-        setattr(parent, name, LatentAttention(child, prefill))
-    return len(swaps)
+    return swap_modules(model, ABSORBED_CLASSES, lambda child: LatentAttention(child, prefill))

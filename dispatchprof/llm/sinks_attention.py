@@ -31,6 +31,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from dispatchprof.llm.module_swaps import swap_modules
+
 aten = torch.ops.aten
 
 #: The attention classes `fuse_sink_attention` replaces: transformers' gpt-oss attention.
@@ -101,8 +103,4 @@ def _rotary_fn(attn: nn.Module) -> Any:
 def fuse_sink_attention(model: nn.Module) -> int:
     """Replace every attention submodule of ``model`` (one dispatchprof built) whose class is in
     `SINK_CLASSES` by ``SinkAttention(child)`` over the same weights; returns how many were replaced."""
-    swaps = [(parent, name, child) for parent in model.modules()
-             for name, child in parent.named_children() if type(child).__name__ in SINK_CLASSES]
-    for parent, name, child in swaps:
-        setattr(parent, name, SinkAttention(child))
-    return len(swaps)
+    return swap_modules(model, SINK_CLASSES, SinkAttention)
