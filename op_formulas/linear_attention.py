@@ -45,6 +45,16 @@ from op_formulas.registry import formula
 STATE_DTYPE = torch.float32
 
 
+def conv_state_bytes(channels: int, kernel: int, itemsize: int) -> int:
+    """Bytes of one sequence's convolution state: its last K-1 inputs, channels x (K-1) x itemsize."""
+    return channels * (kernel - 1) * itemsize
+
+
+def recurrent_state_bytes(heads: int, dk: int, dv: int) -> int:
+    """Bytes of one sequence's recurrent state: heads x dk x dv in `STATE_DTYPE`."""
+    return heads * dk * dv * STATE_DTYPE.itemsize
+
+
 @torch.library.custom_op("dispatchprof::causal_conv1d", mutates_args=())
 def causal_conv1d(x: torch.Tensor, weight: torch.Tensor, state: Optional[torch.Tensor]
                   ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -104,7 +114,7 @@ def causal_conv1d_cost(x: TensorMeta, weight: TensorMeta, state: Any, *, result:
     (B x C x (K-1), counted where none is passed), writes the output and the new state."""
     b, s, c = x.shape
     kernel = weight.shape[-1]
-    state_bytes = b * c * (kernel - 1) * x.itemsize
+    state_bytes = b * conv_state_bytes(c, kernel, x.itemsize)
     cost = (Cost(mult=kernel, add=kernel - 1, macs=kernel) + SILU) * (b * s * c)
     return dataclasses.replace(cost, bytes_read=x.nbytes + weight.nbytes + state_bytes,
                                bytes_written=x.nbytes + state_bytes)
@@ -119,7 +129,7 @@ def gated_delta_rule_cost(q: TensorMeta, k: TensorMeta, v: TensorMeta, g: Tensor
     h, dv = v.shape[-2:]
     per = Cost(mult=4 * dk * dv + dv + 4 * dk, add=3 * dk * dv - dv + 2 * dk, div=dk + 2, sqrt=2, exp=1,
                macs=3 * dk * dv)
-    state_bytes = b * h * dk * dv * STATE_DTYPE.itemsize
+    state_bytes = b * recurrent_state_bytes(h, dk, dv)
     cost = per * (b * s * h)
     return dataclasses.replace(cost, bytes_read=q.nbytes + k.nbytes + v.nbytes + g.nbytes + beta.nbytes
                                + state_bytes, bytes_written=v.nbytes + state_bytes)

@@ -160,9 +160,9 @@ def test_sglang_runs_a_gated_delta_model_without_overlap(tiny):
 
     sglang = prepare_serving(tiny, "B200", engine="sglang")
     vllm = dataclasses.replace(sglang, engine=engine_preset("vllm", "0.14"))
-    assert sglang.linear_attention and not sglang.overlaps and vllm.overlaps
+    assert sglang.state is not None and not sglang.overlaps and vllm.overlaps
     assert sglang.engine.step_s(1e-3, 8, overlap=sglang.overlaps) == pytest.approx(1e-3 + (300 + 8 * 40) * 1e-6)
-    plain = dataclasses.replace(sglang, linear_attention=False)
+    plain = dataclasses.replace(sglang, state=None)
     assert plain.overlaps and plain.engine.step_s(1e-3, 8, overlap=plain.overlaps) == pytest.approx(1e-3)
     config, _ = scheduler_config(sglang, [], 1, max_seqs=None, max_batched_tokens=None, chunked_prefill=None,
                                  block_size=None, memory_utilization=None, kv_blocks=64, prefix_hit=0.0)

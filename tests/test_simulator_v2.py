@@ -245,6 +245,28 @@ def test_tp2_splits_blocks_and_all_reduces_twice_per_layer():
     assert split.group_energy_j == pytest.approx(2 * split.total.energy_j)
 
 
+def test_kv_heads_fewer_than_devices_are_read_whole_per_head():
+    """tp=4 over 2 KV heads: each device holds one KV head (replicated, as vLLM does), so the
+    attention op reads 1/2 of its keys and values, not 1/4, while the query, the output and the
+    arithmetic split 4 ways; tp=2 splits everything 2 ways."""
+    from dispatchprof.sim.attention import is_attention
+
+    model = tiny_model(num_hidden_layers=1)
+    x = torch.zeros(1, 4, dtype=torch.long)
+    with torch.no_grad(), OpCounter(devices="H100-SXM", tp=4, bound=True) as four, \
+            OpCounter(devices="H100-SXM", tp=2, bound=True) as two, OpCounter(devices="H100-SXM", bound=True) as one:
+        model(x)
+    whole = one.simulated()
+    i = next(k for k, r in enumerate(whole.records) if is_attention(r))
+    r = whole.records[i]
+    kv = r.inputs[1][1] + r.inputs[2][1]                # k and v [1, 2, 4, 16] fp32: 512 B each
+    assert kv == 1024 and r.shapes[1] == (1, 2, 4, 16)
+    total = whole.ops[i].traffic_bytes
+    assert four.simulated().ops[i].traffic_bytes == pytest.approx((total - kv) / 4 + kv / 2)
+    assert four.simulated().ops[i].work == pytest.approx(whole.ops[i].work / 4)
+    assert two.simulated().ops[i].traffic_bytes == pytest.approx(total / 2)
+
+
 def test_static_energy_by_hand():
     h100 = dataclasses.replace(load_device("H100-SXM"), static_power_w=100.0)
     x = torch.randn(256)

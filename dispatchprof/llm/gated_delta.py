@@ -19,13 +19,15 @@ each step, not copied into place.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-import op_formulas.linear_attention  # noqa: F401  (defines torch.ops.dispatchprof.*)
+from op_formulas.linear_attention import conv_state_bytes, recurrent_state_bytes  # defines torch.ops.dispatchprof.*
 from dispatchprof.llm.module_swaps import swap_modules
 
 ops = torch.ops.dispatchprof
@@ -91,3 +93,35 @@ def fuse_gated_delta(model: nn.Module) -> int:
     """Replace every submodule of ``model`` (one dispatchprof built) whose class is in
     `DELTA_CLASSES` by ``GatedDeltaKernels(child)`` over the same weights; returns how many."""
     return swap_modules(model, DELTA_CLASSES, GatedDeltaKernels)
+
+
+@dataclass(frozen=True)
+class SequenceState:
+    """What one sequence holds on one device of a tensor-parallel group besides its KV cache: the
+    conv and recurrent states of each gated delta-net layer (``layer_bytes``, the same whatever its
+    length), over ``layers`` such layers, beside ``kv_layers`` layers that cache keys and values."""
+
+    layer_bytes: int
+    layers: int
+    kv_layers: int
+
+    @property
+    def bytes(self) -> int:
+        """All its linear-attention layers' states: layer_bytes x layers."""
+        return self.layer_bytes * self.layers
+
+
+def sequence_state(config: Any, itemsize: int, tp: int = 1) -> SequenceState | None:
+    """One sequence's gated delta-net states on one of ``tp`` devices (each holds ceil(heads / tp)
+    of the key and value heads), the conv state in the model's ``itemsize`` and the recurrent one
+    in float32 (the sizes the fused ops count: `op_formulas.linear_attention`); None for a model
+    without such layers (`has_gated_delta`)."""
+    if not has_gated_delta(config):
+        return None
+    types = list(config.layer_types)
+    k_heads = math.ceil(config.linear_num_key_heads / tp)
+    v_heads = math.ceil(config.linear_num_value_heads / tp)
+    dk, dv = config.linear_key_head_dim, config.linear_value_head_dim
+    channels = 2 * k_heads * dk + v_heads * dv
+    layer = conv_state_bytes(channels, config.linear_conv_kernel_dim, itemsize) + recurrent_state_bytes(v_heads, dk, dv)
+    return SequenceState(layer, types.count("linear_attention"), len(types) - types.count("linear_attention"))

@@ -82,7 +82,7 @@ def profile_generation(model: torch.nn.Module, batch: int, prompt_len: int, new_
     first = samples.get(prompt_len)
     last = samples.get(prompt_len + steps - 1)
     kv_layers = kv_bytes_as(last.kv_bytes if last else prefill_kv, kv_bits, model)
-    kv = sum(kv_layers) // kv_shards(getattr(model, "config", None), tp)
+    kv = int(sum(kv_layers) / kv_shards(getattr(model, "config", None), tp))
     prefill_peak = dict(prefill.phase_peaks).get("prefill", 0)
     activations = max(prefill_peak - sum(prefill_kv), last.peak_extra if last else 0, 0)
     weights = check_capacity(prefill, scenarios.values()[0], weight_dtype)[0].weights_bytes \

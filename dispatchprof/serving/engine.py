@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, NamedTuple, Sequence
 
 from dispatchprof.serving.requests import Request
-from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, blocks_for, plan_step
+from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, plan_step
 
 
 class DecodeBatch(NamedTuple):
@@ -135,7 +135,7 @@ def check_fits(requests: Sequence[Request], config: SchedulerConfig) -> None:
     """Every request must be servable alone: its KV cache within all blocks, its prompt within
     one step's budget when prefill is not chunked."""
     for i, r in enumerate(requests):
-        need = blocks_for(r.prompt_tokens + r.output_tokens, config.block_size)
+        need = config.blocks_held(r.prompt_tokens + r.output_tokens)
         if need > config.num_blocks:
             raise ValueError(f"request {i} needs {need} KV blocks ({r.prompt_tokens} + {r.output_tokens} tokens) "
                              f"but a replica has {config.num_blocks}: it can never run")
@@ -292,7 +292,7 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
     limit = min(math.ceil((s.request.output_tokens - s.generated) / gain) for s in running) - 1
 
     def blocks_after(m: int) -> int:          # new blocks m steps need
-        return sum(max(0, blocks_for(s.computed + (m - 1) * gain + q, cfg.block_size) - s.blocks) for s in running)
+        return sum(max(0, cfg.blocks_held(s.computed + (m - 1) * gain + q) - s.blocks) for s in running)
 
     if limit < 1 or blocks_after(1) > rep.free_blocks:
         return None
@@ -318,7 +318,7 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
             break
     new_blocks = blocks_after(m)
     for s in running:
-        s.blocks = max(s.blocks, blocks_for(s.computed + (m - 1) * gain + q, cfg.block_size))
+        s.blocks = max(s.blocks, cfg.blocks_held(s.computed + (m - 1) * gain + q))
         s.computed += m * gain
         s.generated += m * gain
         s.known = s.request.prompt_tokens + s.generated

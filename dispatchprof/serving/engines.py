@@ -20,6 +20,10 @@ A preset holds what an engine decides on its own when a benchmark starts it with
   ``linear_attention_overlap``: whether that overlap stays on for a model with linear-attention
   layers (Qwen3.5's gated delta-nets: SGLang's default mamba radix cache turns its overlap
   scheduler off; `dispatchprof.serving.serve.ServingSetup.overlaps` applies it);
+- ``state_pool``, ``state_memory_ratio``, ``state_slots_per_seq``: where the per-sequence states of
+  a model with linear-attention layers live (`dispatchprof.serving.state_memory`: ``shared`` with
+  the KV blocks, a ``split`` pool of ratio / (1 + ratio) of the cache memory holding
+  slots-per-sequence states per running sequence, or ``reserved`` for max_seqs sequences);
 - ``eager_kernel_host_us``: the host time to issue each kernel of a step that runs without a CUDA
   graph (`EnginePreset.graphed`: a step carrying a prompt where only decode steps are captured, or
   more tokens than the largest captured size): the model's forward is then Python issuing its
@@ -45,6 +49,7 @@ import yaml
 
 from dispatchprof.results.files import read_text
 from dispatchprof.serving.scheduler import POLICIES
+from dispatchprof.serving.state_memory import STATE_POOLS, StatePool
 
 ENGINES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engines.yaml")
 GRAPH_STEPS = ("any", "decode")
@@ -78,11 +83,19 @@ class EnginePreset:
     linear_attention_overlap: bool
     prefix_caching: bool
     eager_kernel_host_us: float
+    state_pool: str
+    state_memory_ratio: float
+    state_slots_per_seq: int
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def label(self) -> str:
         return f"{self.engine} {self.version}"
+
+    @property
+    def states(self) -> StatePool:
+        """Where this engine keeps linear-attention states (`dispatchprof.serving.state_memory`)."""
+        return StatePool(self.state_pool, self.state_memory_ratio, self.state_slots_per_seq)
 
     def padded_tokens(self, tokens: int, decode_only: bool) -> int:
         """Tokens a step of ``tokens`` runs through its CUDA graph: the smallest captured size
@@ -117,7 +130,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "block_size": (int,), "memory_utilization": (int, float), "memory_of": (str,), "reserve_output": (bool,),
     "cuda_graph_sizes": (list,), "cuda_graph_steps": (str,), "step_host_us": (int, float),
     "sequence_host_us": (int, float), "overlap_host": (bool,), "linear_attention_overlap": (bool,),
-    "prefix_caching": (bool,), "eager_kernel_host_us": (int, float),
+    "prefix_caching": (bool,), "eager_kernel_host_us": (int, float), "state_pool": (str,),
+    "state_memory_ratio": (int, float), "state_slots_per_seq": (int,),
 }
 
 
@@ -127,12 +141,16 @@ def _check(value: Any, name: str, where: str) -> Any:
     if isinstance(value, bool) and bool not in types or not isinstance(value, types):
         raise EngineError(f"{where}: {name} must be {' or '.join(t.__name__ for t in types)}, got {value!r}")
     problem = None
-    if name in ("max_seqs", "max_batched_tokens", "block_size") and value < 1:
+    if name in ("max_seqs", "max_batched_tokens", "block_size", "state_slots_per_seq") and value < 1:
         problem = "must be >= 1"
     elif name == "memory_utilization" and not 0 < value <= 1:
         problem = "must be in (0, 1]"
     elif name in ("step_host_us", "sequence_host_us", "eager_kernel_host_us") and not 0 <= value < 1e6:
         problem = "must be in [0, 1e6) microseconds"
+    elif name == "state_memory_ratio" and not 0 <= value < 100:
+        problem = "must be in [0, 100)"
+    elif name == "state_pool" and value not in STATE_POOLS:
+        problem = f"must be one of {', '.join(STATE_POOLS)}"
     elif name == "policy" and value not in POLICIES:
         problem = f"must be one of {', '.join(POLICIES)}"
     elif name == "memory_of" and value not in MEMORY_OF:
@@ -199,6 +217,8 @@ def _read(path: str) -> dict[str, dict]:
                 raise EngineError(f"{vwhere}: no source for {', '.join(unsourced)}")
             for key in _TYPES:
                 merged[key] = _check(merged[key], key, vwhere)
+            if merged["state_pool"] == "split" and not merged["state_memory_ratio"] > 0:
+                raise EngineError(f"{vwhere}: a split state_pool needs state_memory_ratio > 0")
             merged["memory_rules"] = [_memory_rule(rule, vwhere) for rule in merged.get("memory_rules") or []]
             versions[str(version)] = merged
         default = str(spec.get("default_version", next(iter(versions))))

@@ -53,6 +53,8 @@ def summary_table(runs: Sequence[tuple[str, ServingResult]], fmt: str = "simple"
     head = (f"Serving on {first.device} x {first.replicas} replica(s){engine}: max {c.max_seqs} sequences, "
             f"{c.max_batched_tokens} tokens per step, chunked prefill {'on' if c.chunked_prefill else 'off'}, "
             f"{c.num_blocks} KV blocks of {c.block_size} tokens per replica")
+    if c.state_blocks:
+        head += f" (+ {c.state_blocks} per sequence for its linear-attention states)"
     if c.decode_q > 1:
         head += f", speculative decoding: {c.decode_q - 1} draft tokens, {c.decode_gain:.3f} tokens per step"
     if first.layout:

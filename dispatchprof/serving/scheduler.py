@@ -10,8 +10,9 @@ order `plan_step` applies them:
    (`prefill_chunk`), without it all or nothing. A decoding sequence asks for ``decode_q``
    tokens (1; ``k + 1`` under speculative decoding). The token budget of a step is
    ``max_batched_tokens``.
-2. **KV memory**: a sequence scheduled for q tokens needs ``blocks_for(computed + q)`` blocks in
-   all (`blocks_for`: ceil(tokens / block_size)). When the free blocks are not enough, the
+2. **KV memory**: a sequence scheduled for q tokens needs ``blocks_held(computed + q)`` blocks in
+   all (`SchedulerConfig.blocks_held`: ceil(tokens / block_size), plus ``state_blocks`` for a
+   model whose linear-attention states share the pool: `dispatchprof.serving.state_memory`). When the free blocks are not enough, the
    newest running sequence is **preempted** (recompute: its blocks are freed, it goes back to
    the front of the queue and later prefills all its known tokens again), until the blocks
    suffice or the sequence itself was the newest.
@@ -63,6 +64,7 @@ class SchedulerConfig:
     policy: Policy = "mixed"
     reserve_output: bool = False       # admission reserves the blocks of prompt + output
     plan_ahead: bool = False           # the next step is planned while this one runs (event loop: arrivals lag)
+    state_blocks: int = 0              # blocks a running sequence holds for its linear-attention states
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "block_size", "max_seqs", "max_batched_tokens", "decode_q"):
@@ -73,6 +75,13 @@ class SchedulerConfig:
             raise ValueError(f"decode_gain must be >= 1 token per step, got {self.decode_gain!r}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if isinstance(self.state_blocks, bool) or not isinstance(self.state_blocks, int) or self.state_blocks < 0:
+            raise ValueError(f"state_blocks must be a whole number >= 0, got {self.state_blocks!r}")
+
+    def blocks_held(self, tokens: float) -> int:
+        """Blocks a sequence with ``tokens`` tokens in the cache holds: `blocks_for` them, plus
+        ``state_blocks`` once it holds any."""
+        return blocks_for(tokens, self.block_size) + (self.state_blocks if tokens > 0 else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +155,7 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
         if q == 0:
             i += 1
             continue
-        need = blocks_for(s.computed + q, config.block_size) - s.blocks
+        need = config.blocks_held(s.computed + q) - s.blocks
         while need > free and run[-1] is not s:
             victim = run.pop()
             free += victim.blocks
@@ -167,7 +176,7 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
                 break
             q = tokens_asked(w, budget, config)
             held = max(w.total, w.computed + q) if config.reserve_output else w.computed + q
-            need = blocks_for(held, config.block_size) - w.blocks
+            need = config.blocks_held(held) - w.blocks
             if q == 0 or need > free:
                 break
             free -= need

@@ -8,7 +8,10 @@ request rates reuse one count.
 KV cache: ``num_blocks = floor((capacity * memory_utilization - weight bytes) /
 (kv_bytes_per_token * block_size))`` per replica, where kv_bytes_per_token is what the model's
 cache holds per token (all layers, keys and values) in ``kv_dtype`` (the model's dtype by
-default), plus the draft model's under speculative decoding.
+default), plus the draft model's under speculative decoding. A model with linear-attention layers
+also holds a state per running sequence, placed as the engine places it
+(`dispatchprof.serving.state_memory`: in the KV blocks, in a pool of its own that also caps the
+running sequences, or reserved for max_seqs sequences).
 
 Speculative decoding (``draft=``, ``spec_tokens=k``, ``acceptance=a``): each step a decoding
 sequence runs k draft decode steps and one target step over k + 1 tokens, and gains the
@@ -42,8 +45,8 @@ from typing import Any, Sequence
 
 import torch
 
-from dispatchprof.llm.gated_delta import has_gated_delta
-from dispatchprof.llm.generation import Progress
+from dispatchprof.llm.gated_delta import SequenceState, sequence_state
+from dispatchprof.llm.generation import Progress, model_dtype
 from dispatchprof.llm.shape_generic import batch_step
 from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, fit, fit_design,
                                       kv_scale)
@@ -55,6 +58,7 @@ from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_
 from dispatchprof.serving.repeat import CountMemo
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
+from dispatchprof.serving.state_memory import CacheLayout, StatePool, cache_layout
 from dispatchprof.serving.seq2seq import (
     PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt,
     is_encoder_decoder,
@@ -100,7 +104,7 @@ class ServingSetup:
     fixed_prompt: int | None = None                  # Whisper: the prompt length its encoder reads
     engine: EnginePreset | None = None               # the serving engine (host costs, graphs, scheduler)
     layout: LayoutCost | None = None                 # EP / attention-DP / PP (`dispatchprof.serving.layout`)
-    linear_attention: bool = False                   # has linear-attention layers (`overlaps`)
+    state: SequenceState | None = None               # per-sequence linear-attention states (`overlaps`, `cache`)
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
@@ -114,7 +118,7 @@ class ServingSetup:
         ``overlap_host``, off for a model with linear-attention layers under an engine that turns it
         off for them (`EnginePreset.linear_attention_overlap`: SGLang's mamba radix cache)."""
         e = self.engine
-        return e is not None and e.overlap_host and (e.linear_attention_overlap or not self.linear_attention)
+        return e is not None and e.overlap_host and (e.linear_attention_overlap or self.state is None)
 
     @property
     def layout_text(self) -> str | None:
@@ -129,20 +133,37 @@ class ServingSetup:
         """The target model's step cost at ``c``: counted, or on the setup's layout."""
         return self.layout.cost(c) if self.layout is not None else self.cost.cost(c)
 
-    def num_blocks(self, block_size: int, memory_utilization: float, memory_of: str = "total") -> int:
-        """KV blocks of one replica (module docstring; ``memory_of`` "free": the utilization is a
-        share of the memory the weights leave, as `dispatchprof.serving.engines` says)."""
+    def kv_memory(self, memory_utilization: float, memory_of: str = "total") -> float:
+        """Bytes of one replica's cache memory (module docstring; ``memory_of`` "free": the
+        utilization is a share of the memory the weights leave, as `dispatchprof.serving.engines`
+        says)."""
         if self.capacity_bytes is None:
             raise ValueError(f"device {self.device} publishes no memory capacity; give kv_blocks (--kv-blocks)")
         if memory_of == "free":
             free = (self.capacity_bytes - self.weights_bytes) * memory_utilization
         else:
             free = self.capacity_bytes * memory_utilization - self.weights_bytes
-        blocks = math.floor(free / (self.kv_bytes_per_token * block_size))
+        if free <= 0:
+            raise ValueError(f"the weights ({self.weights_bytes / 1e9:.2f} GB) leave no memory for the KV cache on "
+                             f"{self.device} ({self.capacity_bytes / 1e9:.2f} GB x {memory_utilization})")
+        return free
+
+    def num_blocks(self, block_size: int, memory_utilization: float, memory_of: str = "total") -> int:
+        """KV blocks of one replica, linear-attention states left aside (`kv_memory` /
+        (kv_bytes_per_token x block_size))."""
+        blocks = math.floor(self.kv_memory(memory_utilization, memory_of) / (self.kv_bytes_per_token * block_size))
         if blocks < 1:
             raise ValueError(f"the weights ({self.weights_bytes / 1e9:.2f} GB) leave no memory for the KV cache on "
                              f"{self.device} ({self.capacity_bytes / 1e9:.2f} GB x {memory_utilization})")
         return blocks
+
+    def cache(self, block_size: int, memory_utilization: float, memory_of: str, max_seqs: int, pool: StatePool,
+              blocks: int | None = None) -> CacheLayout:
+        """One replica's cache with the model's linear-attention states placed as ``pool`` says
+        (`dispatchprof.serving.state_memory`); ``blocks`` given replaces the number of blocks."""
+        memory = None if blocks is not None and (self.state is None or self.capacity_bytes is None) else \
+            self.kv_memory(memory_utilization, memory_of)
+        return cache_layout(memory, self.kv_bytes_per_token, self.state, block_size, max_seqs, pool, blocks)
 
     def step_cost(self, prefill: Sequence[tuple[int, int, int]], decoding: DecodeBatch,
                   images: int) -> tuple[float, float]:
@@ -329,9 +350,13 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
         if layout.ep > 1:                          # experts: 1 / dp_attention of the count's share
             weights = round(weights * (1 - expert_fraction(target) * (1 - 1 / layout.dp_attention)))
         weights, kv_token = round(weights / layout.pp), kv_token / layout.pp
+    state = sequence_state(getattr(target, "config", None), model_dtype(target).itemsize, tp)
+    if state is not None and layout.pp > 1:                  # one stage's layers
+        state = SequenceState(state.layer_bytes, math.ceil(state.layers / layout.pp),
+                              math.ceil(state.kv_layers / layout.pp))
     return ServingSetup(name, cost, kv_token, capacity, weights, price, draft_cost,
                         spec_tokens if draft is not None else 0, acceptance, images, runtime, tp, engine=preset,
-                        layout=laid, linear_attention=has_gated_delta(getattr(target, "config", None)))
+                        layout=laid, state=state)
 
 
 def _layout_cost(cost: StepCostModel, layout: Layout, model: torch.nn.Module, device: Any) -> LayoutCost:
@@ -462,8 +487,9 @@ def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas:
                          f"engine that does")
     if setup.fixed_prompt is not None:
         check_fixed_prompts(requests, setup.fixed_prompt)
-    blocks = kv_blocks if kv_blocks is not None else setup.num_blocks(block_size, memory_utilization,
-                                                                      engine.memory_of if engine else "total")
+    cache = setup.cache(block_size, memory_utilization, engine.memory_of if engine else "total", max_seqs,
+                        engine.states if engine else StatePool(), kv_blocks)
+    blocks, block_size, max_seqs = cache.num_blocks, cache.block_size, cache.max_seqs
     engines = replicas
     if setup.layout is not None and kv_blocks is None:      # per scheduler: A groups' caches, P virtual engines
         lay = setup.layout.layout
@@ -474,7 +500,7 @@ def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas:
     config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
                              setup.spec_tokens + 1 if setup.draft is not None else 1, gain,
                              engine.policy if engine else "mixed", engine.reserve_output if engine else False,
-                             setup.overlaps)
+                             setup.overlaps, cache.state_blocks)
     return config, engines
 
 

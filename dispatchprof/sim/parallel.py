@@ -23,6 +23,12 @@ reading ``q_a_layernorm``'s output) reads those bytes whole on every device: the
 ``whole_bytes``, kept out of the 1/N (`dispatchprof.sim.timing`). A block with no replicated child
 splits every op as above.
 
+**Replicated KV heads.** With fewer key/value heads than devices, engines replicate them (vLLM's
+``QKVParallelLinear``: each device holds max(1, kv_heads // N) heads), so an attention op reads
+that share of its keys and values (`kv_fraction`), not 1/N: the difference is added to its
+``whole_bytes`` (W = KV bytes x (fraction - 1/N) / (1 - 1/N), so that the 1/N of the rest plus W
+is the fraction of the keys and values); its arithmetic stays 1/N (the query heads are split).
+
 Checked: N must divide the attention heads of every attention op (query [B, heads, T, D]; which
 records are attention ops is `dispatchprof.sim.attention`'s rule), and the device needs an
 interconnect figure.
@@ -34,6 +40,7 @@ import re
 from typing import Mapping, Sequence
 
 from dispatchprof.results.records import OpRecord
+from dispatchprof.sim.attention import reads_kv
 from dispatchprof.sim.device import Device
 
 #: Module classes split over the group (searched in the class name, case-insensitive).
@@ -97,17 +104,36 @@ def tp_split(records: Sequence[OpRecord], blocks: Mapping[str, str], tp: int) ->
             out.append((1.0, 0, 0))
             continue
         last = i + 1 == n or blocks.get(records[i + 1].scope) != block
-        out.append((1.0 / tp, (r.cost.bytes_written or 0) if last else 0, sum(b for p, b in inside if whole_made[p])))
+        whole = sum(b for p, b in inside if whole_made[p])
+        kv_heads = r.shapes[1][1] if reads_kv(r) and len(r.shapes) > 1 and len(r.shapes[1]) == 4 else tp
+        if kv_heads < tp and not any(whole_made[p] for p, _, _ in r.inputs[1:3] if p >= 0):
+            whole += (r.inputs[1][1] + r.inputs[2][1]) * (kv_fraction(kv_heads, tp) - 1 / tp) / (1 - 1 / tp)
+        out.append((1.0 / tp, (r.cost.bytes_written or 0) if last else 0, whole))
     return out
 
 
-def kv_shards(config: object, tp: int) -> int:
+def kv_fraction(kv_heads: int, tp: int) -> float:
+    """The share of ``kv_heads`` key/value heads one of ``tp`` devices holds: max(1, kv_heads //
+    tp) / kv_heads (module docstring: replicated when there are fewer heads than devices)."""
+    return max(1, kv_heads // tp) / kv_heads
+
+
+def kv_shards(config: object, tp: int) -> float:
     """Over how many of a tensor-parallel group's ``tp`` devices a token's KV cache is split:
-    ``tp`` (each holds its heads' keys and values), but 1 for multi-head latent attention (a
-    config with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2): its cache is one latent of
-    kv_lora_rank + qk_rope_head_dim elements per token and layer, which every device of the group
-    holds whole (vLLM's and SGLang's MLA backends keep one KV head per rank)."""
-    return 1 if getattr(config, "kv_lora_rank", None) else tp
+    each device holds max(1, kv_heads // tp) of the config's ``num_key_value_heads`` (vLLM's
+    ``QKVParallelLinear``, model_executor/layers/linear.py: "Number of KV heads is less than TP size,
+    so we replicate the KV heads across multiple tensor parallel GPUs"), so kv_heads / that: ``tp``
+    where the heads divide evenly, kv_heads where there are fewer (``tp`` when the config names no
+    KV heads), as attention ops read them (`tp_split`). 1 for multi-head latent attention (a config with ``kv_lora_rank``: DeepSeek-V2/V3,
+    Kimi-K2): its cache is one latent of kv_lora_rank + qk_rope_head_dim elements per token and
+    layer, which every device of the group holds whole (vLLM's and SGLang's MLA backends keep one
+    KV head per rank)."""
+    if getattr(config, "kv_lora_rank", None):
+        return 1
+    heads = getattr(config, "num_key_value_heads", None)
+    if not isinstance(heads, int) or heads < 1:
+        return tp
+    return 1 / kv_fraction(heads, tp)
 
 
 def split_weights(scope: str, blocks: Mapping[str, str]) -> bool:
