@@ -18,6 +18,9 @@ def test_kv_transfer_by_hand():
     assert kv_transfer_s(4096, 131072, "eth-100g") == pytest.approx(53.7070912e-3, rel=1e-12)
     with pytest.raises(ValueError, match="unknown link 'nvlink'; known links: nvlink4"):
         kv_transfer_s(1, 1, "nvlink")
+    # Qwen3.5-397B on one of 8 GPUs: 1024 tokens x 15,360 B + 45 layers' states x 533,504 B
+    # = 15,728,640 + 24,007,680 = 39,736,320 B over ib-ndr: 0.993408 ms + 5 us
+    assert kv_transfer_s(1024, 15360, "ib-ndr", 45 * 533504) == pytest.approx(0.998408e-3, rel=1e-12)
 
 
 def prefill_cost(prefill, decoding, images):

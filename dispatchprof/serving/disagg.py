@@ -7,9 +7,10 @@ then the original request to a decode instance, whose stream the client reads):
 1. it arrives at a prefill replica (`route`) and is served there as a request of one output
    token: queueing, chunked prefill, preemption, all under the prefill side's scheduler;
 2. when its prefill step ends, its KV cache moves to a decode replica over the named link
-   (`dispatchprof.sim.links.named_link`): ``send_s(prompt x kv_bytes_per_token, bw, latency)``,
-   where kv_bytes_per_token is one prefill GPU's share (each GPU of the prefill replica sends
-   its own share over its own NIC, in parallel);
+   (`dispatchprof.sim.links.named_link`): ``send_s(prompt x kv_bytes_per_token + states, bw,
+   latency)``, where kv_bytes_per_token is one prefill GPU's share (each GPU of the prefill replica
+   sends its own share over its own NIC, in parallel) and states a linear-attention model's
+   per-sequence states on that GPU (`dispatchprof.llm.gated_delta.SequenceState`);
 3. it then queues at its decode replica (`route` over the decode side) for KV blocks of its
    whole prompt (the decode side's own capacity), and its first decode step computes the
    prompt's last token against the moved cache and emits the first token the client sees

@@ -21,10 +21,11 @@ from dispatchprof.serving.serve import ServingResult, ServingSetup, scheduler_co
 from dispatchprof.sim.links import named_link, send_s
 
 
-def kv_transfer_s(prompt_tokens: int, kv_bytes_per_token: float, link: str) -> float:
-    """Seconds to move one request's KV cache: send_s(prompt x bytes per token, the link's
-    bandwidth x BUS_EFFICIENCY, its latency)."""
-    return send_s(prompt_tokens * kv_bytes_per_token, *named_link(link))
+def kv_transfer_s(prompt_tokens: int, kv_bytes_per_token: float, link: str, state_bytes: float = 0.0) -> float:
+    """Seconds to move one request's KV cache and its linear-attention states (``state_bytes``,
+    one GPU's share): send_s(prompt x bytes per token + state bytes, the link's bandwidth x
+    BUS_EFFICIENCY, its latency)."""
+    return send_s(prompt_tokens * kv_bytes_per_token + state_bytes, *named_link(link))
 
 
 def simulate_disaggregated(prefill: ServingSetup, decode: ServingSetup, requests: Sequence[Request], *,
@@ -51,10 +52,10 @@ def simulate_disaggregated(prefill: ServingSetup, decode: ServingSetup, requests
                    block_size=block_size, memory_utilization=memory_utilization, kv_blocks=None)
     p_config, _ = scheduler_config(prefill, requests, prefill_replicas, prefix_hit=prefix_hit, **figures)
     d_config, _ = scheduler_config(decode, requests, decode_replicas, prefix_hit=0.0, **figures)
-    per_token = prefill.kv_bytes_per_token
+    per_token, states = prefill.kv_bytes_per_token, prefill.state.bytes if prefill.state is not None else 0
     seqs, reps, trips = run_disaggregated(
         requests, Side(p_config, prefill.step_cost, prefill_replicas), Side(d_config, decode.step_cost, decode_replicas),
-        lambda r: kv_transfer_s(r.prompt_tokens, per_token, kv_link), router=router, concurrency=concurrency,
+        lambda r: kv_transfer_s(r.prompt_tokens, per_token, kv_link, states), router=router, concurrency=concurrency,
         warmup=warmup, prefix_hit=prefix_hit)
     results = request_results(seqs, warmup)
     decode_reps = reps[prefill_replicas:]
