@@ -73,13 +73,20 @@ def test_unknown_engine_or_version_lists_the_known_ones():
         engine_preset("vllm", "0.3")
 
 
-def test_the_loader_is_strict(tmp_path):
-    good = load_engines()["trtllm"]["versions"]["1.1"]
+def engine_file(tmp_path, engine: str, version: str):
+    """A one-engine file "e" version "1" with the bundled ``engine`` ``version``'s fields (lists
+    emptied, memory rules dropped) and a source "x" for each."""
+    good = load_engines()[engine]["versions"][version]
     fields = "\n".join(f"      {k}: {v!r}".replace("'", "") if not isinstance(v, (list, tuple)) else f"      {k}: []"
-                       for k, v in good.items() if k != "sources")
+                       for k, v in good.items() if k not in ("sources", "memory_rules"))
     sources = "\n".join(f"        {k}: x" for k in good["sources"])
     path = tmp_path / "e.yaml"
     path.write_text(f"engines:\n  e:\n    versions:\n     '1':\n{fields}\n      sources:\n{sources}\n")
+    return path
+
+
+def test_the_loader_is_strict(tmp_path):
+    path = engine_file(tmp_path, "trtllm", "1.1")
     assert engine_preset("e", path=str(path)).block_size == 32
     path.write_text(path.read_text().replace("        block_size: x\n", ""))
     with pytest.raises(EngineError, match="engine e 1: no source for block_size"):

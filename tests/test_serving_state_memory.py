@@ -18,6 +18,7 @@ from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, plan_step
 from dispatchprof.serving.state_memory import StatePool, cache_layout, state_block_size
 from dispatchprof.sim.parallel import kv_shards
+from test_serving_engines import engine_file
 from test_serving_gated_delta import SIZES, qwen35_config
 
 #: Qwen3.5-397B-A17B on one of 8 GPUs (catalog config): 16 key and 64 value heads of 128, conv
@@ -113,12 +114,7 @@ def test_engine_presets_place_states_as_their_engines():
 
 
 def test_a_split_pool_without_a_ratio_is_refused(tmp_path):
-    good = load_engines()["sglang"]["versions"]["0.5"]
-    fields = "\n".join(f"      {k}: {v!r}".replace("'", "") if not isinstance(v, (list, tuple)) else f"      {k}: []"
-                       for k, v in good.items() if k not in ("sources", "memory_rules"))
-    sources = "\n".join(f"        {k}: x" for k in good["sources"])
-    path = tmp_path / "e.yaml"
-    path.write_text(f"engines:\n  e:\n    versions:\n     '1':\n{fields}\n      sources:\n{sources}\n")
+    path = engine_file(tmp_path, "sglang", "0.5")
     assert engine_preset("e", path=str(path)).state_slots_per_seq == 3
     path.write_text(path.read_text().replace("state_memory_ratio: 0.9", "state_memory_ratio: 0"))
     with pytest.raises(EngineError, match="engine e 1: a split state_pool needs state_memory_ratio > 0"):
