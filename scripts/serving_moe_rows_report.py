@@ -40,7 +40,7 @@ from dispatchprof.results.files import write_atomic  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT_CSV = os.path.join(ROOT, "scripts", "data", "serving_moe_rows_predictions.csv")
 OUT_TABLE = os.path.join(ROOT, "scripts", "data", "serving_moe_rows_table.txt")
-#: The newer mixture-of-experts models of the sample (docs/deploy.md, "first rows"); Qwen3-235B has its own file.
+#: The newer mixture-of-experts models of the sample (docs/deploy.md, "every aggregated row"); Qwen3-235B has its own file.
 MODELS = ("minimax-m2.5", "gpt-oss-120b", "deepseek-r1", "qwen3.5-397b-a17b", "deepseek-v3", "glm-5", "kimi-k2.5")
 #: A breakdown (engine, device) is printed where it has at least this many rows.
 MIN_ROWS = 10

@@ -1,5 +1,5 @@
 """docs/deploy.md's table of the newer mixture-of-experts rows ("gpt-oss-120b, MiniMax-M2.5,
-DeepSeek-R1/V3: first rows") recomputed from scripts/data/serving_moe_rows_predictions.csv: per model
+DeepSeek-R1/V3 ...: every aggregated row") recomputed from scripts/data/serving_moe_rows_predictions.csv: per model
 and over all, the held-out rows predicted, the median |error| of TTFT and TPOT (TPOT's signed median
 beside it), and over the rows AIConfigurator predicts too, both tools' medians. The CSV keeps 4
 significant digits: a median may differ from the doc's by 0.1 percentage point."""
@@ -13,7 +13,7 @@ import pytest
 
 from tests.accuracy_docs import read_rows, table_rows
 
-HEADING = "**gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3, Kimi-K2.5, Qwen3.5-397B: first rows.**"
+HEADING = "**gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3, Kimi-K2.5, Qwen3.5-397B: every aggregated row.**"
 NAMES = {"MiniMax-M2.5": "minimax-m2.5", "DeepSeek-V3": "deepseek-v3", "DeepSeek-R1": "deepseek-r1",
          "gpt-oss-120b": "gpt-oss-120b", "Kimi-K2.5": "kimi-k2.5", "Qwen3.5-397B": "qwen3.5-397b-a17b"}
 
