@@ -121,15 +121,23 @@ def test_a_split_pool_without_a_ratio_is_refused(tmp_path):
         load_engines(str(path))
 
 
-def test_serving_a_hybrid_model_places_its_states():
-    """A tiny Qwen3.5 (3 gated delta-nets, 1 attention layer) on a B200 under each engine: the
-    setup's states are the config's, and the scheduler gets the engine's placement of them."""
-    from dispatchprof.serving.serve import prepare_serving, scheduler_config
+@pytest.fixture(scope="module")
+def hybrid_setup():
+    """A tiny Qwen3.5 (3 gated delta-nets, 1 attention layer) prepared on a B200 under vLLM."""
+    from dispatchprof.serving.serve import prepare_serving
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = build_model(qwen35_config(**SIZES), dtype=torch.bfloat16)
-    setup = prepare_serving(model, "B200", engine="vllm")
+    return prepare_serving(model, "B200", engine="vllm")
+
+
+def test_serving_a_hybrid_model_places_its_states(hybrid_setup):
+    """The tiny Qwen3.5 under each engine: the setup's states are the config's, and the scheduler
+    gets the engine's placement of them."""
+    from dispatchprof.serving.serve import scheduler_config
+
+    setup = hybrid_setup
     layer = (2 * 2 * 8 + 4 * 12) * 3 * 2 + 4 * 8 * 12 * 4          # conv 480 B + recurrent 1,536 B = 2,016 B
     assert setup.state == SequenceState(layer, 3, 1)
     assert setup.kv_bytes_per_token == 2 * 2 * 16 * 2           # one layer, k and v, 2 heads of 16, bf16
@@ -145,3 +153,16 @@ def test_serving_a_hybrid_model_places_its_states():
     slots = math.floor(memory * 0.9 / 1.9 / (3 * layer))
     assert split.state_blocks == 0 and split.max_seqs == min(sglang.engine.max_seqs, slots // 3)
     assert split.num_blocks == math.floor((memory - slots * 3 * layer) / 128)
+
+
+def test_given_blocks_need_no_memory_left(hybrid_setup):
+    """--kv-blocks with weights that leave no memory: the blocks given, the state blocks still held."""
+    from dispatchprof.serving.serve import scheduler_config
+
+    setup = dataclasses.replace(hybrid_setup, capacity_bytes=1.0)
+    kw = dict(max_seqs=None, max_batched_tokens=None, chunked_prefill=None, block_size=None, memory_utilization=None,
+              prefix_hit=0.0)
+    with pytest.raises(ValueError, match="leave no memory for the KV cache"):
+        scheduler_config(setup, [], 1, kv_blocks=None, **kw)
+    config, _ = scheduler_config(setup, [], 1, kv_blocks=10, **kw)
+    assert (config.num_blocks, config.block_size, config.state_blocks) == (10, 16, 3)

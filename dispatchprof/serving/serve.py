@@ -161,8 +161,13 @@ class ServingSetup:
               blocks: int | None = None) -> CacheLayout:
         """One replica's cache with the model's linear-attention states placed as ``pool`` says
         (`dispatchprof.serving.state_memory`); ``blocks`` given replaces the number of blocks."""
-        memory = None if blocks is not None and (self.state is None or self.capacity_bytes is None) else \
-            self.kv_memory(memory_utilization, memory_of)
+        memory = None
+        if blocks is None or (self.state is not None and self.capacity_bytes is not None):
+            try:
+                memory = self.kv_memory(memory_utilization, memory_of)
+            except ValueError:
+                if blocks is None:
+                    raise
         return cache_layout(memory, self.kv_bytes_per_token, self.state, block_size, max_seqs, pool, blocks)
 
     def step_cost(self, prefill: Sequence[tuple[int, int, int]], decoding: DecodeBatch,
