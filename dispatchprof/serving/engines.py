@@ -217,8 +217,10 @@ def _read(path: str) -> dict[str, dict]:
                 raise EngineError(f"{vwhere}: no source for {', '.join(unsourced)}")
             for key in _TYPES:
                 merged[key] = _check(merged[key], key, vwhere)
-            if merged["state_pool"] == "split" and not merged["state_memory_ratio"] > 0:
-                raise EngineError(f"{vwhere}: a split state_pool needs state_memory_ratio > 0")
+            try:
+                StatePool(merged["state_pool"], merged["state_memory_ratio"], merged["state_slots_per_seq"])
+            except ValueError as e:
+                raise EngineError(f"{vwhere}: {e}") from None
             merged["memory_rules"] = [_memory_rule(rule, vwhere) for rule in merged.get("memory_rules") or []]
             versions[str(version)] = merged
         default = str(spec.get("default_version", next(iter(versions))))

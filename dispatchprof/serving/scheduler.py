@@ -13,9 +13,9 @@ order `plan_step` applies them:
 2. **KV memory**: a sequence scheduled for q tokens needs ``blocks_held(computed + q)`` blocks in
    all (`SchedulerConfig.blocks_held`: ceil(tokens / block_size), plus ``state_blocks`` for a
    model whose linear-attention states share the pool: `dispatchprof.serving.state_memory`).
-   When the free blocks are not enough, the newest running sequence is **preempted** (recompute: its blocks are freed, it goes back to
-   the front of the queue and later prefills all its known tokens again), until the blocks
-   suffice or the sequence itself was the newest.
+   When the free blocks are not enough, the newest running sequence is **preempted** (recompute:
+   its blocks are freed, it goes back to the front of the queue and later prefills all its known
+   tokens again), until the blocks suffice or the sequence itself was the newest.
 3. **Admission**: only when nothing was preempted this step, waiting sequences are admitted
    first come first served while fewer than ``max_seqs`` run, budget is left and their first
    chunk's blocks are free; the first one that does not fit stops admission (it waits).

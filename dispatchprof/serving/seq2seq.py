@@ -3,7 +3,7 @@ cross-attention in every decode step.
 
 **A request.** Its ``prompt_tokens`` are the encoder's input positions: text tokens for T5 and
 BART; for Whisper, whose encoder always reads one 30 s window, they must equal the encoder's
-``max_source_positions`` (1500; `dispatchprof.serving.serve.check_fixed_prompts`). The decoder
+``max_source_positions`` (1500; `dispatchprof.serving.checks.check_fixed_prompts`). The decoder
 starts from its one start token.
 
 **Prompt cost** (`count_prompt_model`): the encoder over the P prompt positions and the

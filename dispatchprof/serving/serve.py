@@ -48,6 +48,7 @@ import torch
 from dispatchprof.llm.gated_delta import SequenceState, sequence_state
 from dispatchprof.llm.generation import Progress, model_dtype
 from dispatchprof.llm.shape_generic import batch_step
+from dispatchprof.serving.checks import check_fixed_prompts, check_vocabulary, check_weights_fit
 from dispatchprof.serving.cost import (DESIGN, Composition, StepCost, StepCostModel, fit, fit_design,
                                       kv_scale)
 from dispatchprof.serving.encoder import image_cost
@@ -58,12 +59,11 @@ from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_
 from dispatchprof.serving.repeat import CountMemo
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
-from dispatchprof.serving.state_memory import CacheLayout, StatePool, cache_layout
 from dispatchprof.serving.seq2seq import (
     PromptCost, count_decode_model, count_prompt_model, decode_composition, fixed_prompt,
     is_encoder_decoder,
 )
-from dispatchprof.sim.device import WEIGHT_BITS, Device
+from dispatchprof.serving.state_memory import CacheLayout, StatePool, cache_layout
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import Placement, Scenarios, scenarios_of
 from dispatchprof.sim.runtime import check_runtime
@@ -151,11 +151,8 @@ class ServingSetup:
     def num_blocks(self, block_size: int, memory_utilization: float, memory_of: str = "total") -> int:
         """KV blocks of one replica, linear-attention states left aside (`kv_memory` /
         (kv_bytes_per_token x block_size))."""
-        blocks = math.floor(self.kv_memory(memory_utilization, memory_of) / (self.kv_bytes_per_token * block_size))
-        if blocks < 1:
-            raise ValueError(f"the weights ({self.weights_bytes / 1e9:.2f} GB) leave no memory for the KV cache on "
-                             f"{self.device} ({self.capacity_bytes / 1e9:.2f} GB x {memory_utilization})")
-        return blocks
+        return cache_layout(self.kv_memory(memory_utilization, memory_of), self.kv_bytes_per_token, None, block_size,
+                            1, StatePool()).num_blocks
 
     def cache(self, block_size: int, memory_utilization: float, memory_of: str, max_seqs: int, pool: StatePool,
               blocks: int | None = None) -> CacheLayout:
@@ -254,22 +251,6 @@ class ServingResult:
                               "cached_tokens": r.cached_tokens, "preemptions": r.preemptions, "replica": r.replica,
                               "warmup": r.warmup} for r in self.requests],
                 "summary": self.summary.to_dict()}
-
-
-def check_weights_fit(model: torch.nn.Module, devices: Sequence[Device], weight_dtype: str | None, gpus: int) -> None:
-    """Refuse, before any count, a model whose weights cannot fit on a replica of ``gpus`` GPUs
-    even spread evenly over them: its parameters' bytes (in ``weight_dtype``, else their own dtype)
-    / gpus above a device's memory capacity. Every layout holds at least that much per GPU (each
-    weight is held at least once), so nothing this refuses could have run; the KV cache's share of
-    memory is checked when the run starts (`ServingSetup.num_blocks`)."""
-    per = None if weight_dtype is None else WEIGHT_BITS[weight_dtype] / 8
-    total = sum(p.numel() * (p.element_size() if per is None else per) for p in model.parameters())
-    for d in devices:
-        if d.memory_capacity_gb is not None and total / gpus > d.memory_capacity_gb * 1e9:
-            raise ValueError(f"the weights ({total / 1e9:.2f} GB{f' in {weight_dtype}' if weight_dtype else ''}) "
-                             f"need at least {total / gpus / 1e9:.2f} GB on each of the replica's {gpus} GPU(s), "
-                             f"more than {d.name}'s {d.memory_capacity_gb:.2f} GB: use more GPUs (--tp, --ep) or "
-                             f"smaller weights (--weight-dtype)")
 
 
 def _model(spec: Any, dtype: torch.dtype) -> torch.nn.Module:
@@ -416,15 +397,6 @@ def _prepare_seq2seq(model: torch.nn.Module, scenarios: Any, name: str, *, draft
                         runtime=runtime, tp=tp, prompt=prompt, fixed_prompt=fixed_prompt(model))
 
 
-def check_vocabulary(target: torch.nn.Module, draft: torch.nn.Module) -> None:
-    """A draft model must share the target's vocabulary."""
-    tv = getattr(target.config, "vocab_size", None)
-    dv = getattr(draft.config, "vocab_size", None)
-    if tv != dv:
-        raise ValueError(f"the draft model has a vocabulary of {dv} tokens and the target {tv}: speculative "
-                         f"decoding needs the same vocabulary")
-
-
 #: Scheduler figures of a run without an engine preset.
 GENERIC_ENGINE = {"max_seqs": 256, "max_batched_tokens": 8192, "chunked_prefill": True, "block_size": 16,
                   "memory_utilization": 0.9}
@@ -507,15 +479,6 @@ def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas:
                              engine.policy if engine else "mixed", engine.reserve_output if engine else False,
                              setup.overlaps, cache.state_blocks)
     return config, engines
-
-
-def check_fixed_prompts(requests: Sequence[Request], positions: int) -> None:
-    """Every prompt of a fixed-window encoder (Whisper) has its window's positions."""
-    for i, r in enumerate(requests):
-        if r.prompt_tokens != positions:
-            raise ValueError(f"request {i} has prompt_tokens={r.prompt_tokens}; this model's encoder reads one fixed "
-                             f"audio window of {positions} positions, so every request's prompt_tokens must be "
-                             f"{positions}")
 
 
 __all__ = ["ServingResult", "ServingSetup", "expected_tokens", "prepare_serving", "simulate_serving"]

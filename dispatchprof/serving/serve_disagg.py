@@ -54,7 +54,8 @@ def simulate_disaggregated(prefill: ServingSetup, decode: ServingSetup, requests
     d_config, _ = scheduler_config(decode, requests, decode_replicas, prefix_hit=0.0, **figures)
     per_token, states = prefill.kv_bytes_per_token, prefill.state.bytes if prefill.state is not None else 0
     seqs, reps, trips = run_disaggregated(
-        requests, Side(p_config, prefill.step_cost, prefill_replicas), Side(d_config, decode.step_cost, decode_replicas),
+        requests, Side(p_config, prefill.step_cost, prefill_replicas),
+        Side(d_config, decode.step_cost, decode_replicas),
         lambda r: kv_transfer_s(r.prompt_tokens, per_token, kv_link, states), router=router, concurrency=concurrency,
         warmup=warmup, prefix_hit=prefix_hit)
     results = request_results(seqs, warmup)

@@ -53,7 +53,7 @@ class StatePool:
         if self.pool not in STATE_POOLS:
             raise ValueError(f"state_pool must be one of {', '.join(STATE_POOLS)}, got {self.pool!r}")
         if self.pool == "split" and not self.ratio > 0:
-            raise ValueError(f"a split state pool needs state_memory_ratio > 0, got {self.ratio!r}")
+            raise ValueError(f"a split state_pool needs state_memory_ratio > 0, got {self.ratio!r}")
 
 
 def state_block_size(block_size: int, kv_bytes_per_token: float, state: SequenceState) -> int:

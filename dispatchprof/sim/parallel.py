@@ -124,10 +124,10 @@ def kv_shards(config: object, tp: int) -> float:
     ``QKVParallelLinear``, model_executor/layers/linear.py: "Number of KV heads is less than TP size,
     so we replicate the KV heads across multiple tensor parallel GPUs"), so kv_heads / that: ``tp``
     where the heads divide evenly, kv_heads where there are fewer (``tp`` when the config names no
-    KV heads), as attention ops read them (`tp_split`). 1 for multi-head latent attention (a config with ``kv_lora_rank``: DeepSeek-V2/V3,
-    Kimi-K2): its cache is one latent of kv_lora_rank + qk_rope_head_dim elements per token and
-    layer, which every device of the group holds whole (vLLM's and SGLang's MLA backends keep one
-    KV head per rank)."""
+    KV heads), as attention ops read them (`tp_split`). 1 for multi-head latent attention (a
+    config with ``kv_lora_rank``: DeepSeek-V2/V3, Kimi-K2): its cache is one latent of
+    kv_lora_rank + qk_rope_head_dim elements per token and layer, which every device of the group
+    holds whole (vLLM's and SGLang's MLA backends keep one KV head per rank)."""
     if getattr(config, "kv_lora_rank", None):
         return 1
     heads = getattr(config, "num_key_value_heads", None)
