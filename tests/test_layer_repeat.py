@@ -14,7 +14,8 @@ from torch import nn
 
 from conftest import tiny_model
 from dispatchprof import OpCounter
-from dispatchprof.count.layer_repeat import LayerRepeatError, layer_of, per_layer, renamed, repeat_layers
+from dispatchprof.count.layer_repeat import (LayerRepeatError, layer_of, per_layer, per_layer_after, renamed,
+                                             repeat_layers, repeat_layers_after)
 from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
 from dispatchprof.llm.shape_generic import DecoderStream, count_decoder
 from test_shape_generic import _assert_same, _quiet
@@ -125,6 +126,23 @@ def test_configs_whose_layers_differ_are_named():
     assert uniform_reason(tf.MixtralConfig()) == uniform_reason(tf.LlamaConfig()) == ""
 
 
+def test_periods_of_layer_kinds_from_configs():
+    from dispatchprof.llm.catalog import load_config
+    from dispatchprof.llm.layer_repeat import layer_period, periodic_reason
+    assert layer_period(tf.LlamaConfig()) == layer_period(tf.DeepseekV3Config()) == 1
+    assert layer_period(tf.GptOssConfig()) == layer_period(tf.Gemma2Config()) == 2      # sliding, full
+    assert layer_period(load_config("qwen3.5-397b-a17b")) == 4                          # 3 linear, 1 full
+    assert layer_period(load_config("gemma-3-27b")) == 6                                # 5 sliding, 1 full (62 layers)
+    assert periodic_reason(load_config("gemma-3-27b")) == periodic_reason(tf.GptOssConfig()) == ""
+    # a list that repeats only once over its length has no period: 2, 2, 3, 3 (one period of 4 is not two)
+    odd = tf.LlamaConfig(num_hidden_layers=4)
+    odd.no_rope_layers = [2, 2, 3, 3]
+    assert layer_period(odd) == 0
+    assert periodic_reason(odd) == "config.no_rope_layers does not repeat every 8 or fewer layers from layer 0 on"
+    assert periodic_reason(tf.Qwen3MoeConfig(decoder_sparse_step=2)) == \
+        "config.decoder_sparse_step = 2 makes layers differ by depth"
+
+
 @pytest.fixture(scope="module")
 def deep_llama():
     return DecoderStream(tiny_model(num_hidden_layers=6), host_time=False)
@@ -153,13 +171,78 @@ def test_moe_stream_from_repeated_layers_equals_direct_counts():
         _assert_same(step.profile, direct_step.profile, (0, step.step_start))
 
 
+def test_stream_from_alternating_layers_equals_direct_counts():
+    # gpt-oss's sliding and full attention layers (a window past the grid's lengths), experts and
+    # sinks: blocks of 2 from layer 1, counted with 3 and 5 layers of 7
+    from dispatchprof.llm.models import build_model
+    from test_sinks_attention import TINY
+    config = tf.GptOssConfig(**{**TINY, "num_hidden_layers": 7, "sliding_window": 4096})
+    stream = DecoderStream(_quiet(lambda: build_model(config, dtype=torch.bfloat16)), host_time=False)
+    assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
+    assert stream.repeat.depths == (3, 5)
+    rng = random.Random(2)
+    for batch, n in [(2 * rng.randint(1, 6), rng.randint(32, 1500)) for _ in range(3)]:
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        step = stream.step(batch, n)
+        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
+        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+        assert step.kv == direct_step.kv
+
+
 def test_layers_that_differ_by_depth_are_counted_at_full_depth():
     # Qwen2 with a sliding window from layer 2 on: layer_types full, full, sliding, sliding
     model = tiny_model("qwen2", num_hidden_layers=4, use_sliding_window=True, sliding_window=1024, max_window_layers=2)
     assert model.config.layer_types == ["full_attention"] * 2 + ["sliding_attention"] * 2
     stream = DecoderStream(model, host_time=False)
     assert _quiet(lambda: stream.reason) == ""
-    assert stream.full_depth_reason == "config.layer_types differs between layers"
+    assert stream.full_depth_reason == "config.layer_types does not repeat every 8 or fewer layers from layer 0 on"
     direct = _quiet(lambda: stream.count(2, 100))[1]
     step = stream.step(2, 100)
     _assert_same(step.profile, direct.profile, (0, step.step_start))
+
+
+def test_per_layer_values_every_two_layers_by_hand():
+    # blocks of 2 from layer 1; the 6-layer count: 5 | 7 3 | 9 4 | 11, the 4-layer count: 4 | 6 3 | 8.
+    # 10 layers: 2 blocks more (units = (10 - 6) / 2 = 2). Layer 0: 5 + 2*(5-4) = 7. Layer i >= 1 at
+    # block b, offset o: offset 0 from 7: 7 + b*(9-7) + 2*(7-6) = 9, 11, 13, 15, 17 (b = 0..4);
+    # offset 1 from 3: 3 + b*(4-3) + 2*(3-3) = 3, 4, 5, 6 (b = 0..3)
+    assert per_layer_after((5, 7, 3, 9, 4, 11), (4, 6, 3, 8), 10, 1, 2) == (7, 9, 3, 11, 4, 13, 5, 15, 6, 17)
+    with pytest.raises(LayerRepeatError, match="need 5 or more layers in the longer count, 2 fewer in the shorter"):
+        per_layer_after((5, 7, 3, 9), (4, 6), 8, 1, 2)
+    with pytest.raises(LayerRepeatError, match="by whole blocks of 2; got 6, 4, 9"):
+        per_layer_after((5, 7, 3, 9, 4, 11), (4, 6, 3, 8), 9, 1, 2)
+
+
+@pytest.mark.parametrize("layers", [9, 10, 13])
+def test_layers_that_alternate_repeat_in_blocks_of_two(layers):
+    # widths 8, 4, 8, 4, ...: layers 1 and 2 (4 then 8) repeat; a depth of 1 + 2 k + r counted with
+    # 1 + 2 + r and 1 + 4 + r layers, the last r layers (r = (layers - 1) mod 2) kept after the blocks
+    widths = [8, 4] * 7
+    r = (layers - 1) % 2
+    got = repeat_layers_after(count_stack(widths[:3 + r]), count_stack(widths[:5 + r]), "layers", layers, 1, 2)
+    assert _no_peaks(got) == _no_peaks(count_stack(widths[:layers]))
+    assert len(got.records) == sum(1 if w == 8 else 2 for w in widths[:layers])
+
+
+def test_blocks_that_do_not_repeat_are_refused():
+    with pytest.raises(LayerRepeatError, match="layer 4 under 'layers' differs from layer 2 at its record 0: the "
+                                               "layers are not identical every 2"):
+        repeat_layers_after(count_stack([8, 4, 8]), count_stack([8, 4, 8, 4, 4]), "layers", 9, 1, 2)
+    with pytest.raises(LayerRepeatError, match="repeating layers 1 .. 2 needs counts with n >= 3 and n \\+ 2 layers"):
+        repeat_layers_after(count_stack([8, 4, 8]), count_stack([8, 4, 8, 4]), "layers", 9, 1, 2)
+    with pytest.raises(LayerRepeatError, match="layers must be >= 3 and 3 plus a multiple of 2, got 8"):
+        repeat_layers_after(count_stack([8, 4, 8]), count_stack([8, 4, 8, 4, 8]), "layers", 8, 1, 2)
+
+
+def test_a_window_shorter_than_the_grid_counts_every_shape_directly():
+    # gpt-oss's sliding window of 128 tokens (here 4) leaves no room for the held-out length 200:
+    # the stream says so and answers by direct counts (it raised "outside the fitted region")
+    from dispatchprof.llm.models import build_model
+    from test_sinks_attention import TINY
+    model = _quiet(lambda: build_model(tf.GptOssConfig(**{**TINY, "num_hidden_layers": 3}), dtype=torch.bfloat16))
+    stream = DecoderStream(model, host_time=False)
+    assert _quiet(lambda: stream.reason) == ("a sliding window keeps one op stream up to 2 tokens only, short of the "
+                                             "fit's held-out length 200")
+    direct_prefill, direct_step = _quiet(lambda: stream.count(4, 40))
+    _assert_same(_quiet(lambda: stream.prefill(4, 40)).profile, direct_prefill.profile)
+    _assert_same(_quiet(lambda: stream.step(4, 40)).profile, direct_step.profile, (0, direct_step.step_start))

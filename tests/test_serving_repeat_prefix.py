@@ -11,10 +11,10 @@ from torch import nn
 
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import count_steps
-from dispatchprof.llm.layer_repeat import prefix_layers, prefix_reason, uniform_reason
+from dispatchprof.llm.layer_repeat import counted_depths, prefix_layers, prefix_reason, uniform_reason
 from dispatchprof.llm.models import build_model
 from dispatchprof.results.records import COUNT_FIELDS
-from dispatchprof.serving.repeat import depths, repeatable, repeated_steps
+from dispatchprof.serving.repeat import repeatable, repeated_steps
 from dispatchprof.sim.placement import scenarios_of
 from test_layer_repeat import _no_peaks, count_stack
 from test_shape_generic import _quiet
@@ -71,13 +71,13 @@ def test_deepseek_configs_repeat_after_their_dense_layers():
     assert prefix_reason(tf.GptOssConfig()) == "config.layer_types differs between layers"
     assert prefix_reason(tf.Glm4MoeConfig(first_k_dense_replace=1)) == ""
     model = tiny_deepseek(3, 6)
-    assert depths(model) == (5, 6) and repeatable(model) == "6 layers: counted as they are"
+    assert counted_depths(model.config) == (5, 6) and repeatable(model) == "6 layers: counted as they are"
 
 
 @pytest.mark.parametrize("prefix,layers", [(2, 7), (3, 8)])
 def test_a_deepseek_chain_from_its_prefix_and_one_repeated_moe_layer(prefix, layers):
     model = tiny_deepseek(prefix, layers)
-    assert repeatable(model) == "" and depths(model) == (prefix + 2, prefix + 3)
+    assert repeatable(model) == "" and counted_depths(model.config) == (prefix + 2, prefix + 3)
     scenarios, options = scenarios_of("H100-SXM"), dict(runtime="serving", logits_to_keep=1)
     profile, spans = _quiet(lambda: repeated_steps(model, 4, (24, 1, 1), scenarios, **options))
     direct, direct_spans = _quiet(lambda: count_steps(model, 4, (24, 1, 1), scenarios, **options))
@@ -105,3 +105,18 @@ def test_the_deepseek_cost_model_from_repeated_chains_equals_the_full_depth_one(
     direct = _quiet(lambda: fit_design(model, scenarios, design=design, memo=whole)[1])["H100-SXM"]
     for c in (Composition.uniform(4, 1, 40), Composition.uniform(8, 17, 0), Composition.of([(5, 5), (1, 30)] * 4)):
         assert repeated.cost(c) == direct.cost(c)
+
+
+def test_a_deepseek_stream_repeats_after_its_prefix():
+    """Sweeps and generation profiles (dispatchprof.llm.shape_generic) count the same way: 2 dense
+    layers of 7, counted with 4 and 5; the fit's held-out direct count agrees, and so does one more."""
+    from dispatchprof.llm.shape_generic import DecoderStream
+    from test_shape_generic import _assert_same
+    stream = DecoderStream(tiny_deepseek(2, 7), host_time=False)
+    assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
+    assert stream.repeat.depths == (4, 5) and stream.batch_step == 4
+    direct_prefill, direct_step = _quiet(lambda: stream.count(8, 333))
+    step = stream.step(8, 333)
+    _assert_same(stream.prefill(8, 333).profile, direct_prefill.profile)
+    _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+    assert step.kv == direct_step.kv

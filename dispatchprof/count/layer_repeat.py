@@ -44,6 +44,22 @@ i < first is v_longer(i) + D (v_longer(i) - v_shorter(i)), a layer i >= first is
 (i - first)(v_longer(first + 1) - v_longer(first)) + D (v_longer(first) - v_shorter(first)); the
 check compares layers first .. m - 1 with each other and layer first - 1's record count with
 layer first's. ``first`` = 1 is `repeat_layers`.
+
+**Every few layers** (``period`` p > 1): a decoder whose layer kinds repeat every p layers
+(gpt-oss and Gemma-2 alternate sliding and global attention, p = 2; Qwen3.5 runs three gated
+delta-nets then one attention layer, p = 4; Gemma-3 five local then one global, p = 6) repeats
+the block of p layers first .. first + p - 1 from counts with n >= first + p and n + p layers
+(the longer holds two blocks and the same r < p layers after them as the full model, whose depth
+is then n plus a multiple of p). Every rule above holds with a layer replaced by a block:
+the block's records are emitted once per copy c, layer j as layer j + c p (D / p + 1 copies for
+D = layers - m); the layers after the first block move up by D; a record moved by s layers reads
+its producers s layers on; a host input of a copy is fresh unless layer j and layer j + p read the
+same storage there. Whole-model quantities are v_longer + (D / p)(v_longer - v_shorter); a layer i
+>= first, at offset o = (i - first) mod p of block b = (i - first) div p, is v_longer(first + o) +
+b (v_longer(first + o + p) - v_longer(first + o)) + (D / p)(v_longer(first + o) - v_shorter(first +
+o)). Checked: each pass runs layers 0 .. m - 1 once each in order, nothing between them; layer j
+>= first + p runs the records of layer first + (j - first) mod p; layer first - 1 as many records
+as layer first + p - 1. p = 1 is the rule above.
 """
 
 from __future__ import annotations
@@ -92,18 +108,25 @@ def per_layer(longer: Sequence[int], shorter: Sequence[int], layers: int) -> tup
     return per_layer_after(longer, shorter, layers, 1)
 
 
-def per_layer_after(longer: Sequence[int], shorter: Sequence[int], layers: int, first: int) -> tuple[int, ...]:
-    """`per_layer` with layer ``first`` >= 1 the one that repeats (module docstring, "After a
-    prefix"): m = len(longer) >= first + 2 values, m - 1 in ``shorter``, ``layers`` >= first + 1."""
-    m = len(longer)
-    if first < 1 or m < first + 2 or len(shorter) != m - 1 or layers < first + 1:
-        raise LayerRepeatError(f"per-layer values repeated from layer {first} need {first + 2} or more layers in the "
-                               f"longer count and one fewer in the shorter, for {first + 1} or more layers; got "
-                               f"{m}, {len(shorter)}, {layers}")
-    d = layers - m
-    kept = tuple(longer[i] + d * (longer[i] - shorter[i]) for i in range(first))
-    return kept + tuple(longer[first] + (i - first) * (longer[first + 1] - longer[first])
-                        + d * (longer[first] - shorter[first]) for i in range(first, layers))
+def per_layer_after(longer: Sequence[int], shorter: Sequence[int], layers: int, first: int,
+                    period: int = 1) -> tuple[int, ...]:
+    """`per_layer` with the block of ``period`` layers from ``first`` >= 1 the one that repeats
+    (module docstring, "After a prefix" and "Every few layers"): m = len(longer) >= first + 2
+    period values, m - period in ``shorter``, ``layers`` >= m - period with layers - m a multiple
+    of ``period``."""
+    m, p = len(longer), period
+    if first < 1 or p < 1 or m < first + 2 * p or len(shorter) != m - p or layers < m - p or (layers - m) % p:
+        raise LayerRepeatError(f"per-layer values repeated from layer {first} need {first + 2 * p} or more layers in "
+                               f"the longer count, {p} fewer in the shorter and a depth of at least the shorter's "
+                               f"by whole blocks of {p}; got {m}, {len(shorter)}, {layers}")
+    units = (layers - m) // p
+
+    def value(i: int) -> int:
+        if i < first:
+            return longer[i] + units * (longer[i] - shorter[i])
+        block, a = (i - first) // p, first + (i - first) % p
+        return longer[a] + block * (longer[a + p] - longer[a]) + units * (longer[a] - shorter[a])
+    return tuple(value(i) for i in range(layers))
 
 
 def repeat_layers(shorter: Profile, longer: Profile, container: str, layers: int) -> Profile:
@@ -112,36 +135,42 @@ def repeat_layers(shorter: Profile, longer: Profile, container: str, layers: int
     return repeat_layers_after(shorter, longer, container, layers, 1)
 
 
-def repeat_layers_after(shorter: Profile, longer: Profile, container: str, layers: int, first: int) -> Profile:
-    """`repeat_layers` with layer ``first`` >= 1 the one that repeats, the layers before it kept
-    (module docstring, "After a prefix"): counts with n >= first + 1 and n + 1 layers, ``layers``
-    >= first + 1; raises `LayerRepeatError` where the layers from ``first`` on are not repeatable."""
-    n_short, m = _depth(shorter, container), _depth(longer, container)
-    if first < 1:
-        raise LayerRepeatError(f"the repeated layer must be 1 or later, got {first}")
-    if m != n_short + 1 or n_short < first + 1:
-        raise LayerRepeatError(f"repeating layer {first} needs counts with n >= {first + 1} and n + 1 layers under "
+def repeat_layers_after(shorter: Profile, longer: Profile, container: str, layers: int, first: int,
+                        period: int = 1) -> Profile:
+    """`repeat_layers` with the block of ``period`` layers from ``first`` >= 1 the one that
+    repeats, the layers before it kept (module docstring, "After a prefix" and "Every few
+    layers"): counts with n >= first + period and n + period layers, ``layers`` >= n with
+    layers - n a multiple of ``period``; raises `LayerRepeatError` where the layers from ``first``
+    on do not repeat."""
+    n_short, m, p = _depth(shorter, container), _depth(longer, container), period
+    block = f"layer {first}" if p == 1 else f"layers {first} .. {first + p - 1}"
+    if first < 1 or p < 1:
+        raise LayerRepeatError(f"the repeated block must start at layer 1 or later and hold 1 or more layers, got "
+                               f"{first} and {p}")
+    if m != n_short + p or n_short < first + p:
+        raise LayerRepeatError(f"repeating {block} needs counts with n >= {first + p} and n + {p} layers under "
                                f"{container!r}; got {n_short} and {m}")
-    if layers < first + 1:
-        raise LayerRepeatError(f"layers must be >= {first + 1}, got {layers}")
-    for p in (shorter, longer):
-        if p.unknown:
-            raise LayerRepeatError(f"unknown ops ({', '.join(u.op for u in p.unknown)}): not repeated")
-    _check_identical(longer.records, container, m, first)
-    down = _records(longer.records, container, m, n_short, first)
+    if layers < n_short or (layers - m) % p:
+        raise LayerRepeatError(f"layers must be >= {n_short}" + (f" and {n_short} plus a multiple of {p}" if p > 1
+                                                                 else "") + f", got {layers}")
+    for prof in (shorter, longer):
+        if prof.unknown:
+            raise LayerRepeatError(f"unknown ops ({', '.join(u.op for u in prof.unknown)}): not repeated")
+    _check_identical(longer.records, container, m, first, p)
+    down = _records(longer.records, container, m, n_short, first, p)
     if _plain(down) != _plain(shorter.records):
         k = next((i for i, (a, b) in enumerate(zip(_plain(down), _plain(shorter.records))) if a != b),
                  min(len(down), len(shorter.records)))
-        raise LayerRepeatError(f"the {n_short}-layer count is not the {m}-layer count less one layer: record {k} "
-                               f"of {len(shorter.records)} differs")
-    scopes = _scopes(shorter, longer, container, m, layers, first)
-    d = layers - m
+        raise LayerRepeatError(f"the {n_short}-layer count is not the {m}-layer count less {p} layer"
+                               f"{'s' if p > 1 else ''}: record {k} of {len(shorter.records)} differs")
+    scopes = _scopes(shorter, longer, container, m, layers, first, p)
+    units = (layers - m) // p
     if [op for op, _ in shorter.zero_cost_calls] != [op for op, _ in longer.zero_cost_calls] or \
             [ph for ph, _ in shorter.phase_peaks] != [ph for ph, _ in longer.phase_peaks]:
         raise LayerRepeatError(f"the {n_short}- and {m}-layer counts list different zero-cost ops or phases")
-    line = lambda a, b: b + d * (b - a)                                 # noqa: E731
+    line = lambda a, b: b + units * (b - a)                             # noqa: E731
     return dataclasses.replace(
-        longer, records=tuple(_records(longer.records, container, m, layers, first)), scopes=scopes,
+        longer, records=tuple(_records(longer.records, container, m, layers, first, p)), scopes=scopes,
         zero_cost_calls=tuple((op, line(a, b)) for (_, a), (op, b) in zip(shorter.zero_cost_calls,
                                                                            longer.zero_cost_calls)),
         phase_peaks=tuple((ph, line(a, b)) for (_, a), (ph, b) in zip(shorter.phase_peaks, longer.phase_peaks)),
@@ -172,10 +201,21 @@ def _positions(records: Sequence[OpRecord], container: str) -> tuple[list[int | 
     return layer, pos, where
 
 
-def _check_identical(records: Sequence[OpRecord], container: str, m: int, first: int) -> None:
-    """Layers first .. m - 1 run the same records (producers relative to the layer); layer first - 1
-    as many."""
+def _check_identical(records: Sequence[OpRecord], container: str, m: int, first: int, period: int = 1) -> None:
+    """Each pass runs the layers 0 .. m - 1 in order with no record between them; layers first +
+    period .. m - 1 run the records of the layer ``period`` x k before them in the block from
+    ``first`` (producers relative to the layer); layer first - 1 as many as the block's last."""
     layer, pos, _ = _positions(records, container)
+    runs = [j for k, j in enumerate(layer) if k == 0 or j != layer[k - 1]]
+    passes = [[]]
+    for j in runs:
+        if j is None:
+            passes.append([])
+        else:
+            passes[-1].append(j)
+    if any(seen != list(range(m)) for seen in passes if seen):
+        raise LayerRepeatError(f"a pass does not run the layers under {container!r} once each in order with no "
+                               f"record between them: not repeated")
     blocks: dict[int, list] = {j: [] for j in range(m)}
     for k, r in enumerate(records):
         j = layer[k]
@@ -184,31 +224,37 @@ def _check_identical(records: Sequence[OpRecord], container: str, m: int, first:
         inputs = tuple(((p,) if p < 0 or layer[p] is None else (layer[p] - j, pos[p]), b) for p, b, _ in r.inputs)
         blocks[j].append((r.op, renamed(r.scope, container, 0), r.phase, r.dtype, r.cost, r.causal, inputs,
                           r.param_bytes, r.param_elements, r.out_elements, r.shapes, r.host_calls))
-    for j in range(first + 1, m):
-        if blocks[j] != blocks[first]:
-            k = next((i for i, (a, b) in enumerate(zip(blocks[j], blocks[first])) if a != b),
-                     min(len(blocks[j]), len(blocks[first])))
-            raise LayerRepeatError(f"layer {j} under {container!r} differs from layer {first} at its record {k}: the "
-                                   f"layers are not identical")
-    if len(blocks[first - 1]) != len(blocks[first]):
+    for j in range(first + period, m):
+        same = first + (j - first) % period
+        if blocks[j] != blocks[same]:
+            k = next((i for i, (a, b) in enumerate(zip(blocks[j], blocks[same])) if a != b),
+                     min(len(blocks[j]), len(blocks[same])))
+            raise LayerRepeatError(f"layer {j} under {container!r} differs from layer {same} at its record {k}: the "
+                                   f"layers are not identical" + (f" every {period}" if period > 1 else ""))
+    last = first + period - 1
+    if len(blocks[first - 1]) != len(blocks[last]):
         raise LayerRepeatError(f"layer {first - 1} under {container!r} runs {len(blocks[first - 1])} records, layer "
-                               f"{first} {len(blocks[first])}")
+                               f"{last} {len(blocks[last])}")
 
 
-def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, first: int = 1) -> list[OpRecord]:
-    """``records`` (of m layers) for ``layers`` layers, layer ``first`` repeated (module docstring)."""
+def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, first: int = 1,
+             period: int = 1) -> list[OpRecord]:
+    """``records`` (of m layers) for ``layers`` layers, the block of ``period`` layers from
+    ``first`` repeated (module docstring)."""
     layer, pos, where = _positions(records, container)
-    d = layers - m
-    copies = range(first, first + d + 1)       # layer first's block becomes layers first .. first + d
-    # emission order: (source index, target layer or None); a run of layer-first records once per copy
+    p, d = period, layers - m
+    copies = d // p + 1                        # the block becomes blocks 0 .. copies - 1 from layer first
+    end = first + copies * p                   # the first layer after them (longer's layer first + p, moved)
+    in_block = lambda j: j is not None and first <= j < first + p       # noqa: E731
+    # emission order: (source index, target layer or None); a run of the block's records once per copy
     order: list[tuple[int, int | None]] = []
     run: list[int] = []
     for k, j in enumerate(layer + [None]):
-        if j == first:
+        if in_block(j):
             run.append(k)
             continue
         if run:
-            order += [(i, t) for t in copies for i in run]
+            order += [(i, layer[i] + c * p) for c in range(copies) for i in run]
             run = []
         if k < len(records):
             order.append((k, None if j is None else (j if j < first else j + d)))
@@ -216,9 +262,11 @@ def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, f
 
     def target(j: int, q: int) -> int:
         """New index of the record at position q of (new) layer j."""
-        if 0 <= j < first or j in copies:
-            src = where[(min(j, first), q)]
-        elif first + d + 1 <= j < layers:
+        if 0 <= j < first:
+            src = where[(j, q)]
+        elif first <= j < end:
+            src = where[(first + (j - first) % p, q)]
+        elif end <= j < layers:
             src = where[(j - d, q)]
         else:
             raise LayerRepeatError(f"a producer falls in layer {j}, outside 0 .. {layers - 1}")
@@ -229,16 +277,16 @@ def _records(records: Sequence[OpRecord], container: str, m: int, layers: int, f
     out = []
     for k, t in order:
         r, j = records[k], layer[k]
-        shift = d if j is None else (0 if j < first else (t - first if j == first else d))
+        shift = d if j is None else (0 if j < first else (t - j if in_block(j) else d))
         inputs = []
-        for a, (p, b, tensor) in enumerate(r.inputs):
-            if p >= 0 and layer[p] is not None:
-                p = target(layer[p] + shift, pos[p])
-            elif p >= 0:
-                p = new_index[(p, None)]
-            elif j == first and t > first and not _shared(records, where, pos[k], a, tensor, first + 1):
+        for a, (q, b, tensor) in enumerate(r.inputs):
+            if q >= 0 and layer[q] is not None:
+                q = target(layer[q] + shift, pos[q])
+            elif q >= 0:
+                q = new_index[(q, None)]
+            elif in_block(j) and t > j and not _shared(records, where, pos[k], a, tensor, j + p):
                 tensor = fresh.setdefault((tensor, t), next_id + len(fresh))
-            inputs.append((p, b, tensor))
+            inputs.append((q, b, tensor))
         scope = r.scope if j is None or t == j else renamed(r.scope, container, t)
         out.append(_moved(r, scope, tuple(inputs)))
     return out
@@ -251,9 +299,9 @@ def _moved(r: OpRecord, scope: str, inputs: tuple) -> OpRecord:
     return OpRecord(*values)
 
 
-def _shared(records: Sequence[OpRecord], where: dict, q: int, a: int, tensor: int, after: int = 2) -> bool:
-    """Whether layer ``after``'s (the repeated layer's next) record at position q reads the same
-    storage as its input ``a``."""
+def _shared(records: Sequence[OpRecord], where: dict, q: int, a: int, tensor: int, after: int) -> bool:
+    """Whether layer ``after``'s (the copied layer's next of its kind) record at position q reads the
+    same storage as its input ``a``."""
     other = where.get((after, q))
     return other is not None and len(records[other].inputs) > a and records[other].inputs[a][2] == tensor
 
@@ -270,48 +318,52 @@ def _plain(records: Sequence[OpRecord]) -> list[tuple]:
     return out
 
 
-def _scopes(shorter: Profile, longer: Profile, container: str, m: int, layers: int, first: int = 1) -> tuple[Scope, ...]:
+def _scopes(shorter: Profile, longer: Profile, container: str, m: int, layers: int, first: int = 1,
+            period: int = 1) -> tuple[Scope, ...]:
     """``longer``'s scopes for ``layers`` layers, quantities by the module docstring's rules."""
-    d = layers - m
+    p = period
+    units = (layers - m) // p
     short = {s.name: s for s in shorter.scopes}
-    names_down = [s.name for s in _scope_order(longer.scopes, container, m - 1, first=first)]
+    names_down = [s.name for s in _scope_order(longer.scopes, container, m - p, first=first, period=p)]
     if [s.name for s in shorter.scopes] != names_down:
-        raise LayerRepeatError(f"the scopes of the {m - 1}-layer count are not those of the {m}-layer count "
-                               f"less one layer")
+        raise LayerRepeatError(f"the scopes of the {m - p}-layer count are not those of the {m}-layer count "
+                               f"less {p} layer{'s' if p > 1 else ''}")
     by_name = {s.name: s for s in longer.scopes}
     out = []
-    for s, t in _scope_order(longer.scopes, container, layers, with_targets=True, first=first):
+    for s, t in _scope_order(longer.scopes, container, layers, with_targets=True, first=first, period=p):
         j = layer_of(s.name, container)
         if j is None:
-            values = {f: getattr(s, f) + d * (getattr(s, f) - getattr(short[s.name], f)) for f in _SCOPE_INTS}
-            latency = max(0.0, s.latency_s + d * (s.latency_s - short[s.name].latency_s))
+            values = {f: getattr(s, f) + units * (getattr(s, f) - getattr(short[s.name], f)) for f in _SCOPE_INTS}
+            latency = max(0.0, s.latency_s + units * (s.latency_s - short[s.name].latency_s))
             out.append(dataclasses.replace(s, latency_s=latency, **values))
             continue
-        base = min(t, first)
-        v = [by_name[renamed(s.name, container, i)] for i in ((base, first + 1) if t >= first else (base, base))]
+        block, base = (0, t) if t < first else ((t - first) // p, first + (t - first) % p)
+        v0 = by_name[renamed(s.name, container, base)]
+        v1 = by_name[renamed(s.name, container, base + p)] if t >= first else v0
         vs = short[renamed(s.name, container, base)]
-        values = {f: getattr(v[0], f) + d * (getattr(v[0], f) - getattr(vs, f))
-                  + (t - first) * (getattr(v[1], f) - getattr(v[0], f)) * (t >= first) for f in _SCOPE_INTS}
+        values = {f: getattr(v0, f) + units * (getattr(v0, f) - getattr(vs, f))
+                  + block * (getattr(v1, f) - getattr(v0, f)) for f in _SCOPE_INTS}
         parent = s.parent if layer_of(s.parent or "", container) is None else renamed(s.parent, container, t)
-        out.append(dataclasses.replace(v[0], name=renamed(s.name, container, t), parent=parent, **values))
+        out.append(dataclasses.replace(v0, name=renamed(s.name, container, t), parent=parent, **values))
     return tuple(out)
 
 
 def _scope_order(scopes: Sequence[Scope], container: str, layers: int, with_targets: bool = False,
-                 first: int = 1) -> list:
-    """Scopes of m layers in order for ``layers`` layers: layer ``first``'s run repeated (as
-    `_records`); with targets: (source scope, target layer or None)."""
+                 first: int = 1, period: int = 1) -> list:
+    """Scopes of m layers in order for ``layers`` layers: the block's run repeated (as `_records`);
+    with targets: (source scope, target layer or None)."""
     m = 1 + max(layer_of(s.name, container) or 0 for s in scopes)
-    d = layers - m
+    p, d = period, layers - m
+    copies = d // p + 1
     order: list = []
     run: list[Scope] = []
     for s in list(scopes) + [None]:
         j = None if s is None else layer_of(s.name, container)
-        if j == first:
+        if j is not None and first <= j < first + p:
             run.append(s)
             continue
         if run:
-            order += [(r, t) for t in range(first, first + d + 1) for r in run]
+            order += [(r, layer_of(r.name, container) + c * p) for c in range(copies) for r in run]
             run = []
         if s is not None:
             order.append((s, None if j is None else (j if j < first else j + d)))

@@ -7,7 +7,8 @@ level, no per-layer list (a config attribute with one entry per layer, ``layer_t
 layers differ by depth (`VARYING`: DeepSeek-V3's ``first_k_dense_replace``, Qwen-MoE's
 ``decoder_sparse_step``, Llama-4's ``interleave_moe_layer_step``...). Gemma-3 and gpt-oss
 (alternating sliding and global attention), DeepSeek-V3 (dense then MoE) and Llama-4 (chunked and
-global attention, no-RoPE layers) are counted at full depth: `uniform_reason` says why.
+global attention, no-RoPE layers) do not qualify (`uniform_reason` says why); the serving counts
+repeat the first two in blocks and DeepSeek-V3 after its prefix (below).
 
 **After a prefix.** A config whose only difference between layers is a prefix of a kind of its
 own (`PREFIX`: DeepSeek-V3's ``first_k_dense_replace`` = 3 dense layers before its MoE layers;
@@ -16,6 +17,15 @@ prefix's length k, `prefix_reason` says '' where every layer from k on is the sa
 per-layer list constant from entry k on, every other `VARYING` switch at its value that keeps
 layers identical). Such a decoder is counted with k + 2 and k + 3 layers and its layer k + 1
 repeated (`dispatchprof.count.layer_repeat.repeat_layers_after`); k = 0 is the uniform case.
+
+**Every few layers.** A config whose per-layer lists repeat every p <= `MAX_PERIOD` entries after
+the prefix (gpt-oss and Gemma-2's ``layer_types`` alternate sliding and full attention, p = 2;
+Qwen3.5 three linear-attention layers then a full one, p = 4; Gemma-3 five sliding then a full
+one, p = 6) repeats a block of p layers: `layer_period` is the smallest such p (1 when the lists
+are constant), `periodic_reason` says '' where it exists and no other switch makes layers differ,
+`repeated_block` and `counted_depths` say which layers repeat and which depths are counted.
+`shallow_model` cuts each list to the shallow depth, so layer j of a shallow build is the kind of
+layer j of the full one.
 """
 
 from __future__ import annotations
@@ -70,6 +80,60 @@ def prefix_reason(config: Any) -> str:
     for name, value in sorted(vars(config).items()):
         if isinstance(value, (list, tuple)) and len(value) == layers and len(set(map(repr, value[k:]))) > 1:
             return f"config.{name} differs between layers {k} .. {layers - 1}"
+    return _switch_reason(config)
+
+
+#: The longest block of layers repeated as one (Gemma-3's five sliding then one full layer: 6).
+MAX_PERIOD = 8
+
+
+def _per_layer_lists(config: Any) -> dict[str, list]:
+    """``config``'s lists with one entry per layer, by attribute name."""
+    layers = config.num_hidden_layers
+    return {name: list(value) for name, value in sorted(vars(config).items())
+            if isinstance(value, (list, tuple)) and len(value) == layers}
+
+
+def layer_period(config: Any) -> int:
+    """The smallest p <= `MAX_PERIOD` with every per-layer list of ``config`` equal p entries apart
+    from `prefix_layers` on and two periods long there at least (1 where each is constant there), 0
+    where there is none."""
+    k = prefix_layers(config)
+    lists = [list(map(repr, value[k:])) for value in _per_layer_lists(config).values()]
+    return next((p for p in range(1, MAX_PERIOD + 1)
+                 if all(len(v) >= 2 * p and all(v[i] == v[i + p] for i in range(len(v) - p)) for v in lists)), 0)
+
+
+def periodic_reason(config: Any) -> str:
+    """'' when ``config``'s layers from `prefix_layers` on repeat as blocks of `layer_period`
+    layers (module docstring, "Every few layers"), else why not."""
+    layers = getattr(config, "num_hidden_layers", None)
+    if not isinstance(layers, int):
+        return "the config has no top-level num_hidden_layers"
+    if layer_period(config) == 0:
+        k = prefix_layers(config)
+        name = next(n for n, v in _per_layer_lists(config).items() if len(set(map(repr, v[k:]))) > 1)
+        return f"config.{name} does not repeat every {MAX_PERIOD} or fewer layers from layer {k} on"
+    return _switch_reason(config)
+
+
+def repeated_block(config: Any) -> tuple[int, int]:
+    """The first layer and the length of the block of layers that repeats: (k + 1, p) after a
+    prefix of k layers (`prefix_layers`), p the `layer_period` (1 where the layers are identical)."""
+    return prefix_layers(config) + 1, max(1, layer_period(config))
+
+
+def counted_depths(config: Any) -> tuple[int, int]:
+    """The two depths a decoder is counted with to repeat its layers: one and two blocks of p layers
+    after its first k + 1 (`repeated_block`), then the r = (L - k - 1) mod p layers its full depth L
+    ends with: k + 2 and k + 3 where every layer after the prefix is the same."""
+    first, p = repeated_block(config)
+    rest = (config.num_hidden_layers - first) % p
+    return first + p + rest, first + 2 * p + rest
+
+
+def _switch_reason(config: Any) -> str:
+    """'' when no `VARYING` switch but a prefix's makes ``config``'s layers differ, else which does."""
     for name, same in VARYING.items():
         value = getattr(config, name, same)
         if name not in PREFIX and value is not None and value != same:
@@ -100,8 +164,8 @@ def layer_container(model: torch.nn.Module) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-__all__ = ["PREFIX", "VARYING", "layer_container", "prefix_layers", "prefix_reason", "shallow_model",
-           "uniform_reason"]
+__all__ = ["MAX_PERIOD", "PREFIX", "VARYING", "counted_depths", "layer_container", "layer_period", "periodic_reason",
+           "prefix_layers", "prefix_reason", "repeated_block", "shallow_model", "uniform_reason"]
 
 
 def shallow_reason(model: torch.nn.Module, deepest: int, layers_reason=uniform_reason) -> str:

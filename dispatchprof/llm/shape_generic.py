@@ -11,7 +11,8 @@ The fit is made the first time a shape is asked for:
   one-token query (decode step) are separate parts of the stream, each fitted on its own.
   Variables (batch, n), degrees (1, 2): 6 counts on the grid batch in {1, 2}, n in {32, 64, 128},
   and a held-out check at (3, 200). Region: n >= 32 and, with a sliding window, below it; other
-  shapes are counted directly.
+  shapes are counted directly, and every shape where the window is 200 tokens or shorter
+  (gpt-oss's 128).
 - an encoder or encoder-decoder (`ForwardStream`): one forward of ``batch x seq_len`` tokens (and
   ``batch x decoder_len`` decoder tokens) on the same grid (degree 2 in each length), held-out
   (3, 200[, 191]).
@@ -47,8 +48,9 @@ import torch
 
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
-from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer, repeat_layers
-from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
+from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
+from dispatchprof.llm.layer_repeat import (counted_depths, layer_container, periodic_reason, repeated_block,
+                                           shallow_model)
 from dispatchprof.llm.models import token_ids
 from dispatchprof.llm.odd_batch import BatchFit, fit_batch
 from dispatchprof.results.profile import Profile
@@ -62,6 +64,9 @@ def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], length
                high: int | None = None, batch_step: int = 1) -> GenericFit:
     """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid; with
     ``batch_step`` s the batch sizes of the grid are multiples of s (s, 2s; held out 3s)."""
+    if high is not None and high < HELD_LENGTH:
+        return GenericFit(None, f"a sliding window keeps one op stream up to {high} tokens only, short of the "
+                                f"fit's held-out length {HELD_LENGTH}")
     names = ("n", "m")[:lengths]
     batches = tuple(b * batch_step for b in BATCHES)
     return fit_generic(count, ("batch", *names), (batches, *(LENGTHS,) * lengths), held_out(lengths, batch_step),
@@ -275,33 +280,35 @@ def count_decoder(model: torch.nn.Module, batch: int, n: int, host_time: bool | 
 
 
 class ShallowCounts:
-    """A decoder's direct count at full depth from counts of the same model built with `SHALLOW`
-    layers (dispatchprof.count.layer_repeat): ``count(batch, n)`` as `count_decoder` gives it, or
-    ``reason`` why the model's layers are not repeated ('' when they are)."""
-
-    SHALLOW = (2, 3)
+    """A decoder's direct count at full depth from counts of the same model built with fewer layers
+    (dispatchprof.count.layer_repeat): its layers from the block `repeated_block` names on repeat,
+    every layer (two and three layers counted), every p layers where their kinds alternate, or
+    after a prefix of another kind (`counted_depths`); ``count(batch, n)`` as `count_decoder` gives
+    it, or ``reason`` why the model's layers are not repeated ('' when they are)."""
 
     def __init__(self, model: torch.nn.Module, host_time: bool | str) -> None:
         self.model, self.host_time = model, host_time
         config = getattr(model, "config", None)
         self.layers = getattr(config, "num_hidden_layers", None)
-        self.reason = "no transformers config" if config is None else uniform_reason(config)
+        self.reason = "no transformers config" if config is None else periodic_reason(config)
         self.container = None if self.reason else layer_container(model)
         if not self.reason and self.container is None:
             self.reason = "no single module list of num_hidden_layers layers"
-        if not self.reason and self.layers <= self.SHALLOW[-1]:
+        self.depths = counted_depths(config) if not self.reason else ()
+        if not self.reason and self.layers <= self.depths[-1]:
             self.reason = f"{self.layers} layers: counting them is as cheap"
         self._models: list[torch.nn.Module] | None = None
 
     def count(self, batch: int, n: int) -> tuple[DecoderStep, DecoderStep]:
         """(prefill, decode step) at full depth from the shallow counts (raises LayerRepeatError)."""
         if self._models is None:
-            self._models = [shallow_model(self.model, k) for k in self.SHALLOW]
+            self._models = [shallow_model(self.model, k) for k in self.depths]
         (pre_s, step_s), (pre_l, step_l) = (count_decoder(m, batch, n, self.host_time) for m in self._models)
-        prefill = repeat_layers(pre_s.profile, pre_l.profile, self.container, self.layers)
-        step = repeat_layers(step_s.profile, step_l.profile, self.container, self.layers)
-        prefill_kv = per_layer(step_l.prefill_kv, step_s.prefill_kv, self.layers)
-        kv = per_layer(step_l.kv, step_s.kv, self.layers)
+        block = repeated_block(self.model.config)
+        prefill = repeat_layers_after(pre_s.profile, pre_l.profile, self.container, self.layers, *block)
+        step = repeat_layers_after(step_s.profile, step_l.profile, self.container, self.layers, *block)
+        prefill_kv = per_layer_after(step_l.prefill_kv, step_s.prefill_kv, self.layers, *block)
+        kv = per_layer_after(step_l.kv, step_s.kv, self.layers, *block)
         return (DecoderStep(prefill, 0, prefill_kv, prefill_kv),
                 DecoderStep(step, len(prefill.records), prefill_kv, kv))
 

@@ -8,11 +8,14 @@ the full depth is built from the two (`dispatchprof.count.layer_repeat.repeat_la
 producers, scopes). A decoder whose layers are identical after a prefix of k layers of another
 kind (`dispatchprof.llm.layer_repeat.prefix_reason`: DeepSeek-V3's 3 dense layers before 58 MoE
 layers, k = 3) is counted with k + 2 and k + 3 layers, the prefix as it is and its layer k + 1
-repeated (`repeat_layers_after`); `depths` gives the two. A chain's steps keep their place: a
-step's first and last record positions, like every whole-model quantity, are linear in the depth
-(the step's prefix, one block per layer, its suffix), so position(L) = position(m) + (L - m) x
-(position(m) - position(m - 1)) with m = k + 3; its KV bytes per layer follow `per_layer_after`'s
-rule.
+repeated (`repeat_layers_after`). A decoder whose layer kinds repeat every p layers
+(`dispatchprof.llm.layer_repeat.periodic_reason`: gpt-oss, Gemma-2 and -3, Qwen3.5) repeats the
+block of p layers from layer k + 1, counted with one and two such blocks;
+`dispatchprof.llm.layer_repeat.counted_depths` gives the two depths. A chain's steps keep their
+place: a step's first and last record positions, like every whole-model quantity, are linear in
+the depth (the step's prefix, one block per layer, its suffix), so position(L) = position(m) +
+(L - m) / p x (position(m) - position(m - p)) for the deeper count's m layers; its KV bytes per
+layer follow `per_layer_after`'s rule.
 
 The result is proved by the caller: the design's first chain is counted at full depth and the
 others repeated, so the cost model's own checks (one op stream in every chain, every quantity on
@@ -29,48 +32,39 @@ import torch
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.llm.generation import count_steps as generation_steps
-from dispatchprof.llm.layer_repeat import layer_container, prefix_layers, prefix_reason, shallow_model, shallow_reason
+from dispatchprof.llm.layer_repeat import (counted_depths, layer_container, periodic_reason, repeated_block,
+                                           shallow_model, shallow_reason)
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.placement import Scenarios
 
-#: The depths counted for a decoder without a prefix: n and n + 1 layers, n >= 2 (`repeat_layers`).
-SHALLOW = (2, 3)
-
-
-def depths(model: torch.nn.Module) -> tuple[int, int]:
-    """The two depths ``model`` is counted with: `SHALLOW` after its prefix of k layers (k + 2, k + 3)."""
-    k = prefix_layers(model.config)
-    return SHALLOW[0] + k, SHALLOW[1] + k
-
 
 def repeatable(model: torch.nn.Module) -> str:
-    """'' when ``model`` can be counted with few layers (`depths`) and repeated, else why not."""
+    """'' when ``model`` can be counted with few layers (`counted_depths`) and repeated, else why not."""
     if getattr(model, "config", None) is None:
         return "the model has no config"
-    return shallow_reason(model, depths(model)[-1], prefix_reason)
+    return shallow_reason(model, counted_depths(model.config)[-1], periodic_reason)
 
 
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,
                    **options: Any) -> tuple[Profile, list[StepSpan]]:
     """The profile and step spans of `dispatchprof.llm.generation.count_steps` on ``model`` at its
-    full depth, from counts of the same chain with `depths` layers (module docstring); ``options``
+    full depth, from counts of the same chain with `counted_depths` layers (module docstring); ``options``
     are count_steps' keywords. Raises `LayerRepeatError` where the layers do not repeat."""
     container, layers = layer_container(model), model.config.num_hidden_layers
-    shallow = depths(model)
-    first = shallow[0] - 1                     # the layer repeated: 1, or k + 1 after a prefix of k
+    shallow, (first, period) = counted_depths(model.config), repeated_block(model.config)
     counted = []
     for n in shallow:
         c, spans = generation_steps(shallow_model(model, n), batch, tokens, scenarios, **options)
         counted.append((c.profile, spans))
     (short, short_spans), (long, long_spans) = counted
-    profile = repeat_layers_after(short, long, container, layers, first)
-    extra = layers - shallow[-1]
+    profile = repeat_layers_after(short, long, container, layers, first, period)
+    blocks = (layers - shallow[-1]) // period
 
     def at_depth(shorter: int, longer: int) -> int:
-        return longer + extra * (longer - shorter)
+        return longer + blocks * (longer - shorter)
 
     spans = [StepSpan(lo.tokens, lo.past, at_depth(sh.start, lo.start), at_depth(sh.end, lo.end),
-                      per_layer_after(lo.kv_layer_bytes, sh.kv_layer_bytes, layers, first))
+                      per_layer_after(lo.kv_layer_bytes, sh.kv_layer_bytes, layers, first, period))
              for sh, lo in zip(short_spans, long_spans)]
     if spans and spans[-1].end != len(profile.records):
         raise ValueError(f"repeated steps end at record {spans[-1].end} of {len(profile.records)}")
@@ -126,4 +120,4 @@ class CountMemo:
         return profile, spans
 
 
-__all__ = ["SHALLOW", "CountMemo", "depths", "repeatable", "repeated_steps"]
+__all__ = ["CountMemo", "repeatable", "repeated_steps"]
