@@ -234,15 +234,25 @@ def test_blocks_that_do_not_repeat_are_refused():
         repeat_layers_after(count_stack([8, 4, 8]), count_stack([8, 4, 8, 4, 8]), "layers", 8, 1, 2)
 
 
-def test_a_window_shorter_than_the_grid_counts_every_shape_directly():
-    # gpt-oss's sliding window of 128 tokens (here 4) leaves no room for the held-out length 200:
-    # the stream says so and answers by direct counts (it raised "outside the fitted region")
+def test_a_window_shorter_than_the_grid_is_fitted_above_it():
+    # gpt-oss's sliding window of 128 tokens (here 4) leaves no room below it for the held-out
+    # length 200 (the stream raised "outside the fitted region"): the grid moves above the window,
+    # lengths 4 + 32, 4 + 64, 4 + 128, held out 4 + 200, where every sliding layer reads 4 keys
     from dispatchprof.llm.models import build_model
+    from dispatchprof.llm.shape_generic import length_region
     from test_sinks_attention import TINY
     model = _quiet(lambda: build_model(tf.GptOssConfig(**{**TINY, "num_hidden_layers": 3}), dtype=torch.bfloat16))
+    assert length_region(model) == (4, None)
+    assert length_region(tiny_model()) == (0, None)
+    assert length_region(tiny_model("mistral", sliding_window=4096)) == (0, 4094)
     stream = DecoderStream(model, host_time=False)
-    assert _quiet(lambda: stream.reason) == ("a sliding window keeps one op stream up to 2 tokens only, short of the "
-                                             "fit's held-out length 200")
-    direct_prefill, direct_step = _quiet(lambda: stream.count(4, 40))
-    _assert_same(_quiet(lambda: stream.prefill(4, 40)).profile, direct_prefill.profile)
-    _assert_same(_quiet(lambda: stream.step(4, 40)).profile, direct_step.profile, (0, direct_step.step_start))
+    assert _quiet(lambda: stream.reason) == ""
+    assert stream.regime()[0].profile.low == (2, 36)           # batches of 2 route every expert evenly
+    assert not stream.covers(4, 35) and stream.covers(4, 36)
+    rng = random.Random(4)
+    for batch, n in [(4, 36), (4, 35)] + [(4 * rng.randint(1, 4), rng.randint(36, 2000)) for _ in range(2)]:
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        _assert_same(_quiet(lambda: stream.prefill(batch, n)).profile, direct_prefill.profile)
+        step = _quiet(lambda: stream.step(batch, n))
+        _assert_same(step.profile, direct_step.profile, (0, direct_step.step_start))
+        assert step.kv == direct_step.kv

@@ -11,8 +11,9 @@ The fit is made the first time a shape is asked for:
   one-token query (decode step) are separate parts of the stream, each fitted on its own.
   Variables (batch, n), degrees (1, 2): 6 counts on the grid batch in {1, 2}, n in {32, 64, 128},
   and a held-out check at (3, 200). Region: n >= 32 and, with a sliding window, below it; other
-  shapes are counted directly, and every shape where the window is 200 tokens or shorter
-  (gpt-oss's 128).
+  shapes are counted directly. A window of 200 tokens or fewer (gpt-oss's 128) leaves no room
+  below it: the grid's lengths are then W + 32, W + 64, W + 128, held out W + 200, and the region
+  n >= W + 32 (`length_region`).
 - an encoder or encoder-decoder (`ForwardStream`): one forward of ``batch x seq_len`` tokens (and
   ``batch x decoder_len`` decoder tokens) on the same grid (degree 2 in each length), held-out
   (3, 200[, 191]).
@@ -61,21 +62,25 @@ LENGTHS, HELD_LENGTH = (32, 64, 128), 200
 
 
 def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], lengths: int,
-               high: int | None = None, batch_step: int = 1) -> GenericFit:
+               high: int | None = None, batch_step: int = 1, offset: int = 0) -> GenericFit:
     """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid; with
-    ``batch_step`` s the batch sizes of the grid are multiples of s (s, 2s; held out 3s)."""
-    if high is not None and high < HELD_LENGTH:
+    ``batch_step`` s the batch sizes of the grid are multiples of s (s, 2s; held out 3s); with
+    ``offset`` the lengths of the grid and the held-out point are that much longer (a region
+    above a sliding window)."""
+    if high is not None and high < HELD_LENGTH + offset:
         return GenericFit(None, f"a sliding window keeps one op stream up to {high} tokens only, short of the "
-                                f"fit's held-out length {HELD_LENGTH}")
+                                f"fit's held-out length {HELD_LENGTH + offset}")
     names = ("n", "m")[:lengths]
     batches = tuple(b * batch_step for b in BATCHES)
-    return fit_generic(count, ("batch", *names), (batches, *(LENGTHS,) * lengths), held_out(lengths, batch_step),
-                       (batches[0],) + (LENGTHS[0],) * lengths, (None,) + (high,) * lengths)
+    grid = tuple(n + offset for n in LENGTHS)
+    return fit_generic(count, ("batch", *names), (batches, *(grid,) * lengths),
+                       held_out(lengths, batch_step, offset), (batches[0],) + (grid[0],) * lengths,
+                       (None,) + (high,) * lengths)
 
 
-def held_out(lengths: int, batch_step: int = 1) -> Sizes:
+def held_out(lengths: int, batch_step: int = 1, offset: int = 0) -> Sizes:
     """The held-out point of `fit_regime`'s grid."""
-    return (HELD_BATCH * batch_step, HELD_LENGTH) + (HELD_LENGTH - 9,) * (lengths - 1)
+    return (HELD_BATCH * batch_step, HELD_LENGTH + offset) + (HELD_LENGTH + offset - 9,) * (lengths - 1)
 
 
 def experts_of(model: torch.nn.Module) -> tuple[int, int] | None:
@@ -109,10 +114,16 @@ def _cache_layer_bytes(cache) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _window(model: torch.nn.Module) -> int | None:
-    """The largest cache length the decoder fit holds for: below a sliding window, if any."""
+def length_region(model: torch.nn.Module) -> tuple[int, int | None]:
+    """(offset, high) of a decoder's fit: the grid's lengths are offset by ``offset``, and the fit
+    holds for cache lengths up to ``high`` (None: unbounded). Without a sliding window (0, None);
+    with a window of W tokens, below it (0, W - 2) where the grid and its held-out point fit there,
+    else above it (W, None): every sliding layer then attends to its W latest keys, so the op
+    stream is again one and its numbers polynomials in the lengths (gpt-oss's window of 128)."""
     w = getattr(getattr(model, "config", None), "sliding_window", None)
-    return w - 2 if isinstance(w, int) and w > 0 else None
+    if not isinstance(w, int) or w <= 0:
+        return 0, None
+    return (0, w - 2) if w - 2 >= HELD_LENGTH else (w, None)
 
 
 class Memo:
@@ -151,7 +162,7 @@ class DecoderStream:
 
     def __init__(self, model: torch.nn.Module, host_time: bool | str = True, repeat_layers: bool = True) -> None:
         self.model, self.host_time = model, host_time
-        self.high = _window(model)
+        self.offset, self.high = length_region(model)   # the lengths' region (`length_region`)
         self.batch_step = batch_step(model)
         self.moe = experts_of(model)          # (experts, top k) of a MoE model, else None
         self.odd: dict[int, BatchFit] = {}    # fits of MoE batch sizes that are not multiples of batch_step
@@ -182,15 +193,16 @@ class DecoderStream:
         """The fits (decode step, prefill) from ``count`` at the grid points and a direct count of
         the full model at the held-out point (which checks ``count`` too)."""
         snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
-        held = held_out(1, self.batch_step)
+        held = held_out(1, self.batch_step, self.offset)
 
         def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
             prefill, step = (self.count if sizes == held else count)(*sizes)
             snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
             return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
 
-        step = fit_regime(count_step, 1, self.high, self.batch_step)
-        prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step) if step.profile else step
+        step = fit_regime(count_step, 1, self.high, self.batch_step, self.offset)
+        prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step, self.offset) \
+            if step.profile else step
         if step.profile is not None and prefill.profile is None:
             step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
         return step, prefill
@@ -221,7 +233,8 @@ class DecoderStream:
                 return (step.profile, (step.step_start, *step.prefill_kv, *step.kv), prefill.profile,
                         prefill.prefill_kv, step.step_start)
 
-            self.odd[batch] = fit_batch(flat, batch, *self.moe, self.high, LENGTHS, HELD_LENGTH)
+            self.odd[batch] = fit_batch(flat, batch, *self.moe, self.high, tuple(n + self.offset for n in LENGTHS),
+                                        HELD_LENGTH + self.offset)
         return self.odd[batch]
 
     def covers(self, batch: int, n: int) -> bool:
@@ -350,5 +363,5 @@ class ForwardStream:
         return c.profile
 
 
-__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "ShallowCounts", "batch_step", "count_decoder", "experts_of",
-           "fit_regime", "held_out"]
+__all__ = ["DecoderStep", "DecoderStream", "ForwardStream", "Memo", "ShallowCounts", "batch_step", "count_decoder",
+           "experts_of", "fit_regime", "held_out", "length_region"]

@@ -42,7 +42,7 @@ def repeatable(model: torch.nn.Module) -> str:
     """'' when ``model`` can be counted with few layers (`counted_depths`) and repeated, else why not."""
     if getattr(model, "config", None) is None:
         return "the model has no config"
-    return shallow_reason(model, counted_depths(model.config)[-1], periodic_reason)
+    return periodic_reason(model.config) or shallow_reason(model, counted_depths(model.config)[-1], periodic_reason)
 
 
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,
