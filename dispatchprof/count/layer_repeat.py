@@ -202,9 +202,9 @@ def _positions(records: Sequence[OpRecord], container: str) -> tuple[list[int | 
 
 
 def _check_identical(records: Sequence[OpRecord], container: str, m: int, first: int, period: int = 1) -> None:
-    """Each pass runs the layers 0 .. m - 1 in order with no record between them; layers first +
-    period .. m - 1 run the records of the layer ``period`` x k before them in the block from
-    ``first`` (producers relative to the layer); layer first - 1 as many as the block's last."""
+    """Each pass runs the layers 0 .. m - 1 in order with no record between them; each layer j >=
+    first + period runs the records of layer first + (j - first) mod period (producers relative to
+    the layer); layer first - 1 as many as the block's last."""
     layer, pos, _ = _positions(records, container)
     runs = [j for k, j in enumerate(layer) if k == 0 or j != layer[k - 1]]
     passes = [[]]
