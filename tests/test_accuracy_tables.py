@@ -86,7 +86,8 @@ def test_the_table_names_every_validation_once():
         "Dense models served under load", "Qwen3-235B, expert-parallel, TensorRT-LLM on H100",
         "Qwen3-235B, vLLM and SGLang on H200", "DeepSeek-V3, TensorRT-LLM FP8 on 8 H200",
         "More MoE models, every aggregated row: gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3, Kimi-K2.5, Qwen3.5-397B",
-        "Disaggregated prefill and decode", "Published single-batch and engine figures",
+        "Disaggregated prefill and decode", "Disaggregated mixture-of-experts: DeepSeek-R1/V3, Kimi-K2.5",
+        "Published single-batch and engine figures",
         "Eager and compiled decode: the host's share", "Kernels on a lent H100", "Training",
         "PIM on UPMEM silicon"]
     headings = {l[3:] for l in (ROOT / DOC).read_text().splitlines() if l.startswith("## ")}
@@ -115,6 +116,16 @@ def test_more_moe_models():
 
 def test_disaggregated():
     _check_serving("Disaggregated prefill and decode", read_rows("serving_disagg_predictions.csv"))
+
+
+def test_disaggregated_moe():
+    """serving_layout_rows_predictions.csv's disaggregated rows (one line per expressed row, both
+    metrics, empty where not predicted)."""
+    rows = [{"split": r["split"], "metric": METRICS[m], "measured": r[f"measured_{m.lower()}_ms"],
+             "dispatchprof": r[f"dispatchprof_{m.lower()}_ms"], "aiconfigurator": r[f"aiconfigurator_{m.lower()}_ms"]}
+            for r in read_rows("serving_layout_rows_predictions.csv") if r["layout_kind"].startswith("disagg")
+            for m in METRICS]
+    _check_serving("Disaggregated mixture-of-experts: DeepSeek-R1/V3, Kimi-K2.5", rows)
 
 
 def test_the_lines_without_rows_quote_deploy_md():

@@ -78,3 +78,32 @@ def test_the_attention_data_parallel_rows_quote_the_layout_csv() -> None:
     theirs = [_median_abs(_errors(shared, m, "aiconfigurator")) for m in ("ttft", "tpot")]
     assert (f"on the {len(shared)} that AIConfigurator predicts too, TTFT {ours[0]:.1f}% against its "
             f"{theirs[0]:.1f}% and TPOT {ours[1]:.1f}% against {theirs[1]:.1f}%") in text
+
+
+def test_the_disaggregated_rows_quote_the_layout_csv() -> None:
+    """The disaggregated mixture-of-experts paragraph's figures: the expressed rows of scripts/data/
+    serving_layout_rows_predictions.csv whose layout kind is disaggregated, those run (under 800
+    clients) and predicted, held-out medians and signed medians, both tools' medians over the rows
+    AIConfigurator predicts too, and the signed TPOT median per device."""
+    from tests.accuracy_docs import ROOT
+
+    text = " ".join((ROOT / "docs/deploy.md").read_text().split())
+    rows = [r for r in read_rows("serving_layout_rows_predictions.csv") if r["layout_kind"].startswith("disagg")]
+    run = [r for r in rows if int(r["clients"]) < 800]
+    predicted = [r for r in run if r["dispatchprof_ttft_ms"]]
+    assert all(not r["dispatchprof_ttft_ms"] and int(r["clients"]) >= 1024 for r in rows if r not in run)
+    assert (f"Of the {len(rows)} disaggregated rows of DeepSeek-R1/V3 and Kimi-K2.5" in text
+            and f"the {len(run)} of 4 to 768 clients are run (the {len(rows) - len(run)} of 1,024 to 12,288" in text
+            and f"and {len(predicted)} predicted ({len(run) - len(predicted)} SGLang FP8 rows" in text)
+    held = [r for r in predicted if r["split"] == "held-out"]
+    t, p = (_median_abs(_errors(held, m)) for m in ("ttft", "tpot"))
+    st, sp = (statistics.median(_errors(held, m)) for m in ("ttft", "tpot"))
+    assert f"held-out ({len(held)}) TTFT {t:.1f}%, TPOT {p:.1f}% (signed {st:.1f}% and {sp:+.1f}%)" in text
+    shared = [r for r in held if r["aiconfigurator_ttft_ms"] and r["aiconfigurator_tpot_ms"]]
+    ours = [_median_abs(_errors(shared, m)) for m in ("ttft", "tpot")]
+    theirs = [_median_abs(_errors(shared, m, "aiconfigurator")) for m in ("ttft", "tpot")]
+    assert (f"on the {len(shared)} that AIConfigurator predicts too, TTFT {ours[0]:.1f}% against its "
+            f"{theirs[0]:.1f}% and TPOT {ours[1]:.1f}% against {theirs[1]:.1f}%") in text
+    for device in ("B200", "GB200", "GB300", "H200"):
+        signed = statistics.median(_errors([r for r in held if r["device"] == device], "tpot"))
+        assert f"{signed:+.1f}%" in text[text.index("Disaggregated mixture-of-experts rows"):], device
