@@ -1,5 +1,6 @@
-"""dispatchprof.train.depth: a training step timed from counts with 2, 3 and 4 layers equals the
-direct count at full depth; layers that do not repeat are counted whole."""
+"""dispatchprof.train.depth: a training step timed from counts with 2, 3 and 4 layers (or one, two
+and three blocks of layers that alternate) equals the direct count at full depth; layers that do
+not repeat are counted whole."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dispatchprof.count.layer_repeat import LayerRepeatError
 from dispatchprof.sim.placement import placement_of
 from dispatchprof.train import TrainLayout
 from dispatchprof.train.count import count_model, time_model
-from dispatchprof.train.depth import FLOAT_TOLERANCE, _check, close, repeat_reason, repeated_step
+from dispatchprof.train.depth import FLOAT_TOLERANCE, _check, close, depths, repeat_reason, repeated_step
 from dispatchprof.train.step import counted_step
 from tests.conftest import tiny_model
 
@@ -64,13 +65,40 @@ def test_check_by_hand():
         _check({"s": 1.0}, {"s": 2.0}, {"s": 3.0 + 2e-8})
 
 
+def test_alternating_layers_repeat_in_blocks():
+    # Gemma-2 alternates sliding and global attention: blocks of 2 from layer 1, counted with 1 + 2 +
+    # 1, 1 + 4 + 1 and 1 + 6 + 1 layers (the last one sliding, as its 10th), extended by 1 block
+    net = tiny_model("gemma2", dtype=torch.bfloat16, num_hidden_layers=10)
+    assert repeat_reason(net) == "" and depths(net) == (4, 6, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = time_model(count_model(net, "tiny", 2, 256), H100)
+        repeated = repeated_step(net, "tiny", 2, 256, H100)
+    assert repeated.layers == direct.layers == 10
+    same_step(direct, repeated)
+
+
+def test_layers_after_a_dense_prefix_repeat():
+    # DeepSeek-V3's shape with 2 dense layers of 8: counted with 4, 5 and 6 layers, extended by 2
+    from test_serving_repeat_prefix import tiny_deepseek
+    net = tiny_deepseek(2, 8)
+    assert repeat_reason(net) == "" and depths(net) == (4, 5, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        direct = time_model(count_model(net, "tiny", 4, 64), H100)
+        repeated = repeated_step(net, "tiny", 4, 64, H100)
+    same_step(direct, repeated)
+
+
 def test_layers_that_differ_are_counted_whole():
-    # Gemma-2 alternates sliding and global attention: its config says so, the full depth is counted
-    net = tiny_model("gemma2", dtype=torch.bfloat16, num_hidden_layers=6)
+    # Qwen2 with a sliding window from layer 2 on: no period, the full depth is counted
+    net = tiny_model("qwen2", dtype=torch.bfloat16, num_hidden_layers=6, use_sliding_window=True,
+                     sliding_window=1024, max_window_layers=2)
     assert "layer_types" in repeat_reason(net)
     with pytest.raises(LayerRepeatError, match="layer_types"):
         repeated_step(net, "tiny", 1, 32, H100)
     assert "4 layers" in repeat_reason(tiny_model(num_hidden_layers=4))
+    assert "8 layers" in repeat_reason(tiny_model("gemma2", num_hidden_layers=8))     # blocks: 4, 6, 8
 
 
 def test_failed_check_falls_back_to_the_full_depth():

@@ -12,7 +12,13 @@ forward's peak, the bytes saved for backward) is affine in the depth L:
 
     v(L) = v(4) + (L - 4) (v(4) - v(3))
 
-**Check.** The same rule from 2 and 3 layers must give the 4-layer count: every integer (op
+A decoder whose layers repeat after a prefix of k layers, or whose layer kinds alternate every p
+layers (`dispatchprof.llm.layer_repeat.periodic_reason`: DeepSeek-V3's dense layers, gpt-oss's
+sliding and full attention), is affine in its number of blocks of p layers instead: counted with
+one, two and three blocks after its first k + 1 layers, then the r = (L - k - 1) mod p layers its
+depth ends with (`depths`), and v(L) = v(d3) + (L - d3) / p (v(d3) - v(d2)).
+
+**Check.** The same rule from the first two depths must give the third: every integer (op
 counts per timing, FLOPs, bytes) exactly, every float (seconds, joules) to `FLOAT_TOLERANCE`
 and absolute. Where it does not (layers that alternate or change kind past the counted ones, a
 multi-tensor op whose time is not affine in its parameters), `LayerRepeatError` says why and the
@@ -33,13 +39,12 @@ from typing import Any
 import torch
 
 from dispatchprof.count.layer_repeat import LayerRepeatError
-from dispatchprof.llm.layer_repeat import shallow_model, shallow_reason
+from dispatchprof.llm.layer_repeat import (counted_depths, periodic_reason, repeated_block, shallow_model,
+                                           shallow_reason)
 from dispatchprof.sim.device import Device
 from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, model_sizes, op_table,
                                       simulate_model, step_from)
 
-#: The depths counted; the first two predict the third (the check), the last two the full depth.
-DEPTHS = (2, 3, 4)
 #: Tolerance of the check on float quantities (sums of seconds and joules): relative, and absolute
 #: (10 ns, 10 nJ). A count's host uploads are made once per tensor storage
 #: (`dispatchprof.sim.timing.moved_inputs`), and the optimizer's step counters are fresh 4-byte
@@ -48,14 +53,25 @@ DEPTHS = (2, 3, 4)
 FLOAT_TOLERANCE = (1e-9, 1e-8)
 
 
+def depths(model: torch.nn.Module) -> tuple[int, int, int]:
+    """The three depths ``model`` is counted with: one, two and three blocks of the layers that
+    repeat (`dispatchprof.llm.layer_repeat.counted_depths` and a block more): 2, 3 and 4 where every
+    layer is the same. The first two predict the third (the check), the last two the full depth."""
+    shorter, longer = counted_depths(model.config)
+    return shorter, longer, 2 * longer - shorter
+
+
 def repeat_reason(model: torch.nn.Module) -> str:
     """'' when ``model``'s training step can be timed from few layers, else why not."""
-    return shallow_reason(model, DEPTHS[-1])
+    config = getattr(model, "config", None)
+    if config is None:
+        return "the model has no config"
+    return periodic_reason(config) or shallow_reason(model, depths(model)[-1], periodic_reason)
 
 
 def repeated_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
                   tp: int = 1, fp8: bool = False, runtime: str = "compiled") -> CountedStep:
-    """`dispatchprof.train.count.count_step` of ``model`` from counts with `DEPTHS` layers
+    """`dispatchprof.train.count.count_step` of ``model`` from counts with `depths` layers
     (module docstring); raises `LayerRepeatError` where that does not apply or the check fails."""
     m, table, activation_bytes = repeated_table(model, name, micro_batch, seq_len, device, tp=tp, runtime=runtime)
     return step_from(m, table, device, activation_bytes, fp8=fp8)
@@ -64,20 +80,21 @@ def repeated_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: 
 def repeated_table(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
                    tp: int = 1, runtime: str = "compiled") -> tuple[CountedModel, OpTable, int]:
     """The counted model (without its profile), op table and forward peak bytes of ``model``'s
-    step at full depth from counts with `DEPTHS` layers (module docstring); raises
+    step at full depth from counts with `depths` layers (module docstring); raises
     `LayerRepeatError` where that does not apply or the check fails."""
     reason = repeat_reason(model)
     if reason:
         raise LayerRepeatError(reason)
+    counted_at = depths(model)
     parts = []
-    for n in DEPTHS:
+    for n in counted_at:
         counted = count_model(shallow_model(model, n), name, micro_batch, seq_len)
         table = op_table(simulate_model(counted, device, tp=tp, runtime=runtime))
         parts.append(_flat(counted, table))
     keys = list(dict.fromkeys(k for p in reversed(parts) for k in p))     # the 4-layer count's order first
     two, three, four = ({k: p.get(k, 0) for k in keys} for p in parts)
     _check(two, three, four)
-    extra = model.config.num_hidden_layers - DEPTHS[-1]
+    extra = (model.config.num_hidden_layers - counted_at[-1]) // repeated_block(model.config)[1]   # blocks
     full = {k: _line(three[k], four[k], extra) for k in keys}
     negative = [k for k, v in full.items() if v < 0]
     if negative:
@@ -105,12 +122,13 @@ def _flat(counted: CountedModel, table: OpTable) -> dict[Any, float]:
 
 
 def _line(shorter: float, longer: float, extra: int) -> float:
-    """The value at ``extra`` layers past the longer count's depth."""
+    """The value at ``extra`` layers (blocks of layers) past the longer count's depth."""
     return longer + extra * (longer - shorter)
 
 
 def _check(two: dict, three: dict, four: dict) -> None:
-    """The 2- and 3-layer counts predict the 4-layer count (module docstring)."""
+    """The 2- and 3-layer counts predict the 4-layer count (module docstring; blocks of layers
+    likewise, the messages name them as layers)."""
     for key, seen in four.items():
         want = _line(two.get(key, 0), three.get(key, 0), 1)
         exact = isinstance(seen, int) and isinstance(want, int)
@@ -140,4 +158,4 @@ def _table(full: dict) -> OpTable:
     return OpTable(tuple(rows), {p: tuple(v) for p, v in sums.items()}, full["host_s"])
 
 
-__all__ = ["DEPTHS", "FLOAT_TOLERANCE", "close", "repeat_reason", "repeated_step", "repeated_table"]
+__all__ = ["FLOAT_TOLERANCE", "close", "depths", "repeat_reason", "repeated_step", "repeated_table"]
