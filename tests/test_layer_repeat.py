@@ -143,6 +143,17 @@ def test_periods_of_layer_kinds_from_configs():
         "config.decoder_sparse_step = 2 makes layers differ by depth"
 
 
+def assert_stream_counts(stream, shapes) -> None:
+    """The stream's prefill and decode step (and KV bytes per layer) at each (batch, n) of
+    ``shapes`` equal a direct count of the full model there."""
+    for batch, n in shapes:
+        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
+        step = _quiet(lambda: stream.step(batch, n))
+        _assert_same(_quiet(lambda: stream.prefill(batch, n)).profile, direct_prefill.profile)
+        _assert_same(step.profile, direct_step.profile, (0, direct_step.step_start))
+        assert step.kv == direct_step.kv and step.step_start == direct_step.step_start
+
+
 @pytest.fixture(scope="module")
 def deep_llama():
     return DecoderStream(tiny_model(num_hidden_layers=6), host_time=False)
@@ -152,23 +163,14 @@ def test_stream_from_repeated_layers_equals_direct_counts(deep_llama):
     stream = deep_llama
     assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
     rng = random.Random(38)
-    for batch, n in [(3, 200)] + [(rng.randint(1, 12), rng.randint(32, 1500)) for _ in range(7)]:
-        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
-        step = stream.step(batch, n)
-        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
-        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
-        assert step.kv == direct_step.kv and step.step_start == direct_step.step_start
+    assert_stream_counts(stream, [(3, 200)] + [(rng.randint(1, 12), rng.randint(32, 1500)) for _ in range(7)])
 
 
 def test_moe_stream_from_repeated_layers_equals_direct_counts():
     stream = DecoderStream(tiny_model("mixtral", num_hidden_layers=5, num_local_experts=4), host_time=False)
     assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
     rng = random.Random(8)
-    for batch, n in [(2 * rng.randint(1, 8), rng.randint(32, 1200)) for _ in range(3)]:
-        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
-        step = stream.step(batch, n)
-        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
-        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
+    assert_stream_counts(stream, [(2 * rng.randint(1, 8), rng.randint(32, 1200)) for _ in range(3)])
 
 
 def test_stream_from_alternating_layers_equals_direct_counts():
@@ -181,12 +183,7 @@ def test_stream_from_alternating_layers_equals_direct_counts():
     assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
     assert stream.repeat.depths == (3, 5)
     rng = random.Random(2)
-    for batch, n in [(2 * rng.randint(1, 6), rng.randint(32, 1500)) for _ in range(3)]:
-        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
-        step = stream.step(batch, n)
-        _assert_same(stream.prefill(batch, n).profile, direct_prefill.profile)
-        _assert_same(step.profile, direct_step.profile, (0, step.step_start))
-        assert step.kv == direct_step.kv
+    assert_stream_counts(stream, [(2 * rng.randint(1, 6), rng.randint(32, 1500)) for _ in range(3)])
 
 
 def test_layers_that_differ_by_depth_are_counted_at_full_depth():
@@ -250,9 +247,5 @@ def test_a_window_shorter_than_the_grid_is_fitted_above_it():
     assert stream.regime()[0].profile.low == (2, 36)           # batches of 2 route every expert evenly
     assert not stream.covers(4, 35) and stream.covers(4, 36)
     rng = random.Random(4)
-    for batch, n in [(4, 36), (4, 35)] + [(4 * rng.randint(1, 4), rng.randint(36, 2000)) for _ in range(2)]:
-        direct_prefill, direct_step = _quiet(lambda: stream.count(batch, n))
-        _assert_same(_quiet(lambda: stream.prefill(batch, n)).profile, direct_prefill.profile)
-        step = _quiet(lambda: stream.step(batch, n))
-        _assert_same(step.profile, direct_step.profile, (0, direct_step.step_start))
-        assert step.kv == direct_step.kv
+    assert_stream_counts(stream, [(4, 36), (4, 35)] + [(4 * rng.randint(1, 4), rng.randint(36, 2000))
+                                                       for _ in range(2)])

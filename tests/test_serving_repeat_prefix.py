@@ -111,12 +111,8 @@ def test_a_deepseek_stream_repeats_after_its_prefix():
     """Sweeps and generation profiles (dispatchprof.llm.shape_generic) count the same way: 2 dense
     layers of 7, counted with 4 and 5; the fit's held-out direct count agrees, and so does one more."""
     from dispatchprof.llm.shape_generic import DecoderStream
-    from test_shape_generic import _assert_same
+    from test_layer_repeat import assert_stream_counts
     stream = DecoderStream(tiny_deepseek(2, 7), host_time=False)
     assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
     assert stream.repeat.depths == (4, 5) and stream.batch_step == 4
-    direct_prefill, direct_step = _quiet(lambda: stream.count(8, 333))
-    step = stream.step(8, 333)
-    _assert_same(stream.prefill(8, 333).profile, direct_prefill.profile)
-    _assert_same(step.profile, direct_step.profile, (0, step.step_start))
-    assert step.kv == direct_step.kv
+    assert_stream_counts(stream, [(8, 333)])
