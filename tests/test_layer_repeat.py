@@ -186,6 +186,17 @@ def test_stream_from_alternating_layers_equals_direct_counts():
     assert_stream_counts(stream, [(2 * rng.randint(1, 6), rng.randint(32, 1500)) for _ in range(3)])
 
 
+def test_a_batch_of_one_with_its_own_op_stream_is_left_out_of_the_fit():
+    # Gemma-2's prefill copies a tensor at batch 2 that batch 1 does not (two more records): the grid
+    # moves to batch sizes 2, 3 (held out 4), batch 1 is counted directly; its alternating layers repeat
+    stream = DecoderStream(tiny_model("gemma2", num_hidden_layers=7), host_time=False)
+    assert _quiet(lambda: stream.reason) == "" and stream.full_depth_reason == ""
+    assert stream.regime()[0].profile.low == (2, 32) and stream.regime()[1].profile.low == (2, 32)
+    assert not stream.covers(1, 100) and stream.covers(2, 100)
+    rng = random.Random(9)
+    assert_stream_counts(stream, [(1, 100)] + [(rng.randint(2, 12), rng.randint(32, 1500)) for _ in range(3)])
+
+
 def test_layers_that_differ_by_depth_are_counted_at_full_depth():
     # Qwen2 with a sliding window from layer 2 on: layer_types full, full, sliding, sliding
     model = tiny_model("qwen2", num_hidden_layers=4, use_sliding_window=True, sliding_window=1024, max_window_layers=2)

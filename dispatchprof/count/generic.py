@@ -349,6 +349,7 @@ class GenericFit:
     profile: GenericProfile | None
     reason: str = ""
     counts: int = 0                 # direct counts the fit took
+    differs: tuple[int, ...] | None = None   # the grid point whose op stream differs from the first's
 
 
 def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequence[int]], held_out: Sizes,
@@ -364,7 +365,8 @@ def fit_generic(count: CountFn, variables: Sequence[str], grid: Sequence[Sequenc
             keys, template, n_extra = key, profile, len(extra)
         elif key != keys:
             return GenericFit(None, f"the op stream at {dict(zip(variables, p))} differs from the one at "
-                                    f"{dict(zip(variables, points[0]))}: {_first_difference(keys, key)}", k + 1)
+                                    f"{dict(zip(variables, points[0]))}: {_first_difference(keys, key)}", k + 1,
+                              tuple(p))
         rows.append(values)
     degrees = tuple(len(g) - 1 for g in grid)
     inverses = [_inverse_vandermonde(g) for g in grid]

@@ -13,7 +13,9 @@ The fit is made the first time a shape is asked for:
   and a held-out check at (3, 200). Region: n >= 32 and, with a sliding window, below it; other
   shapes are counted directly. A window of 200 tokens or fewer (gpt-oss's 128) leaves no room
   below it: the grid's lengths are then W + 32, W + 64, W + 128, held out W + 200, and the region
-  n >= W + 32 (`length_region`).
+  n >= W + 32 (`length_region`). A model whose op stream at batch 1 differs from batch 2's (Gemma-2:
+  a copy that a batch of one does not need) is fitted on batch sizes 2, 3 (held out 4) instead, and
+  batch 1 counted directly.
 - an encoder or encoder-decoder (`ForwardStream`): one forward of ``batch x seq_len`` tokens (and
   ``batch x decoder_len`` decoder tokens) on the same grid (degree 2 in each length), held-out
   (3, 200[, 191]).
@@ -62,25 +64,27 @@ LENGTHS, HELD_LENGTH = (32, 64, 128), 200
 
 
 def fit_regime(count: Callable[[Sizes], tuple[Profile, tuple[int, ...]]], lengths: int,
-               high: int | None = None, batch_step: int = 1, offset: int = 0) -> GenericFit:
+               high: int | None = None, batch_step: int = 1, offset: int = 0, first_batch: int = 1) -> GenericFit:
     """Fit ``count((batch, n1, ...))`` (``lengths`` length variables) on the grid; with
     ``batch_step`` s the batch sizes of the grid are multiples of s (s, 2s; held out 3s); with
     ``offset`` the lengths of the grid and the held-out point are that much longer (a region
-    above a sliding window)."""
+    above a sliding window); with ``first_batch`` 2 the batch sizes start at 2s (2s, 3s; held out
+    4s: a model whose op stream at batch 1 is another)."""
     if high is not None and high < HELD_LENGTH + offset:
         return GenericFit(None, f"a sliding window keeps one op stream up to {high} tokens only, short of the "
                                 f"fit's held-out length {HELD_LENGTH + offset}")
     names = ("n", "m")[:lengths]
-    batches = tuple(b * batch_step for b in BATCHES)
+    batches = tuple((b + first_batch - 1) * batch_step for b in BATCHES)
     grid = tuple(n + offset for n in LENGTHS)
     return fit_generic(count, ("batch", *names), (batches, *(grid,) * lengths),
-                       held_out(lengths, batch_step, offset), (batches[0],) + (grid[0],) * lengths,
+                       held_out(lengths, batch_step, offset, first_batch), (batches[0],) + (grid[0],) * lengths,
                        (None,) + (high,) * lengths)
 
 
-def held_out(lengths: int, batch_step: int = 1, offset: int = 0) -> Sizes:
+def held_out(lengths: int, batch_step: int = 1, offset: int = 0, first_batch: int = 1) -> Sizes:
     """The held-out point of `fit_regime`'s grid."""
-    return (HELD_BATCH * batch_step, HELD_LENGTH + offset) + (HELD_LENGTH + offset - 9,) * (lengths - 1)
+    return ((HELD_BATCH + first_batch - 1) * batch_step, HELD_LENGTH + offset) + \
+        (HELD_LENGTH + offset - 9,) * (lengths - 1)
 
 
 def experts_of(model: torch.nn.Module) -> tuple[int, int] | None:
@@ -193,15 +197,22 @@ class DecoderStream:
         """The fits (decode step, prefill) from ``count`` at the grid points and a direct count of
         the full model at the held-out point (which checks ``count`` too)."""
         snapshots: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
-        held = held_out(1, self.batch_step, self.offset)
+        steps: dict[Sizes, tuple[Profile, tuple[int, ...]]] = {}
+        first = 1
 
         def count_step(sizes: Sizes) -> tuple[Profile, tuple[int, ...]]:
-            prefill, step = (self.count if sizes == held else count)(*sizes)
-            snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
-            return step.profile, (step.step_start, *step.prefill_kv, *step.kv)
+            if sizes not in steps:
+                direct = sizes == held_out(1, self.batch_step, self.offset, first)
+                prefill, step = (self.count if direct else count)(*sizes)
+                snapshots[sizes] = (prefill.profile, prefill.prefill_kv)
+                steps[sizes] = step.profile, (step.step_start, *step.prefill_kv, *step.kv)
+            return steps[sizes]
 
         step = fit_regime(count_step, 1, self.high, self.batch_step, self.offset)
-        prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step, self.offset) \
+        if step.profile is None and step.differs == (2 * self.batch_step, LENGTHS[0] + self.offset):
+            first = 2                     # batch 1's op stream is another (module docstring): fit from 2 on
+            step = fit_regime(count_step, 1, self.high, self.batch_step, self.offset, first)
+        prefill = fit_regime(lambda s: snapshots[s], 1, self.high, self.batch_step, self.offset, first) \
             if step.profile else step
         if step.profile is not None and prefill.profile is None:
             step = GenericFit(None, "prefill: " + prefill.reason, step.counts)
