@@ -349,6 +349,21 @@ def test_a_prompt_step_without_a_graph_takes_its_kernels_issue_time(model):
     assert eager.step_cost_of([], decode, 0)[0] == setup.step_cost_of([], decode, 0)[0] < 1e-3
 
 
+def test_attention_data_parallel_ranks_graph_their_own_share():
+    """Four attention data-parallel ranks, graphs captured up to 8 tokens, 1 ms per eager kernel: 24
+    decodes are 6 a rank, graphed and padded to 8 a rank (32 tokens in the step, no eager issue);
+    40 are 10 a rank, past the largest graph: issued kernel by kernel (kernels x 1 ms)."""
+    from dispatchprof.serving.composition import Composition
+    moe = tiny_model("mixtral", num_hidden_layers=2, num_local_experts=4)
+    setup = prepare_serving(moe, "H100-SXM", engine="sglang", ep=4, dp_attention=4)
+    engine = dataclasses.replace(setup.engine, cuda_graph_sizes=[1, 2, 4, 8], eager_kernel_host_us=1000.0)
+    setup = dataclasses.replace(setup, engine=engine)
+    padded = setup.layout.cost(Composition.decoding(24, 24 * 30.0, 30.0, 1).padded(32)).time_s
+    assert setup.step_cost_of([], DecodeBatch(24, 24 * 30.0, 30.0), 0)[0] == \
+        engine.step_s(padded, 24, 0, setup.overlaps) < 0.01
+    assert setup.step_cost_of([], DecodeBatch(40, 40 * 30.0, 30.0), 0)[0] == pytest.approx(setup.cost.kernels * 1e-3)
+
+
 def test_fit_design_reports_each_chain(model):
     """progress(done, total, what) before each of the design's six chains and after the last."""
     calls = []

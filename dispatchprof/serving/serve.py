@@ -23,7 +23,12 @@ device profile's graph launch and per-sequence host cost (the step is counted wi
 a step of N sequences takes ``step_host_us + N x sequence_host_us`` of host time before its
 kernels, or overlapped with the previous step's (``overlap_host``: max(host, device)), and static
 power runs through it; a step of T tokens within the captured CUDA-graph sizes computes the
-padded size's tokens; the scheduler takes the preset's policy, limits and KV block size.
+padded size's tokens; the scheduler takes the preset's policy, limits and KV block size. Under
+attention data parallelism over A ranks each rank replays its own graph over its share, the
+busiest rank's ceil(T / A) tokens deciding the graph and its padded size for all (SGLang's
+CudaGraphRunner.can_run: "cuda_graph_bs = max(forward_batch.global_num_tokens_cpu)" against
+max_bs; vLLM coordinates one padded size across its data-parallel ranks): a step of 512 decodes
+over 32 ranks is graphed at 16 tokens a rank where a limit of 256 would run it eagerly.
 
 Layouts (``ep``, ``dp_attention``, ``expert_skew``, ``pp``; `dispatchprof.serving.layout`): a
 replica over more GPUs, its step timed by `LayoutCost` from the same counted model; a
@@ -197,8 +202,12 @@ class ServingSetup:
             time, energy = c.time_s, c.energy_j
         else:
             tokens = int(step.x[1])
-            c = self._target(step.padded(self.engine.padded_tokens(tokens, not prefill)))
-            eager = 0 if self.engine.graphed(tokens, not prefill) else self.cost.kernels
+            ranks = self.layout.layout.dp_attention if self.layout is not None else 1
+            rank_tokens = -(-tokens // ranks)        # the busiest attention data-parallel rank's share
+            graphed = self.engine.graphed(rank_tokens, not prefill)
+            padded = ranks * self.engine.padded_tokens(rank_tokens, not prefill) if graphed else tokens
+            c = self._target(step.padded(padded))
+            eager = 0 if graphed else self.cost.kernels
             time = self.engine.step_s(c.time_s, len(prefill) + n, eager, self.overlaps)
             energy = c.energy_j + self.cost.static_power_w * (time - c.time_s)
         time, energy = time + images * self.image_cost[0], energy + images * self.image_cost[1]
