@@ -352,7 +352,8 @@ def test_a_prompt_step_without_a_graph_takes_its_kernels_issue_time(model):
 def test_attention_data_parallel_ranks_graph_their_own_share():
     """Four attention data-parallel ranks, graphs captured up to 8 tokens, 1 ms per eager kernel: 24
     decodes are 6 a rank, graphed and padded to 8 a rank (32 tokens in the step, no eager issue);
-    40 are 10 a rank, past the largest graph: issued kernel by kernel (kernels x 1 ms)."""
+    40 are 10 a rank, past the largest graph: issued kernel by kernel (kernels x 1 ms). Each rank
+    schedules its own sequences: the host time per sequence counts the busiest rank's."""
     from dispatchprof.serving.composition import Composition
     moe = tiny_model("mixtral", num_hidden_layers=2, num_local_experts=4)
     setup = prepare_serving(moe, "H100-SXM", engine="sglang", ep=4, dp_attention=4)
@@ -360,8 +361,11 @@ def test_attention_data_parallel_ranks_graph_their_own_share():
     setup = dataclasses.replace(setup, engine=engine)
     padded = setup.layout.cost(Composition.decoding(24, 24 * 30.0, 30.0, 1).padded(32)).time_s
     assert setup.step_cost_of([], DecodeBatch(24, 24 * 30.0, 30.0), 0)[0] == \
-        engine.step_s(padded, 24, 0, setup.overlaps) < 0.01
+        engine.step_s(padded, 6, 0, setup.overlaps) == pytest.approx(540e-6)     # host: 300 + 6 x 40 us
     assert setup.step_cost_of([], DecodeBatch(40, 40 * 30.0, 30.0), 0)[0] == pytest.approx(setup.cost.kernels * 1e-3)
+    # host time per sequence: 1 ms each, 100 s a step; 24 decodes over 4 ranks: 6 on the busiest, 106 ms
+    slow = dataclasses.replace(setup, engine=dataclasses.replace(engine, step_host_us=100.0, sequence_host_us=1000.0))
+    assert slow.step_cost_of([], DecodeBatch(24, 24 * 30.0, 30.0), 0)[0] == pytest.approx(0.0061)
 
 
 def test_fit_design_reports_each_chain(model):

@@ -28,7 +28,9 @@ attention data parallelism over A ranks each rank replays its own graph over its
 busiest rank's ceil(T / A) tokens deciding the graph and its padded size for all (SGLang's
 CudaGraphRunner.can_run: "cuda_graph_bs = max(forward_batch.global_num_tokens_cpu)" against
 max_bs; vLLM coordinates one padded size across its data-parallel ranks): a step of 512 decodes
-over 32 ranks is graphed at 16 tokens a rank where a limit of 256 would run it eagerly.
+over 32 ranks is graphed at 16 tokens a rank where a limit of 256 would run it eagerly. Each
+rank's scheduler (one process per data-parallel rank in SGLang, vLLM and TensorRT-LLM) handles its
+own sequences, so a step's per-sequence host time is the busiest rank's ceil(N / A) sequences'.
 
 Layouts (``ep``, ``dp_attention``, ``expert_skew``, ``pp``; `dispatchprof.serving.layout`): a
 replica over more GPUs, its step timed by `LayoutCost` from the same counted model; a
@@ -208,7 +210,8 @@ class ServingSetup:
             padded = ranks * self.engine.padded_tokens(rank_tokens, not prefill) if graphed else tokens
             c = self._target(step.padded(padded))
             eager = 0 if graphed else self.cost.kernels
-            time = self.engine.step_s(c.time_s, len(prefill) + n, eager, self.overlaps)
+            rank_sequences = -(-(len(prefill) + n) // ranks)     # each rank schedules its own share
+            time = self.engine.step_s(c.time_s, rank_sequences, eager, self.overlaps)
             energy = c.energy_j + self.cost.static_power_w * (time - c.time_s)
         time, energy = time + images * self.image_cost[0], energy + images * self.image_cost[1]
         if self.draft is not None:
