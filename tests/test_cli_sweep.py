@@ -88,7 +88,7 @@ def test_sweep_simulates_the_runtime_asked_for(tiny):
 
 
 def test_sweep_on_a_dask_cluster_gives_the_same_rows(tiny):
-    distributed = pytest.importorskip("distributed")
+    import distributed          # the test extra installs dask[distributed]
     args = ([str(tiny)], ["L4"], [1, 4], [8], [3])
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:

@@ -16,7 +16,7 @@ from conftest import tiny_model
 from dispatchprof import OpCounter
 from dispatchprof.count.layer_repeat import (LayerRepeatError, layer_of, per_layer, per_layer_after, renamed,
                                              repeat_layers, repeat_layers_after)
-from dispatchprof.llm.layer_repeat import layer_container, shallow_model, uniform_reason
+from dispatchprof.llm.layer_repeat import layer_container, periodic_reason, shallow_model, shallow_reason
 from dispatchprof.llm.shape_generic import DecoderStream, count_decoder
 from test_shape_generic import _assert_same, _quiet
 
@@ -118,17 +118,22 @@ def test_wrong_depths_and_unequal_layers_are_refused():
 
 
 def test_configs_whose_layers_differ_are_named():
-    assert uniform_reason(tf.Gemma2Config(num_hidden_layers=4)) == "config.layer_types differs between layers"
-    assert uniform_reason(tf.GptOssConfig()) == "config.layer_types differs between layers"
-    assert uniform_reason(tf.DeepseekV3Config()) == "config.first_k_dense_replace = 3 makes layers differ by depth"
-    assert uniform_reason(tf.Qwen3MoeConfig(decoder_sparse_step=2)) == \
+    # alternating kinds, a prefix of dense layers and uniform layers repeat; a switch that makes
+    # every other layer sparse does not, nor lists with no period of 8 or fewer, nor too few layers
+    assert periodic_reason(tf.Gemma2Config(num_hidden_layers=4)) == periodic_reason(tf.GptOssConfig()) == ""
+    assert periodic_reason(tf.DeepseekV3Config()) == ""
+    assert periodic_reason(tf.MixtralConfig()) == periodic_reason(tf.LlamaConfig()) == ""
+    assert periodic_reason(tf.Qwen3MoeConfig(decoder_sparse_step=2)) == \
         "config.decoder_sparse_step = 2 makes layers differ by depth"
-    assert uniform_reason(tf.MixtralConfig()) == uniform_reason(tf.LlamaConfig()) == ""
+    assert periodic_reason(tf.GptOssConfig(num_hidden_layers=2)) == \
+        "config.layer_types does not repeat every 8 or fewer layers from layer 0 on"
+    assert periodic_reason(tf.GptOssConfig(num_hidden_layers=1)) == "1 layer(s): too few after layer 0 to repeat"
+    assert shallow_reason(torch.nn.Linear(2, 2)) == "the model has no config"
 
 
 def test_periods_of_layer_kinds_from_configs():
     from dispatchprof.llm.catalog import load_config
-    from dispatchprof.llm.layer_repeat import layer_period, periodic_reason
+    from dispatchprof.llm.layer_repeat import layer_period
     assert layer_period(tf.LlamaConfig()) == layer_period(tf.DeepseekV3Config()) == 1
     assert layer_period(tf.GptOssConfig()) == layer_period(tf.Gemma2Config()) == 2      # sliding, full
     assert layer_period(load_config("qwen3.5-397b-a17b")) == 4                          # 3 linear, 1 full
@@ -139,8 +144,6 @@ def test_periods_of_layer_kinds_from_configs():
     odd.no_rope_layers = [2, 2, 3, 3]
     assert layer_period(odd) == 0
     assert periodic_reason(odd) == "config.no_rope_layers does not repeat every 8 or fewer layers from layer 0 on"
-    assert periodic_reason(tf.Qwen3MoeConfig(decoder_sparse_step=2)) == \
-        "config.decoder_sparse_step = 2 makes layers differ by depth"
 
 
 def assert_stream_counts(stream, shapes) -> None:

@@ -11,7 +11,7 @@ from torch import nn
 
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import count_steps
-from dispatchprof.llm.layer_repeat import counted_depths, prefix_layers, prefix_reason, uniform_reason
+from dispatchprof.llm.layer_repeat import counted_depths, periodic_reason, prefix_layers, repeated_block
 from dispatchprof.llm.models import build_model
 from dispatchprof.results.records import COUNT_FIELDS
 from dispatchprof.serving.repeat import repeatable, repeated_steps
@@ -64,12 +64,10 @@ def test_a_prefix_kept_and_the_layers_after_it_repeated():
 
 
 def test_deepseek_configs_repeat_after_their_dense_layers():
-    assert prefix_layers(tf.DeepseekV3Config()) == 3 and prefix_reason(tf.DeepseekV3Config()) == ""
-    assert prefix_layers(tf.LlamaConfig()) == 0 and prefix_reason(tf.LlamaConfig()) == ""
-    # training's rule is unchanged: the prefix still refuses repetition there
-    assert uniform_reason(tf.DeepseekV3Config()) == "config.first_k_dense_replace = 3 makes layers differ by depth"
-    assert prefix_reason(tf.GptOssConfig()) == "config.layer_types differs between layers"
-    assert prefix_reason(tf.Glm4MoeConfig(first_k_dense_replace=1)) == ""
+    assert prefix_layers(tf.DeepseekV3Config()) == 3 and prefix_layers(tf.LlamaConfig()) == 0
+    assert repeated_block(tf.DeepseekV3Config()) == (4, 1) and repeated_block(tf.LlamaConfig()) == (1, 1)
+    assert prefix_layers(tf.Glm4MoeConfig(first_k_dense_replace=1)) == 1
+    assert periodic_reason(tf.Glm4MoeConfig(first_k_dense_replace=1)) == ""
     model = tiny_deepseek(3, 6)
     assert counted_depths(model.config) == (5, 6) and repeatable(model) == "6 layers: counted as they are"
 

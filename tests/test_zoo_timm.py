@@ -2,16 +2,13 @@
 tensor kind): no unknown op, and fake = real, ViT's constructor reading its drop-path rates
 included (dispatchprof/count/build_values.py)."""
 
-import importlib.util
-
 import pytest
 
-if importlib.util.find_spec("timm") is None:     # not imported here: timm needs torchvision's placeholder first
-    pytest.skip("timm is not installed: the timm zoo families need it", allow_module_level=True)
-
-import coverage as coverage_script  # noqa: E402
-import zoo  # noqa: E402
-import zoo_extra  # noqa: E402
+# timm is part of the test set-up (scripts/setup.sh installs it without torchvision); zoo_extra
+# imports it after torchvision's placeholder
+import coverage as coverage_script
+import zoo
+import zoo_extra
 
 
 def test_every_timm_family_is_a_zoo_name():

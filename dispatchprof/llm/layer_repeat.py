@@ -1,29 +1,26 @@
 """Counting a transformers decoder with few layers: which models qualify, the same model built
 shallower, and where its layers live (dispatchprof.count.layer_repeat repeats them).
 
-A model qualifies when its config says every layer is the same: ``num_hidden_layers`` at the top
-level, no per-layer list (a config attribute with one entry per layer, ``layer_types``,
-``no_rope_layers``, ``moe_layers``...) whose entries differ, and none of the switches that make
-layers differ by depth (`VARYING`: DeepSeek-V3's ``first_k_dense_replace``, Qwen-MoE's
-``decoder_sparse_step``, Llama-4's ``interleave_moe_layer_step``...). Gemma-3 and gpt-oss
-(alternating sliding and global attention), DeepSeek-V3 (dense then MoE) and Llama-4 (chunked and
-global attention, no-RoPE layers) do not qualify (`uniform_reason` says why); the serving counts
-repeat the first two in blocks and DeepSeek-V3 after its prefix (below).
+A model qualifies when its config says its layers repeat: ``num_hidden_layers`` at the top
+level, every per-layer list (a config attribute with one entry per layer, ``layer_types``,
+``no_rope_layers``, ``moe_layers``...) repeating as described below, and none of the switches
+that make layers differ by depth (`VARYING`: Qwen-MoE's ``decoder_sparse_step``, Llama-4's
+``interleave_moe_layer_step``...) set, but a prefix's. `periodic_reason` says '' where it
+qualifies, else why not; `shallow_reason` adds what a built model needs (deeper than the counted
+depths, its layers in one list).
 
 **After a prefix.** A config whose only difference between layers is a prefix of a kind of its
 own (`PREFIX`: DeepSeek-V3's ``first_k_dense_replace`` = 3 dense layers before its MoE layers;
 Kimi-K2 and GLM-4.5 have 1) repeats from the end of that prefix: `prefix_layers` is the
-prefix's length k, `prefix_reason` says '' where every layer from k on is the same module (each
-per-layer list constant from entry k on, every other `VARYING` switch at its value that keeps
-layers identical). Such a decoder is counted with k + 2 and k + 3 layers and its layer k + 1
-repeated (`dispatchprof.count.layer_repeat.repeat_layers_after`); k = 0 is the uniform case.
+prefix's length k (0 where none). Such a decoder is counted with k + 2 and k + 3 layers and its
+layer k + 1 repeated (`dispatchprof.count.layer_repeat.repeat_layers_after`).
 
 **Every few layers.** A config whose per-layer lists repeat every p <= `MAX_PERIOD` entries after
 the prefix (gpt-oss and Gemma-2's ``layer_types`` alternate sliding and full attention, p = 2;
 Qwen3.5 three linear-attention layers then a full one, p = 4; Gemma-3 five sliding then a full
 one, p = 6) repeats a block of p layers: `layer_period` is the smallest such p (1 when the lists
-are constant), `periodic_reason` says '' where it exists and no other switch makes layers differ,
-`repeated_block` and `counted_depths` say which layers repeat and which depths are counted.
+are constant, every layer the same), `repeated_block` and `counted_depths` say which layers
+repeat and which depths are counted.
 `shallow_model` cuts each list to the shallow depth, so layer j of a shallow build is the kind of
 layer j of the full one.
 """
@@ -43,21 +40,6 @@ VARYING = {"first_k_dense_replace": 0, "decoder_sparse_step": 1, "interleave_moe
            "moe_layer_freq": 1, "cross_attention_layers": None, "full_attn_idxs": None}
 
 
-def uniform_reason(config: Any) -> str:
-    """'' when ``config``'s layers are identical modules by its fields, else why not (module docstring)."""
-    layers = getattr(config, "num_hidden_layers", None)
-    if not isinstance(layers, int):
-        return "the config has no top-level num_hidden_layers"
-    for name, value in sorted(vars(config).items()):
-        if isinstance(value, (list, tuple)) and len(value) == layers and len(set(map(repr, value))) > 1:
-            return f"config.{name} differs between layers"
-    for name, same in VARYING.items():
-        value = getattr(config, name, same)
-        if value is not None and value != same:
-            return f"config.{name} = {value!r} makes layers differ by depth"
-    return ""
-
-
 #: Config switches that make a prefix of layers differ from the rest: the value is the prefix's
 #: length in layers (layers 0 .. value - 1 of one kind, the others of another).
 PREFIX = ("first_k_dense_replace",)
@@ -66,21 +48,6 @@ PREFIX = ("first_k_dense_replace",)
 def prefix_layers(config: Any) -> int:
     """The length of ``config``'s prefix of layers of their own kind (`PREFIX`), 0 where none."""
     return max([int(getattr(config, name, 0) or 0) for name in PREFIX], default=0)
-
-
-def prefix_reason(config: Any) -> str:
-    """'' when ``config``'s layers from `prefix_layers` on are identical modules by its fields, else
-    why not (module docstring, "After a prefix"); with no prefix, `uniform_reason`."""
-    k = prefix_layers(config)
-    if k == 0:
-        return uniform_reason(config)
-    layers = getattr(config, "num_hidden_layers", None)
-    if not isinstance(layers, int):
-        return "the config has no top-level num_hidden_layers"
-    for name, value in sorted(vars(config).items()):
-        if isinstance(value, (list, tuple)) and len(value) == layers and len(set(map(repr, value[k:]))) > 1:
-            return f"config.{name} differs between layers {k} .. {layers - 1}"
-    return _switch_reason(config)
 
 
 #: The longest block of layers repeated as one (Gemma-3's five sliding then one full layer: 6).
@@ -112,7 +79,9 @@ def periodic_reason(config: Any) -> str:
         return "the config has no top-level num_hidden_layers"
     if layer_period(config) == 0:
         k = prefix_layers(config)
-        name = next(n for n, v in _per_layer_lists(config).items() if len(set(map(repr, v[k:]))) > 1)
+        name = next((n for n, v in _per_layer_lists(config).items() if len(set(map(repr, v[k:]))) > 1), None)
+        if name is None:
+            return f"{layers} layer(s): too few after layer {k} to repeat"
         return f"config.{name} does not repeat every {MAX_PERIOD} or fewer layers from layer {k} on"
     return _switch_reason(config)
 
@@ -164,22 +133,24 @@ def layer_container(model: torch.nn.Module) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-__all__ = ["MAX_PERIOD", "PREFIX", "VARYING", "counted_depths", "layer_container", "layer_period", "periodic_reason",
-           "prefix_layers", "prefix_reason", "repeated_block", "shallow_model", "uniform_reason"]
-
-
-def shallow_reason(model: torch.nn.Module, deepest: int, layers_reason=uniform_reason) -> str:
-    """'' when ``model`` can be counted with at most ``deepest`` layers and its counts extended to
-    full depth (``layers_reason`` of its config is '': by default its layers repeat from the first,
-    `uniform_reason`; it is deeper than ``deepest``; its layers are one list), else why not."""
+def shallow_reason(model: torch.nn.Module, blocks: int = 2) -> str:
+    """'' when ``model`` can be counted with ``blocks`` >= 2 repeated blocks of layers
+    (`counted_depths` gives the depths of 1 and 2) and its counts extended to full depth: its config
+    qualifies (`periodic_reason`), it is deeper than the deepest count, its layers are one list;
+    else why not."""
     config = getattr(model, "config", None)
     if config is None:
         return "the model has no config"
-    reason = layers_reason(config)
+    reason = periodic_reason(config)
     if reason:
         return reason
+    deepest = counted_depths(config)[-1] + (blocks - 2) * repeated_block(config)[1]
     if config.num_hidden_layers <= deepest:
         return f"{config.num_hidden_layers} layers: counted as they are"
     if layer_container(model) is None:
         return "no single list of num_hidden_layers layers"
     return ""
+
+
+__all__ = ["MAX_PERIOD", "PREFIX", "VARYING", "counted_depths", "layer_container", "layer_period", "periodic_reason",
+           "prefix_layers", "repeated_block", "shallow_model", "shallow_reason"]

@@ -52,8 +52,8 @@ import torch
 from dispatchprof.count.counter import OpCounter
 from dispatchprof.count.generic import GenericFit, Sizes, fit_generic
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
-from dispatchprof.llm.layer_repeat import (counted_depths, layer_container, periodic_reason, repeated_block,
-                                           shallow_model)
+from dispatchprof.llm.layer_repeat import (counted_depths, layer_container, repeated_block, shallow_model,
+                                           shallow_reason)
 from dispatchprof.llm.models import token_ids
 from dispatchprof.llm.odd_batch import BatchFit, fit_batch
 from dispatchprof.results.profile import Profile
@@ -312,15 +312,10 @@ class ShallowCounts:
 
     def __init__(self, model: torch.nn.Module, host_time: bool | str) -> None:
         self.model, self.host_time = model, host_time
-        config = getattr(model, "config", None)
-        self.layers = getattr(config, "num_hidden_layers", None)
-        self.reason = "no transformers config" if config is None else periodic_reason(config)
+        self.reason = shallow_reason(model)
+        self.layers = None if self.reason else model.config.num_hidden_layers
         self.container = None if self.reason else layer_container(model)
-        if not self.reason and self.container is None:
-            self.reason = "no single module list of num_hidden_layers layers"
-        self.depths = counted_depths(config) if not self.reason else ()
-        if not self.reason and self.layers <= self.depths[-1]:
-            self.reason = f"{self.layers} layers: counting them is as cheap"
+        self.depths = () if self.reason else counted_depths(model.config)
         self._models: list[torch.nn.Module] | None = None
 
     def count(self, batch: int, n: int) -> tuple[DecoderStep, DecoderStep]:

@@ -3,13 +3,13 @@ with few layers.
 
 The step cost model (`dispatchprof.serving.cost`) counts a handful of uniform step chains of the
 whole model. A decoder whose layers are identical modules (`dispatchprof.llm.layer_repeat
-.uniform_reason`) is instead counted with 2 and 3 layers on the same chain, and the profile of
+.layer_period` 1) is instead counted with 2 and 3 layers on the same chain, and the profile of
 the full depth is built from the two (`dispatchprof.count.layer_repeat.repeat_layers`: records,
 producers, scopes). A decoder whose layers are identical after a prefix of k layers of another
-kind (`dispatchprof.llm.layer_repeat.prefix_reason`: DeepSeek-V3's 3 dense layers before 58 MoE
+kind (`dispatchprof.llm.layer_repeat.prefix_layers`: DeepSeek-V3's 3 dense layers before 58 MoE
 layers, k = 3) is counted with k + 2 and k + 3 layers, the prefix as it is and its layer k + 1
 repeated (`repeat_layers_after`). A decoder whose layer kinds repeat every p layers
-(`dispatchprof.llm.layer_repeat.periodic_reason`: gpt-oss, Gemma-2 and -3, Qwen3.5) repeats the
+(`dispatchprof.llm.layer_repeat.layer_period`: gpt-oss, Gemma-2 and -3, Qwen3.5) repeats the
 block of p layers from layer k + 1, counted with one and two such blocks;
 `dispatchprof.llm.layer_repeat.counted_depths` gives the two depths. A chain's steps keep their
 place: a step's first and last record positions, like every whole-model quantity, are linear in
@@ -32,17 +32,16 @@ import torch
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import StepSpan
 from dispatchprof.llm.generation import count_steps as generation_steps
-from dispatchprof.llm.layer_repeat import (counted_depths, layer_container, periodic_reason, repeated_block,
-                                           shallow_model, shallow_reason)
+from dispatchprof.llm.layer_repeat import (counted_depths, layer_container, repeated_block, shallow_model,
+                                           shallow_reason)
 from dispatchprof.results.profile import Profile
 from dispatchprof.sim.placement import Scenarios
 
 
 def repeatable(model: torch.nn.Module) -> str:
-    """'' when ``model`` can be counted with few layers (`counted_depths`) and repeated, else why not."""
-    if getattr(model, "config", None) is None:
-        return "the model has no config"
-    return periodic_reason(model.config) or shallow_reason(model, counted_depths(model.config)[-1], periodic_reason)
+    """'' when ``model`` can be counted with few layers (`counted_depths`) and repeated, else why not
+    (`dispatchprof.llm.layer_repeat.shallow_reason`)."""
+    return shallow_reason(model)
 
 
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,

@@ -1,7 +1,7 @@
 """A decoder's training step timed from counts with few layers: the op table of the full depth
 from the same model counted with 2, 3 and 4 layers.
 
-A decoder whose layers are identical modules (`dispatchprof.llm.layer_repeat.uniform_reason`)
+A decoder whose layers are identical modules (`dispatchprof.llm.layer_repeat.layer_period` 1)
 runs a training step as a prefix, one block of ops per layer and a suffix in each of its forward
 and backward passes, and an optimizer step whose multi-tensor ops cover every parameter. The
 first and the last layer are boundaries (the last layer's backward starts from the loss's
@@ -39,8 +39,7 @@ from typing import Any
 import torch
 
 from dispatchprof.count.layer_repeat import LayerRepeatError
-from dispatchprof.llm.layer_repeat import (counted_depths, periodic_reason, repeated_block, shallow_model,
-                                           shallow_reason)
+from dispatchprof.llm.layer_repeat import counted_depths, repeated_block, shallow_model, shallow_reason
 from dispatchprof.sim.device import Device
 from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_model, model_sizes, op_table,
                                       simulate_model, step_from)
@@ -63,10 +62,7 @@ def depths(model: torch.nn.Module) -> tuple[int, int, int]:
 
 def repeat_reason(model: torch.nn.Module) -> str:
     """'' when ``model``'s training step can be timed from few layers, else why not."""
-    config = getattr(model, "config", None)
-    if config is None:
-        return "the model has no config"
-    return periodic_reason(config) or shallow_reason(model, depths(model)[-1], periodic_reason)
+    return shallow_reason(model, blocks=3)
 
 
 def repeated_step(model: torch.nn.Module, name: str, micro_batch: int, seq_len: int, device: Device, *,
