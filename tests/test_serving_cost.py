@@ -363,7 +363,7 @@ def test_attention_data_parallel_ranks_graph_their_own_share():
     assert setup.step_cost_of([], DecodeBatch(24, 24 * 30.0, 30.0), 0)[0] == \
         engine.step_s(padded, 6, 0, setup.overlaps) == pytest.approx(540e-6)     # host: 300 + 6 x 40 us
     assert setup.step_cost_of([], DecodeBatch(40, 40 * 30.0, 30.0), 0)[0] == pytest.approx(setup.cost.kernels * 1e-3)
-    # host time per sequence: 1 ms each, 100 s a step; 24 decodes over 4 ranks: 6 on the busiest, 106 ms
+    # host time per sequence: 1 ms each, 100 us a step; 24 decodes over 4 ranks: 6 on the busiest, 6.1 ms
     slow = dataclasses.replace(setup, engine=dataclasses.replace(engine, step_host_us=100.0, sequence_host_us=1000.0))
     assert slow.step_cost_of([], DecodeBatch(24, 24 * 30.0, 30.0), 0)[0] == pytest.approx(0.0061)
 
