@@ -92,13 +92,14 @@ def repeated_block(config: Any) -> tuple[int, int]:
     return prefix_layers(config) + 1, max(1, layer_period(config))
 
 
-def counted_depths(config: Any) -> tuple[int, int]:
-    """The two depths a decoder is counted with to repeat its layers: one and two blocks of p layers
-    after its first k + 1 (`repeated_block`), then the r = (L - k - 1) mod p layers its full depth L
-    ends with: k + 2 and k + 3 where every layer after the prefix is the same."""
+def counted_depths(config: Any, blocks: int = 2) -> tuple[int, ...]:
+    """The depths a decoder is counted with to repeat its layers: one, two, ... ``blocks`` blocks of
+    p layers after its first k + 1 (`repeated_block`), then the r = (L - k - 1) mod p layers its
+    full depth L ends with: k + 2 and k + 3 where every layer after the prefix is the same (two
+    blocks: serving and decoder streams; three: training, whose third depth checks the first two)."""
     first, p = repeated_block(config)
     rest = (config.num_hidden_layers - first) % p
-    return first + p + rest, first + 2 * p + rest
+    return tuple(first + b * p + rest for b in range(1, blocks + 1))
 
 
 def _switch_reason(config: Any) -> str:
@@ -135,16 +136,15 @@ def layer_container(model: torch.nn.Module) -> str | None:
 
 def shallow_reason(model: torch.nn.Module, blocks: int = 2) -> str:
     """'' when ``model`` can be counted with ``blocks`` >= 2 repeated blocks of layers
-    (`counted_depths` gives the depths of 1 and 2) and its counts extended to full depth: its config
-    qualifies (`periodic_reason`), it is deeper than the deepest count, its layers are one list;
-    else why not."""
+    (`counted_depths`) and its counts extended to full depth: its config qualifies
+    (`periodic_reason`), it is deeper than the deepest count, its layers are one list; else why not."""
     config = getattr(model, "config", None)
     if config is None:
         return "the model has no config"
     reason = periodic_reason(config)
     if reason:
         return reason
-    deepest = counted_depths(config)[-1] + (blocks - 2) * repeated_block(config)[1]
+    deepest = counted_depths(config, blocks)[-1]
     if config.num_hidden_layers <= deepest:
         return f"{config.num_hidden_layers} layers: counted as they are"
     if layer_container(model) is None:

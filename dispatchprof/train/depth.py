@@ -52,12 +52,11 @@ from dispatchprof.train.count import (CountedModel, CountedStep, OpTable, count_
 FLOAT_TOLERANCE = (1e-9, 1e-8)
 
 
-def depths(model: torch.nn.Module) -> tuple[int, int, int]:
+def depths(model: torch.nn.Module) -> tuple[int, ...]:
     """The three depths ``model`` is counted with: one, two and three blocks of the layers that
-    repeat (`dispatchprof.llm.layer_repeat.counted_depths` and a block more): 2, 3 and 4 where every
-    layer is the same. The first two predict the third (the check), the last two the full depth."""
-    shorter, longer = counted_depths(model.config)
-    return shorter, longer, 2 * longer - shorter
+    repeat (`dispatchprof.llm.layer_repeat.counted_depths`): 2, 3 and 4 where every layer is the
+    same. The first two predict the third (the check), the last two the full depth."""
+    return counted_depths(model.config, blocks=3)
 
 
 def repeat_reason(model: torch.nn.Module) -> str:
