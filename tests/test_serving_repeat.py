@@ -11,8 +11,8 @@ import torch
 from conftest import tiny_model
 from dispatchprof.llm.generation import count_steps
 from dispatchprof.llm.models import build_model
-from dispatchprof.llm.layer_repeat import counted_depths, repeated_block
-from dispatchprof.serving.repeat import repeatable, repeated_steps
+from dispatchprof.llm.layer_repeat import counted_depths, repeated_block, shallow_reason
+from dispatchprof.serving.repeat import repeated_steps
 from dispatchprof.sim.placement import scenarios_of
 from test_layer_repeat import _no_peaks
 from test_shape_generic import _quiet
@@ -23,7 +23,7 @@ def test_a_chain_of_steps_from_two_and_three_layers(family, extra):
     model = tiny_model(family, num_hidden_layers=5, **extra)
     scenarios = scenarios_of("H100-SXM")
     options = dict(runtime="serving", logits_to_keep=1)
-    assert repeatable(model) == ""
+    assert shallow_reason(model) == ""
     profile, spans = _quiet(lambda: repeated_steps(model, 4, (24, 1, 1), scenarios, **options))
     direct, direct_spans = _quiet(lambda: count_steps(model, 4, (24, 1, 1), scenarios, **options))
     assert spans == direct_spans                       # a prefill of 24 and two decode steps, KV per layer included
@@ -32,13 +32,13 @@ def test_a_chain_of_steps_from_two_and_three_layers(family, extra):
 
 
 def test_models_whose_layers_differ_or_are_few_are_counted_as_they_are():
-    assert repeatable(tiny_model(num_hidden_layers=3)) == "3 layers: counted as they are"
+    assert shallow_reason(tiny_model(num_hidden_layers=3)) == "3 layers: counted as they are"
     # Gemma-2 alternates sliding and full attention: blocks of 2 from layer 1, counted with 3 and 5
     gemma = tiny_model("gemma2", num_hidden_layers=5)
-    assert counted_depths(gemma.config) == (3, 5) and repeatable(gemma) == "5 layers: counted as they are"
+    assert counted_depths(gemma.config) == (3, 5) and shallow_reason(gemma) == "5 layers: counted as they are"
     # Qwen2 with a sliding window from layer 2 on (full, full, sliding x 4) repeats with no period
     qwen = tiny_model("qwen2", num_hidden_layers=6, use_sliding_window=True, sliding_window=1024, max_window_layers=2)
-    assert repeatable(qwen) == "config.layer_types does not repeat every 8 or fewer layers from layer 0 on"
+    assert shallow_reason(qwen) == "config.layer_types does not repeat every 8 or fewer layers from layer 0 on"
 
 
 def _gpt_oss(layers):
@@ -62,7 +62,7 @@ def test_a_chain_of_layers_that_alternate_from_two_blocks(build, layers, block, 
     twice (with the r = (L - 1) mod p layers the full depth ends with) gives the direct count."""
     model = build(layers)
     assert repeated_block(model.config) == block and counted_depths(model.config) == counted
-    assert repeatable(model) == ""
+    assert shallow_reason(model) == ""
     scenarios, options = scenarios_of("H100-SXM"), dict(runtime="serving", logits_to_keep=1)
     profile, spans = _quiet(lambda: repeated_steps(model, 4, (24, 1, 1), scenarios, **options))
     direct, direct_spans = _quiet(lambda: count_steps(model, 4, (24, 1, 1), scenarios, **options))

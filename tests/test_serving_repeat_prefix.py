@@ -11,10 +11,10 @@ from torch import nn
 
 from dispatchprof.count.layer_repeat import LayerRepeatError, per_layer_after, repeat_layers_after
 from dispatchprof.llm.generation import count_steps
-from dispatchprof.llm.layer_repeat import counted_depths, periodic_reason, prefix_layers, repeated_block
+from dispatchprof.llm.layer_repeat import counted_depths, periodic_reason, prefix_layers, repeated_block, shallow_reason
 from dispatchprof.llm.models import build_model
 from dispatchprof.results.records import COUNT_FIELDS
-from dispatchprof.serving.repeat import repeatable, repeated_steps
+from dispatchprof.serving.repeat import repeated_steps
 from dispatchprof.sim.placement import scenarios_of
 from test_layer_repeat import _no_peaks, count_stack
 from test_shape_generic import _quiet
@@ -69,13 +69,13 @@ def test_deepseek_configs_repeat_after_their_dense_layers():
     assert prefix_layers(tf.Glm4MoeConfig(first_k_dense_replace=1)) == 1
     assert periodic_reason(tf.Glm4MoeConfig(first_k_dense_replace=1)) == ""
     model = tiny_deepseek(3, 6)
-    assert counted_depths(model.config) == (5, 6) and repeatable(model) == "6 layers: counted as they are"
+    assert counted_depths(model.config) == (5, 6) and shallow_reason(model) == "6 layers: counted as they are"
 
 
 @pytest.mark.parametrize("prefix,layers", [(2, 7), (3, 8)])
 def test_a_deepseek_chain_from_its_prefix_and_one_repeated_moe_layer(prefix, layers):
     model = tiny_deepseek(prefix, layers)
-    assert repeatable(model) == "" and counted_depths(model.config) == (prefix + 2, prefix + 3)
+    assert shallow_reason(model) == "" and counted_depths(model.config) == (prefix + 2, prefix + 3)
     scenarios, options = scenarios_of("H100-SXM"), dict(runtime="serving", logits_to_keep=1)
     profile, spans = _quiet(lambda: repeated_steps(model, 4, (24, 1, 1), scenarios, **options))
     direct, direct_spans = _quiet(lambda: count_steps(model, 4, (24, 1, 1), scenarios, **options))

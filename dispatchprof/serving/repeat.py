@@ -38,12 +38,6 @@ from dispatchprof.results.profile import Profile
 from dispatchprof.sim.placement import Scenarios
 
 
-def repeatable(model: torch.nn.Module) -> str:
-    """'' when ``model`` can be counted with few layers (`counted_depths`) and repeated, else why not
-    (`dispatchprof.llm.layer_repeat.shallow_reason`)."""
-    return shallow_reason(model)
-
-
 def repeated_steps(model: torch.nn.Module, batch: int, tokens: Sequence[int], scenarios: Any,
                    **options: Any) -> tuple[Profile, list[StepSpan]]:
     """The profile and step spans of `dispatchprof.llm.generation.count_steps` on ``model`` at its
@@ -86,7 +80,7 @@ class CountMemo:
     def __init__(self, model: torch.nn.Module, repeat: bool = True) -> None:
         self.model = model
         self._counts: dict[tuple, tuple[Profile, list[StepSpan], bool]] = {}
-        self.full_depth_reason = repeatable(model) if repeat else "layer repetition switched off"
+        self.full_depth_reason = shallow_reason(model) if repeat else "layer repetition switched off"
         self._direct: tuple | None = None        # the chain counted at full depth beside repeated ones
 
     @property
@@ -119,4 +113,4 @@ class CountMemo:
         return profile, spans
 
 
-__all__ = ["CountMemo", "repeatable", "repeated_steps"]
+__all__ = ["CountMemo", "repeated_steps"]
