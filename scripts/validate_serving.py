@@ -45,6 +45,7 @@ import warnings
 
 import prediction_cache
 from aic_env import AIC_PYTHON, aic_path
+import serving_rows
 from serving_rows import ServingRow, aic_rows, published_rows, sim2real_rows
 
 from dispatchprof.serving import Request, generate_requests, prepare_serving, simulate_serving
@@ -173,7 +174,10 @@ def closed_loop_means(requests, clients: int, rounds: int) -> dict:
 
 
 def requests_of(r: ServingRow) -> list[Request]:
-    """A row's requests: its stages one after another at a constant rate each, or all at 0."""
+    """A row's requests: its stages one after another at a constant rate each, or all at 0 (their
+    lengths drawn as vLLM's benchmark_serving.py draws them where ``range_ratio`` < 1: `random_lengths`)."""
+    if r.range_ratio < 1:
+        return [Request(0.0, prompt, output) for prompt, output in zip(*random_lengths(r))]
     if not r.stages:
         return [Request(0.0, r.prompt_len, r.output_len)] * r.num_requests
     out, start = [], 0.0
@@ -182,6 +186,16 @@ def requests_of(r: ServingRow) -> list[Request]:
                 for q in generate_requests(rate, round(rate * seconds), r.prompt_len, r.output_len, arrivals="fixed")]
         start += seconds
     return out
+
+
+def random_lengths(r: ServingRow, seed: int = 0) -> tuple[list[int], list[int]]:
+    """Prompt and output lengths of a row's requests as benchmark_serving.py's random dataset draws
+    them after ``np.random.seed(seed)`` (its --seed, 0 unless set): every prompt length, then every
+    output length, uniform over [int(range_ratio x length), length] (`serving_rows`, InferenceMAX's runs)."""
+    import numpy as np
+    rng = np.random.RandomState(seed)
+    return tuple([int(n) for n in rng.randint(int(length * r.range_ratio), length + 1, size=r.num_requests)]
+                 for length in (r.prompt_len, r.output_len))
 
 
 def architecture(model: str) -> str:
@@ -414,8 +428,8 @@ def main() -> None:
                 print(f"{engine}: {figures}: mean error {100 * err:.1f}% over {n} fit rows")
             return
     version = prediction_cache.code_version((counted_setup, _groups_of_architecture, predict_row,
-                                             predict_disagg_group, predict_disagg_row, requests_of, aic_rows,
-                                             published_rows, sim2real_rows))
+                                             predict_disagg_group, predict_disagg_row, requests_of, random_lengths,
+                                             closed_loop_means, serving_rows))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     if args.cached_only:
         if not args.cache:

@@ -103,7 +103,7 @@ def test_bench_serving_sums():
 
 
 @pytest.mark.parametrize("model, weights, device, quoted", [
-    ("llama-3.1-70b", "fp8", "H100-SXM", "+{}% (FP8, H100)"), ("llama-3.1-70b", "fp8", "H200", "+{}% (FP8, H200)"),
+    ("llama-3.1-70b", "fp8", "H100-SXM", "{}% (FP8, H100)"), ("llama-3.1-70b", "fp8", "H200", "{}% (FP8, H200)"),
     ("llama-3.1-70b", "fp8", "B200", "{}% (FP8, B200)"), ("llama-3.1-70b", "fp4", "B200", "{}% (NVFP4, B200)"),
     ("qwen3-32b", "bf16", "H100-SXM", "of Qwen3-32B on H100 {}%"),
 ])

@@ -325,3 +325,47 @@ def test_a_row_without_a_version_runs_under_the_preset_released_by_its_measureme
     assert sr.measured_day("source_file=2026-04-06.csv; model=X; silicon_concurrency=8; "
                            "measured=2025-10-29T00:00:00.000Z; wip=False") == "2025-10-29"
     assert sr.measured_day("source_file=x.csv; silicon_concurrency=8") is None
+
+
+def test_inferencemax_rows_run_as_its_scripts_ran_them(tmp_path):
+    """Rows from InferenceMAX's file whose server is transcribed: benchmark_serving.py's client (10
+    requests per client, lengths over [int(0.8 L), L], every request measured) and the script's server
+    figures; a model whose server is not transcribed, or a row from another file, keeps AIConfigurator's
+    template (serving_rows module docstring, InferenceMAX's runs)."""
+    source = "source_file=2026-04-06.csv; model=Llama-3.1-70B; silicon_concurrency=16; measured=2025-10-29T00:00:00.000Z"
+    llama = dict(silicon_data_source=source, backend="vllm", backend_version="", model_path="meta-llama/Llama-3.1-70B",
+                 isl="1024", osl="8192", batch_size="16", tp_size="4")
+    rows = sr.aic_rows(write(tmp_path, [
+        row(id="h100", **llama), row(id="b200", **{**llama, "system": "b200_sxm", "gemm_quant_mode": "nvfp4"}),
+        row(id="trt", **{**llama, "backend": "trtllm", "system": "h200_sxm"}),
+        row(id="qwen", **{**llama, "model_path": "Qwen/Qwen3-32B"}),
+        row(id="aiperf", **{**llama, "silicon_data_source": "source_file=x.csv; silicon_concurrency=16"})]))[0]
+    h100, b200, trt, qwen, aiperf = rows
+    assert (h100.range_ratio, h100.concurrency, h100.max_seqs, h100.num_requests, h100.rounds) == (0.8, 16, 16, 160, 0)
+    assert (h100.weight_dtype, h100.kv_dtype) == ("fp8", "fp8")                  # "kv-cache-dtype: fp8"
+    assert h100.engine_figures == {"max_batched_tokens": 8192, "prefix_caching": False}
+    assert b200.engine_figures == {"max_batched_tokens": 8192, "prefix_caching": False, "cuda_graph_steps": "decode"}
+    assert (b200.weight_dtype, b200.kv_dtype) == ("fp4", "fp8")
+    assert trt.engine_figures == {"max_batched_tokens": 16384, "prefix_caching": False} and trt.kv_dtype == "fp8"
+    for other in (qwen, aiperf):                                                 # AIConfigurator's template
+        assert (other.range_ratio, other.rounds, other.num_requests) == (1.0, 20, 16 * 9)
+        assert other.engine_figures["max_batched_tokens"] == 16 + 1024 + 1500
+
+
+def test_inferencemax_lengths_are_drawn_as_benchmark_serving_draws_them(tmp_path):
+    """np.random.seed(0), every prompt length, then every output length: numpy's legacy global
+    generator, as benchmark_serving.py's sample_random_requests calls it."""
+    import numpy as np
+
+    import validate_serving
+    source = "source_file=2026-04-06.csv; silicon_concurrency=4"
+    (r,), _ = sr.aic_rows(write(tmp_path, [row(silicon_data_source=source, backend="vllm", backend_version="",
+                                               model_path="meta-llama/Llama-3.1-70B", isl="8192", osl="1024",
+                                               batch_size="4", tp_size="4")]))
+    prompts, outputs = validate_serving.random_lengths(r)
+    np.random.seed(0)
+    assert prompts == np.random.randint(6553, 8193, size=40).tolist()        # int(0.8 x 8192) = 6553
+    assert outputs == np.random.randint(819, 1025, size=40).tolist()         # int(0.8 x 1024) = 819
+    reqs = validate_serving.requests_of(r)
+    assert [(q.arrival_s, q.prompt_tokens, q.output_tokens) for q in reqs] == [(0.0, p, o) for p, o in zip(prompts, outputs)]
+    assert min(prompts) >= 6553 and max(prompts) <= 8192 and len(set(prompts)) > 30
