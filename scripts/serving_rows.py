@@ -167,11 +167,12 @@ RANGE_RATIO = 0.8
 #: either way), on B200 '"cudagraph_mode": "FULL_DECODE_ONLY"' (a step that carries a prompt runs
 #: without a CUDA graph); under TensorRT-LLM (70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_docker.sh,
 #: 70b_fp4_b200_trt_docker.sh): "kv_cache_config: dtype: fp8 enable_block_reuse: false",
-#: "--max_num_tokens 16384". Not simulated: TensorRT-LLM's "batch_wait_max_tokens_ratio: 0.9,
-#: batch_wait_timeout_iters: 20" at ISL = OSL = 1024 below TP 8 (the simulated scheduler does not hold
-#: a batch back).
+#: "--max_num_tokens 16384", and at ISL = OSL = 1024 below TP 8 ('if [[ "$ISL" == "1024" && "$OSL" ==
+#: "1024" && ${TP} -lt 8 ]]') "batch_wait_max_tokens_ratio: 0.9, batch_wait_timeout_iters: 20"
+#: (`_BATCH_WAIT`, `batch_waits`; dispatchprof.serving.scheduler, rule 4).
 _LLAMA_70B_VLLM = {"max_batched_tokens": 8192, "prefix_caching": False}
 _LLAMA_70B_TRTLLM = {"max_batched_tokens": 16384, "prefix_caching": False}
+_BATCH_WAIT = {"batch_wait_steps": 20, "batch_wait_tokens_ratio": 0.9}
 INFERENCEMAX_SERVERS = {
     ("meta-llama/Llama-3.1-70B", "vllm", "h100_sxm"): ("fp8", _LLAMA_70B_VLLM),
     ("meta-llama/Llama-3.1-70B", "vllm", "h200_sxm"): ("fp8", _LLAMA_70B_VLLM),
@@ -395,7 +396,18 @@ def inferencemax_server(r: dict) -> tuple[str | None, dict] | None:
     row on, or None where the row is not InferenceMAX's or its server is not transcribed (`INFERENCEMAX_SERVERS`)."""
     if INFERENCEMAX_SOURCE not in r["silicon_data_source"] or r["mode"] != "agg":
         return None
-    return INFERENCEMAX_SERVERS.get((r["model_path"], r["backend"], r["system"]))
+    server = INFERENCEMAX_SERVERS.get((r["model_path"], r["backend"], r["system"]))
+    if server is None or not batch_waits(r):
+        return server
+    kv_dtype, figures = server
+    return kv_dtype, {**figures, **_BATCH_WAIT}
+
+
+def batch_waits(r: dict) -> bool:
+    """Whether InferenceMAX's TensorRT-LLM script for a Llama-3.1-70B row turns batch waiting on
+    (`INFERENCEMAX_SERVERS`): 1,024 / 1,024 tokens below TP 8."""
+    return (r["backend"] == "trtllm" and r["model_path"] == "meta-llama/Llama-3.1-70B" and r["isl"] == r["osl"] == "1024"
+            and int(r["tp_size"]) < 8)
 
 
 def _inferencemax_row(r: dict, clients: int, kv_dtype: str | None, figures: dict) -> ServingRow:

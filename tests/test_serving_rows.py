@@ -369,3 +369,17 @@ def test_inferencemax_lengths_are_drawn_as_benchmark_serving_draws_them(tmp_path
     reqs = validate_serving.requests_of(r)
     assert [(q.arrival_s, q.prompt_tokens, q.output_tokens) for q in reqs] == [(0.0, p, o) for p, o in zip(prompts, outputs)]
     assert min(prompts) >= 6553 and max(prompts) <= 8192 and len(set(prompts)) > 30
+
+
+def test_inferencemax_tensorrt_llm_waits_for_batches_at_1k_1k_below_tp_8(tmp_path):
+    """70b_fp8_h200_trt_slurm.sh: 'if [[ "$ISL" == "1024" && "$OSL" == "1024" && ${TP} -lt 8 ]]' sets
+    batch_wait_timeout_iters 20 and batch_wait_max_tokens_ratio 0.9."""
+    source = "source_file=2026-04-06.csv; silicon_concurrency=8"
+    base = dict(silicon_data_source=source, backend="trtllm", backend_version="", system="h200_sxm",
+                model_path="meta-llama/Llama-3.1-70B", isl="1024", osl="1024", batch_size="8")
+    rows = sr.aic_rows(write(tmp_path, [row(id="tp4", **base, tp_size="4"), row(id="tp8", **base, tp_size="8"),
+                                        row(id="8k", **{**base, "isl": "8192"}, tp_size="4"),
+                                        row(id="vllm", **{**base, "backend": "vllm"}, tp_size="4")]))[0]
+    waits = {r.id: (r.engine_figures.get("batch_wait_steps"), r.engine_figures.get("batch_wait_tokens_ratio"))
+             for r in rows}
+    assert waits == {"tp4": (20, 0.9), "tp8": (None, None), "8k": (None, None), "vllm": (None, None)}

@@ -116,6 +116,7 @@ class Replica:
     energy_j: float = 0.0
     steps: int = 0
     preemptions: int = 0
+    batch_waited: int = 0                          # steps its prompts have been held back in a row (scheduler rule 4)
     timeline: list = field(default_factory=list)   # (start s, KV blocks used, running, waiting, preemptions)
     gaps: list = field(default_factory=list)       # inter-token gaps of measured requests: (seconds, how many)
 
@@ -231,7 +232,8 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
             return
     while True:     # a plan that only preempted (a prefill gave way to older sequences) is planned again
         plan = plan_step([s.view() for s in rep.running], (s.view() for s in rep.waiting), rep.free_blocks,
-                         rep.config)
+                         rep.config, rep.batch_waited)
+        rep.batch_waited = plan.waited
         for i in plan.preempted:                   # newest first: the oldest ends at the front
             s = seqs[i]
             rep.running.remove(s)

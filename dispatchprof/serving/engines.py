@@ -29,7 +29,10 @@ A preset holds what an engine decides on its own when a benchmark starts it with
   more tokens than the largest captured size): the model's forward is then Python issuing its
   kernels one by one while the GPU runs them, so such a step takes at least kernels x this
   (`EnginePreset.step_s`);
-- ``prefix_caching``: whether the engine caches prompt prefixes by default.
+- ``prefix_caching``: whether the engine caches prompt prefixes by default;
+- ``batch_wait_steps`` and ``batch_wait_tokens_ratio``: TensorRT-LLM's batch waiting (scheduler
+  rule 4, `dispatchprof.serving.scheduler`): prompts are held back for up to that many steps
+  until a step holds that share of ``max_batched_tokens`` (0: off).
 
 ``memory_rules`` change figures on devices with at least ``min_memory_gib`` of memory, unless the
 device's name contains ``unless_name_contains`` (vLLM picks larger batches on 70 GiB GPUs other
@@ -86,6 +89,8 @@ class EnginePreset:
     state_pool: str
     state_memory_ratio: float
     state_slots_per_seq: int
+    batch_wait_steps: int
+    batch_wait_tokens_ratio: float
     sources: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -131,7 +136,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "cuda_graph_sizes": (list,), "cuda_graph_steps": (str,), "step_host_us": (int, float),
     "sequence_host_us": (int, float), "overlap_host": (bool,), "linear_attention_overlap": (bool,),
     "prefix_caching": (bool,), "eager_kernel_host_us": (int, float), "state_pool": (str,),
-    "state_memory_ratio": (int, float), "state_slots_per_seq": (int,),
+    "state_memory_ratio": (int, float), "state_slots_per_seq": (int,), "batch_wait_steps": (int,),
+    "batch_wait_tokens_ratio": (int, float),
 }
 
 
@@ -147,6 +153,10 @@ def _check(value: Any, name: str, where: str) -> Any:
         problem = "must be in (0, 1]"
     elif name in ("step_host_us", "sequence_host_us", "eager_kernel_host_us") and not 0 <= value < 1e6:
         problem = "must be in [0, 1e6) microseconds"
+    elif name == "batch_wait_steps" and value < 0:
+        problem = "must be >= 0"
+    elif name == "batch_wait_tokens_ratio" and not 0 <= value <= 1:
+        problem = "must be in [0, 1]"
     elif name == "state_memory_ratio" and not 0 <= value < 100:
         problem = "must be in [0, 100)"
     elif name == "state_pool" and value not in STATE_POOLS:

@@ -19,6 +19,13 @@ order `plan_step` applies them:
 3. **Admission**: only when nothing was preempted this step, waiting sequences are admitted
    first come first served while fewer than ``max_seqs`` run, budget is left and their first
    chunk's blocks are free; the first one that does not fit stops admission (it waits).
+4. **Batch waiting** (TensorRT-LLM's ``batch_wait_timeout_iters`` and ``batch_wait_max_tokens_ratio``,
+   off unless set): a step that would carry both decodes and prompt tokens runs the decodes alone
+   (the prompts' chunks are held back and admissions undone) while prompts have been held back
+   fewer than ``batch_wait_steps`` steps since they last ran and the step's tokens (each scheduled
+   prompt's whole length plus one per decode) are fewer than ``batch_wait_tokens``. Steps without
+   both kinds leave the count of held steps alone (tensorrt_llm/_torch/pyexecutor/py_executor.py,
+   PyExecutor._schedule and _waiting_requests).
 
 After a step, a sequence whose ``computed`` reaches ``known`` samples a token: the first one
 after a prefill (its time to first token), ``decode_gain`` tokens after a decode step (1; the
@@ -42,6 +49,7 @@ step after the next one.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
@@ -65,6 +73,8 @@ class SchedulerConfig:
     reserve_output: bool = False       # admission reserves the blocks of prompt + output
     plan_ahead: bool = False           # the next step is planned while this one runs (event loop: arrivals lag)
     state_blocks: int = 0              # blocks a running sequence holds for its linear-attention states
+    batch_wait_steps: int = 0          # rule 4: steps prompts may be held back in a row (0: none)
+    batch_wait_tokens: int = 0         # rule 4: step tokens that end the wait (0: none)
 
     def __post_init__(self) -> None:
         for name in ("num_blocks", "block_size", "max_seqs", "max_batched_tokens", "decode_q"):
@@ -75,8 +85,10 @@ class SchedulerConfig:
             raise ValueError(f"decode_gain must be >= 1 token per step, got {self.decode_gain!r}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
-        if isinstance(self.state_blocks, bool) or not isinstance(self.state_blocks, int) or self.state_blocks < 0:
-            raise ValueError(f"state_blocks must be a whole number >= 0, got {self.state_blocks!r}")
+        for name in ("state_blocks", "batch_wait_steps", "batch_wait_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
 
     def blocks_held(self, tokens: float) -> int:
         """Blocks a sequence with ``tokens`` tokens in the cache holds: `blocks_for` them, plus
@@ -101,11 +113,13 @@ class SeqView:
 @dataclass(frozen=True)
 class StepPlan:
     """One step: (id, q tokens, new blocks) per scheduled sequence in order, the ids preempted
-    (newest first) and the ids admitted from the queue."""
+    (newest first), the ids admitted from the queue, and the steps prompts have been held back in
+    a row after this one (rule 4)."""
 
     scheduled: tuple[tuple[int, int, int], ...]
     preempted: tuple[int, ...] = ()
     admitted: tuple[int, ...] = ()
+    waited: int = 0
 
 
 def blocks_for(tokens: float, block_size: int) -> int:
@@ -129,25 +143,39 @@ def tokens_asked(s: SeqView, budget: int, config: SchedulerConfig) -> int:
 
 
 def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int,
-              config: SchedulerConfig) -> StepPlan:
-    """The batch of the next step (rules 1-3 of the module docstring, under ``config.policy``);
+              config: SchedulerConfig, waited: int = 0) -> StepPlan:
+    """The batch of the next step (rules 1-4 of the module docstring, under ``config.policy``);
     ``running`` oldest first, ``waiting`` in queue order (read lazily: admission stops at the
-    first that does not fit)."""
+    first that does not fit); ``waited``: the steps prompts have been held back in a row before it."""
     if config.policy == "mixed":
-        return _plan(running, waiting, free_blocks, config, decodes=True)
-    prefills = _plan(running, waiting, free_blocks, config, decodes=False)
+        plan, prompts = _plan(running, waiting, free_blocks, config, decodes=True)
+        return _batch_wait(plan, prompts, waited, config)
+    prefills, _ = _plan(running, waiting, free_blocks, config, decodes=False)
     if prefills.scheduled or prefills.preempted:
-        return prefills
-    return _plan(running, (), free_blocks, config, decodes=True)
+        return dataclasses.replace(prefills, waited=waited)
+    return dataclasses.replace(_plan(running, (), free_blocks, config, decodes=True)[0], waited=waited)
+
+
+def _batch_wait(plan: StepPlan, prompts: dict[int, float], waited: int, config: SchedulerConfig) -> StepPlan:
+    """Rule 4 on a step of rules 1-3 whose prefilling sequences hold ``prompts`` (id -> whole length)."""
+    if not (config.batch_wait_steps or config.batch_wait_tokens) or not prompts or len(prompts) == len(plan.scheduled):
+        return dataclasses.replace(plan, waited=waited)
+    tokens = sum(prompts.values()) + len(plan.scheduled) - len(prompts)
+    if waited >= config.batch_wait_steps or tokens >= config.batch_wait_tokens:
+        return plan
+    decodes = tuple(entry for entry in plan.scheduled if entry[0] not in prompts)
+    return StepPlan(decodes, plan.preempted, (), waited + 1)
 
 
 def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int, config: SchedulerConfig,
-          decodes: bool) -> StepPlan:
-    """Rules 1-3; with ``decodes`` False, rule 1 passes over decoding sequences (they stay running)."""
+          decodes: bool) -> tuple[StepPlan, dict[int, float]]:
+    """Rules 1-3, and the whole length of every sequence it schedules prompt tokens for (id ->
+    tokens); with ``decodes`` False, rule 1 passes over decoding sequences (they stay running)."""
     budget, free = config.max_batched_tokens, free_blocks
     run = list(running)
     scheduled: list[tuple[int, int, int]] = []
     preempted: list[int] = []
+    prompts: dict[int, float] = {}
     i = 0
     while i < len(run):
         s = run[i]
@@ -168,6 +196,8 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
         free -= max(need, 0)
         budget -= q
         scheduled.append((s.id, q, max(need, 0)))
+        if not s.prefilled:
+            prompts[s.id] = s.known
         i += 1
     admitted: list[int] = []
     if not preempted:
@@ -183,4 +213,5 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
             budget -= q
             scheduled.append((w.id, q, need))
             admitted.append(w.id)
-    return StepPlan(tuple(scheduled), tuple(preempted), tuple(admitted))
+            prompts[w.id] = w.known
+    return StepPlan(tuple(scheduled), tuple(preempted), tuple(admitted)), prompts

@@ -489,7 +489,8 @@ def scheduler_config(setup: ServingSetup, requests: Sequence[Request], replicas:
     config = SchedulerConfig(blocks, block_size, max_seqs, max_batched_tokens, chunked_prefill and setup.prompt is None,
                              setup.spec_tokens + 1 if setup.draft is not None else 1, gain,
                              engine.policy if engine else "mixed", engine.reserve_output if engine else False,
-                             setup.overlaps, cache.state_blocks)
+                             setup.overlaps, cache.state_blocks, engine.batch_wait_steps if engine else 0,
+                             math.ceil(engine.batch_wait_tokens_ratio * max_batched_tokens) if engine else 0)
     return config, engines
 
 
