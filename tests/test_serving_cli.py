@@ -132,6 +132,12 @@ def test_durations():
     (["--rate", "1", "-o", "/dev/null"], "-o "),
     (["--concurrency", "8", "--engine", "vllm", "--runtime", "eager"],
      "an engine preset runs the serving runtime (CUDA graphs, fused kernels), not 'eager'"),
+    (["--concurrency", "8", "--batch-wait-steps", "20"],
+     "--batch-wait-steps and --batch-wait-ratio need --engine (they change its preset)"),
+    (["--concurrency", "8", "--engine", "trtllm", "--batch-wait-steps", "-1"],
+     "--batch-wait-steps must be a whole number of steps >= 0, got -1"),
+    (["--concurrency", "8", "--engine", "trtllm", "--batch-wait-ratio", "1.5"],
+     "--batch-wait-ratio must be a share of the step budget in [0, 1], got 1.5"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, tiny_dir, args, message):
     code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", *args)
@@ -223,3 +229,21 @@ def test_counting_shows_a_progress_bar_on_a_terminal(capsys, monkeypatch, tiny_d
     assert [f"counting chains: {k} of 6" in drawn for k in range(7)] == [True] * 7
     assert drawn.endswith("\r" + " " * 90 + "\r")                    # cleared
     assert "2 clients" in capsys.readouterr().out
+
+
+def test_batch_waiting_holds_prompts_back_only_beside_decodes(capsys, tiny_dir):
+    """--batch-wait-steps / --batch-wait-ratio (the scheduler's rule 4, worked by hand in
+    tests/test_serving_batch_wait.py): one client never has a decode beside its prompt, so nothing
+    waits; eight clients of varied output lengths send prompts while others decode: those wait for a
+    fuller step, and their TTFT grows."""
+    def summary(clients, *wait):
+        code, out, err = run(capsys, "serve", tiny_dir, "--device", "H100-SXM", "--engine", "trtllm",
+                             "--concurrency", clients, "--num-requests", "40", "--prompt-len", "64",
+                             "--output-len", "uniform:8:24", "--json", *wait)
+        assert code == 0, err
+        return json.loads(out)["summary"]                 # one run: its report at the top level
+    wait = ("--batch-wait-steps", "5", "--batch-wait-ratio", "1")
+    assert summary("1", *wait) == summary("1")
+    assert summary("8", "--batch-wait-steps", "0") == summary("8")
+    held, free = summary("8", *wait), summary("8")
+    assert held["ttft_s"]["mean"] > free["ttft_s"]["mean"] and held["requests"] == free["requests"] == 40

@@ -6,6 +6,7 @@ cost per token."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -71,6 +72,12 @@ def parser() -> Parser:
     eng.add_argument("--max-seqs", type=size(), help="default 256")
     eng.add_argument("--max-batched-tokens", type=size(), help="default 8192")
     eng.add_argument("--no-chunked-prefill", action="store_true")
+    eng.add_argument("--batch-wait-steps", type=int, metavar="N",
+                     help="hold prompts back up to N steps for a fuller step, as TensorRT-LLM's "
+                          "batch_wait_timeout_iters (needs --engine; default: the preset's, 0)")
+    eng.add_argument("--batch-wait-ratio", type=float, metavar="R",
+                     help="a step of R x the step budget's tokens ends the wait, as TensorRT-LLM's "
+                          "batch_wait_max_tokens_ratio, in [0, 1] (needs --engine; default: the preset's, 0)")
     eng.add_argument("--block-size", type=size(), help="default 16")
     eng.add_argument("--kv-blocks", type=size(), help="KV blocks per replica (default: memory left after weights)")
     eng.add_argument("--memory-utilization", type=float, help="default 0.9")
@@ -200,6 +207,7 @@ def run(argv: Sequence[str]) -> int:
         raise UsageError(f"--prefix-hit must be a rate in [0, 1], got {args.prefix_hit!r}")
     if args.engine_version is not None and args.engine is None:
         raise UsageError("--engine-version needs --engine")
+    batch_wait = batch_wait_figures(args)
     layout_of(args.tp, args.ep, args.dp_attention, args.pp, args.expert_skew)      # bad layouts before counting
     disaggregated = check_disaggregated(args)
     if args.requests:
@@ -225,8 +233,9 @@ def run(argv: Sequence[str]) -> int:
                                 engine=args.engine, engine_version=args.engine_version, ep=args.ep,
                                 dp_attention=args.dp_attention, pp=args.pp, expert_skew=args.expert_skew,
                                 progress=bar)
+    setup = with_figures(setup, batch_wait)
     if disaggregated:
-        runs = disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot)
+        runs = disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot, batch_wait)
     else:
         runs = [(label, simulate_serving(setup, reqs, replicas=args.replicas, router=args.router,
                                          max_seqs=args.max_seqs, max_batched_tokens=args.max_batched_tokens,
@@ -249,6 +258,25 @@ def run(argv: Sequence[str]) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def batch_wait_figures(args) -> dict:
+    """The batch-waiting figures --batch-wait-steps and --batch-wait-ratio set on the engine preset
+    (docs/serving.md, the scheduler's rule 4), checked."""
+    figures = {name: value for name, value in (("batch_wait_steps", args.batch_wait_steps),
+                                               ("batch_wait_tokens_ratio", args.batch_wait_ratio)) if value is not None}
+    if figures and args.engine is None:
+        raise UsageError("--batch-wait-steps and --batch-wait-ratio need --engine (they change its preset)")
+    if args.batch_wait_steps is not None and args.batch_wait_steps < 0:
+        raise UsageError(f"--batch-wait-steps must be a whole number of steps >= 0, got {args.batch_wait_steps}")
+    if args.batch_wait_ratio is not None and not 0 <= args.batch_wait_ratio <= 1:
+        raise UsageError(f"--batch-wait-ratio must be a share of the step budget in [0, 1], got {args.batch_wait_ratio}")
+    return figures
+
+
+def with_figures(setup, figures: dict):
+    """``setup`` with ``figures`` replaced on its engine preset."""
+    return dataclasses.replace(setup, engine=dataclasses.replace(setup.engine, **figures)) if figures else setup
 
 
 def check_disaggregated(args) -> bool:
@@ -279,9 +307,9 @@ def _bar(prefix: str = "") -> Iterator[Callable[[int, int, str], None]]:
         bar.close()
 
 
-def disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot) -> list:
+def disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot, figures: dict) -> list:
     """(label, result) per trace: ``setup`` prefills, a decode setup counted on --decode-device
-    (with --decode-tp, the rest as the prefill side) decodes."""
+    (with --decode-tp, the rest as the prefill side, its engine preset with ``figures``) decodes."""
     decode_device = args.decode_device or args.device
     with warnings.catch_warnings(), _bar("decode side: ") as bar:
         warnings.simplefilter("ignore")
@@ -290,6 +318,7 @@ def disaggregated_runs(args, setup, traces, slo_ttft, slo_tpot) -> list:
                                  tp=args.decode_tp if args.decode_tp is not None else args.tp,
                                  engine=args.engine, engine_version=args.engine_version, ep=args.ep,
                                  dp_attention=args.dp_attention, expert_skew=args.expert_skew, progress=bar)
+    decode = with_figures(decode, figures)
     return [(label, simulate_disaggregated(setup, decode, reqs, prefill_replicas=args.prefill_replicas,
                                            decode_replicas=args.decode_replicas, kv_link=args.kv_link,
                                            router=args.router, max_seqs=args.max_seqs,
