@@ -43,6 +43,7 @@ import sys
 import time
 import warnings
 
+import inferencemax_servers
 import prediction_cache
 from aic_env import AIC_PYTHON, aic_path
 import serving_rows
@@ -429,7 +430,7 @@ def main() -> None:
             return
     version = prediction_cache.code_version((counted_setup, _groups_of_architecture, predict_row,
                                              predict_disagg_group, predict_disagg_row, requests_of, random_lengths,
-                                             closed_loop_means, serving_rows))
+                                             closed_loop_means, serving_rows, inferencemax_servers))
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     if args.cached_only:
         if not args.cache:

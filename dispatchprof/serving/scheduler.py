@@ -147,13 +147,10 @@ def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_block
     """The batch of the next step (rules 1-4 of the module docstring, under ``config.policy``);
     ``running`` oldest first, ``waiting`` in queue order (read lazily: admission stops at the
     first that does not fit); ``waited``: the steps prompts have been held back in a row before it."""
-    if config.policy == "mixed":
-        plan, prompts = _plan(running, waiting, free_blocks, config, decodes=True)
-        return _batch_wait(plan, prompts, waited, config)
-    prefills, _ = _plan(running, waiting, free_blocks, config, decodes=False)
-    if prefills.scheduled or prefills.preempted:
-        return dataclasses.replace(prefills, waited=waited)
-    return dataclasses.replace(_plan(running, (), free_blocks, config, decodes=True)[0], waited=waited)
+    plan, prompts = _plan(running, waiting, free_blocks, config, decodes=config.policy == "mixed")
+    if config.policy != "mixed" and not (plan.scheduled or plan.preempted):
+        plan, prompts = _plan(running, (), free_blocks, config, decodes=True)
+    return _batch_wait(plan, prompts, waited, config)
 
 
 def _batch_wait(plan: StepPlan, prompts: dict[int, float], waited: int, config: SchedulerConfig) -> StepPlan:
