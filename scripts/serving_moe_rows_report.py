@@ -33,7 +33,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from serving_rows import MOE, _unexpressed, aic_rows  # noqa: E402
+from serving_rows import MOE, aic_rows  # noqa: E402
 
 from dispatchprof.results.files import write_atomic  # noqa: E402
 
@@ -164,11 +164,13 @@ def raw_kind(r: dict) -> str:
     return "disagg " + (prefill if prefill == decode else f"{prefill} / {decode}")
 
 
-def layout_table(lines: list[dict], sample: str) -> str:
-    """Per layout kind: the sample's rows of that kind (aggregated with pp or attention DP; every
-    disaggregated mixture-of-experts row), expressed, predicted, and for held-out and fit rows
+def layout_table(lines: list[dict], sample: str, rows, skipped) -> str:
+    """Per layout kind: the sample's rows of that kind as written (aggregated with pp or attention DP;
+    every disaggregated mixture-of-experts row), expressed, predicted, and for held-out and fit rows
     dispatchprof's median |error| (and signed) of TTFT and TPOT, then both tools over the rows both
-    predict; then the reasons the rest are not expressed."""
+    predict; then why the rest are not among them: the reason ``aic_rows`` skipped them (``skipped``),
+    or the other layout they are expressed as (``rows``: InferenceMAX's rows, whose columns store its
+    config's TP x EP, scripts/inferencemax_servers.py)."""
     with open(sample, encoding="utf-8", newline="") as f:
         raw = [r for r in csv.DictReader(f) if r["mode"] in ("agg", "disagg")]
     raw = [r for r in raw if raw_kind(r) != "tp/ep" and (r["mode"] == "agg" or r["model_path"] in MOE
@@ -187,15 +189,11 @@ def layout_table(lines: list[dict], sample: str) -> str:
     text = "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
                      for cells in out) + "\n"
     expressed = {m["id"] for m in lines}
-    reasons = collections.Counter((raw_kind(r), reason) for r in raw if r["id"] not in expressed
-                                  for reason in [skipped_reason(r)])
+    why = {s.id: s.reason for s in skipped} | {r.id: f"expressed as {r.layout_kind}" for r in rows}
+    reasons = collections.Counter((raw_kind(r), why[r["id"]]) for r in raw if r["id"] not in expressed)
     text += "\nnot expressed (layout kind: reason):\n"
     text += "".join(f"  {n:5d}  {kind}: {reason}\n" for (kind, reason), n in reasons.most_common())
     return text
-
-
-def skipped_reason(r: dict) -> str:
-    return _unexpressed(r) or "expressed"
 
 
 def main(argv: list[str]) -> int:
@@ -209,10 +207,10 @@ def main(argv: list[str]) -> int:
         if not os.path.exists(path):
             print(f"serving_moe_rows_report.py: no file {path}", file=sys.stderr)
             return 2
-    rows, errors = aic_rows(paths[0])[0], read_errors(paths[1:])
+    (rows, skipped), errors = aic_rows(paths[0]), read_errors(paths[1:])
     if by_layout:
         lines, fields = layout_lines(rows, errors), LAYOUT_FIELDS
-        text, out_csv, out_table = layout_table(lines, paths[0]), OUT_LAYOUT_CSV, OUT_LAYOUT_TABLE
+        text, out_csv, out_table = layout_table(lines, paths[0], rows, skipped), OUT_LAYOUT_CSV, OUT_LAYOUT_TABLE
     else:
         lines, fields = lines_of(rows, errors), FIELDS
         text, out_csv, out_table = table(lines), OUT_CSV, OUT_TABLE

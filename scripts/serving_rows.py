@@ -84,7 +84,8 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from inferencemax_servers import PROMPTS_PER_CLIENT, RANGE_RATIO, inferencemax_server
+from inferencemax_servers import (RANGE_RATIO, inferencemax_layout, inferencemax_server, prompts_per_client,
+                                  speculative_run)
 
 #: silicon-sample model -> catalog model (the -Instruct and FP8/NVFP4 checkpoints share the architecture)
 #: (DeepSeek-V3.1 is not mapped: the catalog has no config of it; Kimi-K2.5 and Qwen3.5 are mapped to
@@ -326,26 +327,31 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
     rows, skipped = [], []
     with open(path, encoding="utf-8", newline="") as f:
         for r in csv.DictReader(f):
-            reason = _unexpressed(r)
+            day = measured_day(r["silicon_data_source"])
+            layout = inferencemax_layout(r, day)
+            reason = _unexpressed(layout) or speculative_run(layout, day)
             if reason:
                 skipped.append(Skipped(r["id"], reason))
                 continue
             if r["mode"] == "disagg":
                 rows.append(_disagg_row(r))
                 continue
-            tp, ep, dp, pp = parallel_of(r)
+            tp, ep, dp, pp = parallel_of(layout)
             named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             clients = int(named.group(1)) if named else dp * int(r["batch_size"])
             weights = WEIGHTS[r["gemm_quant_mode"]]
-            server = inferencemax_server(r)
+            server = inferencemax_server(layout, day)
             if server is None:                           # AIConfigurator's aiperf template
                 kv_dtype, figures = kv_dtype_of(r["backend"], weights), benchmark_figures(
                     r["backend"], int(r["batch_size"]), int(r["isl"]), dp)
                 client = dict(max_seqs=max(dp * int(r["batch_size"]), clients),
                               num_requests=SIMULATED_ROUNDS * clients, rounds=ROUNDS)
             else:                                        # InferenceMAX's script (module docstring)
-                kv_dtype, figures = server[0], dict(server[1])
-                client = dict(max_seqs=clients, num_requests=PROMPTS_PER_CLIENT * clients, range_ratio=RANGE_RATIO)
+                kv_dtype, figures = server
+                if dp > 1:                               # each attention-DP rank schedules its own step budget
+                    figures = {**figures, "max_batched_tokens": dp * figures["max_batched_tokens"]}
+                client = dict(max_seqs=clients, num_requests=prompts_per_client(r, day) * clients,
+                              range_ratio=RANGE_RATIO)
             rows.append(ServingRow(
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
                 DEVICES[r["system"]], tp, r["backend"], row_preset(r), weights, kv_dtype,
