@@ -2,6 +2,7 @@
 
 Every engine test uses a flat step cost of 10 ms (and 1 J), so times count steps."""
 
+import dataclasses
 import math
 
 import pytest
@@ -204,3 +205,41 @@ def test_decode_run_costs_catch_kinks_and_steps():
         assert g == pytest.approx(w, rel=1e-12)
     # linear stretches (no tile boundary, no kink) cost 2 computed steps per 32, not 32
     assert calls_run < 900 / 2
+
+
+def test_prefill_first_admits_a_prompt_only_when_all_of_it_fits():
+    """SGLang admits a request only when its whole input fits (PrefillAdder: "total_tokens >=
+    self.rem_total_tokens"): a 12-token prompt beside three decoding sequences holding 30 of 40
+    blocks (block_size 1) waits, and the decodes run; vLLM's mixed policy admits its first chunk."""
+    running = [SeqView(i, 10, 10, 10, True) for i in range(3)]
+    prefill_first = SchedulerConfig(num_blocks=40, block_size=1, max_batched_tokens=8, policy="prefill_first")
+    plan = plan_step(running, [SeqView(3, 12, 0, 0)], 10, prefill_first)
+    assert (plan.scheduled, plan.admitted, plan.preempted) == (((0, 1, 1), (1, 1, 1), (2, 1, 1)), (), ())
+    # 12 tokens fit in 12 free blocks: admitted, its first chunk of 8 in a step of prefills only, holding
+    # the blocks of all 12 (its next chunk needs none)
+    plan = plan_step(running, [SeqView(3, 12, 0, 0)], 12, prefill_first)
+    assert (plan.scheduled, plan.admitted) == (((3, 8, 12),), (3,))
+    assert plan_step(running + [SeqView(3, 12, 8, 12)], [], 0, prefill_first).scheduled == ((3, 4, 0),)
+    mixed = dataclasses.replace(prefill_first, policy="mixed")
+    plan = plan_step(running, [SeqView(3, 12, 0, 0)], 10, mixed)      # 3 decodes, then 5 of the prompt's 12
+    assert (plan.scheduled, plan.admitted) == (((0, 1, 1), (1, 1, 1), (2, 1, 1), (3, 5, 5)), (3,))
+
+
+def test_prefill_first_finishes_when_a_prompt_outgrows_the_free_cache():
+    """Before the whole-prompt rule, a prompt admitted for one chunk that could not hold its next one
+    preempted itself and was admitted again, forever (no decode frees blocks between chunks)."""
+    import signal
+
+    def stuck(signum, frame):
+        raise AssertionError("the simulation did not end in 30 s")
+    old = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(30)
+    try:
+        results, reps = serve([Request(0.0, 10, 6)] * 3 + [Request(0.0, 12, 2)], num_blocks=40, block_size=1,
+                              max_batched_tokens=8, policy="prefill_first")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert len(results) == 4 and all(math.isfinite(r.e2e_s) for r in results)
+    # the 12-token prompt waits until a 16-token sequence finishes: 30 + 3 x 6 = 48 > 40 blocks
+    assert results[3].ttft_s > min(r.e2e_s for r in results[:3])
