@@ -121,7 +121,7 @@ LONG_CLIENTS = {("deepseek-ai/DeepSeek-R1", "fp8", "b200_sxm"): ("2026-01-20", 2
 #: d8fe8f73e, then single_node/dsr1_fp8_b200.sh) "--mem-fraction-static 0.82 --kv-cache-dtype fp8_e4m3
 #: --chunked-prefill-size 32768 --max-prefill-tokens 32768 ... --disable-radix-cache ... --ep-size $EP_SIZE",
 #: at TP 4 (from 1d29967c4, 2026-01-13) "CHUNKED_PREFILL_SIZE=8192", "MAX_PREFILL_TOKENS=8192",
-#: "MEM_FRAC_STATIC=0.95" (`_dsr1_fp8_b200_sglang`).
+#: "MEM_FRAC_STATIC=0.95" (`_at_tp_4`).
 _LLAMA_70B_VLLM = {"max_batched_tokens": 8192, "prefix_caching": False}
 _LLAMA_70B_TRTLLM = {"max_batched_tokens": 16384, "prefix_caching": False}
 _BATCH_WAIT = {"batch_wait_steps": 20, "batch_wait_tokens_ratio": 0.9}
@@ -139,7 +139,7 @@ _GLM_5_B200 = {"max_batched_tokens": 32768, "prefix_caching": False, "memory_uti
 class Server(NamedTuple):
     """One server a script started from its ``since`` day (YYYY-MM-DD; "" from the first run on): its KV
     cache dtype (None: the model's), its engine figures (a callable figure takes the silicon-sample row as
-    `inferencemax_layout` gives it; under the name "figures", a callable returning several),
+    `inferencemax_layout` gives it),
     and how it spread the experts: as the config's EP said ("config"), expert-parallel over all its TP
     GPUs whatever EP said ("tp"), or tensor-parallel over them whatever EP said ("none")."""
 
@@ -149,12 +149,10 @@ class Server(NamedTuple):
     experts: str = "config"
 
 
-def _dsr1_fp8_b200_sglang(r: dict) -> dict:
-    """DeepSeek-R1 FP8's B200 SGLang step budget and memory share: 8,192 tokens and 0.95 at TP 4, else
-    32,768 and 0.82 (the row's tp_size as `inferencemax_layout` gives it)."""
-    if r["tp_size"] == "4":
-        return {"max_batched_tokens": 8192, "memory_utilization": 0.95}
-    return {"max_batched_tokens": 32768, "memory_utilization": 0.82}
+def _at_tp_4(value, otherwise):
+    """A figure a script sets to ``value`` at TP 4 and to ``otherwise`` at any other TP (the row's
+    tp_size as `inferencemax_layout` gives it)."""
+    return lambda r: value if r["tp_size"] == "4" else otherwise
 
 
 def _twice_the_prompt(r: dict) -> int:
@@ -195,7 +193,8 @@ INFERENCEMAX_SERVERS = {
     ("deepseek-ai/DeepSeek-R1", "sglang", "h200_sxm"): (Server("", None, {
         "max_batched_tokens": 32768, "prefix_caching": False, "memory_utilization": 0.82}),),
     ("deepseek-ai/DeepSeek-R1", "sglang", "b200_sxm"): (Server("", "fp8", {
-        "prefix_caching": False, "figures": _dsr1_fp8_b200_sglang}),),
+        "prefix_caching": False, "max_batched_tokens": _at_tp_4(8192, 32768),
+        "memory_utilization": _at_tp_4(0.95, 0.82)}),),
     ("zhipuai/GLM-5", "sglang", "h200_sxm"): (Server("", None, {"memory_utilization": 0.85}),),
     ("zhipuai/GLM-5", "sglang", "b200_sxm"): (Server("", "fp8", _GLM_5_B200),),
 }
@@ -257,14 +256,10 @@ def server_of(r: dict, measured: str | None) -> Server | None:
     return [s for s in servers if measured is None or s.since <= measured][-1]
 
 
-def inferencemax_server(r: dict, measured: str | None) -> tuple[str | None, dict] | None:
-    """The KV cache dtype and engine figures of the server of `server_of`, or None."""
-    server = server_of(r, measured)
-    if server is None:
-        return None
+def server_figures(r: dict, server: Server) -> dict:
+    """The engine figures ``server`` (`server_of`) ran the row ``r`` (as `inferencemax_layout` gives it) with."""
     figures = {name: v(r) if callable(v) else v for name, v in server.figures.items()}
-    figures.update(figures.pop("figures", {}))
-    return server.kv_dtype, {**figures, **_BATCH_WAIT} if batch_waits(r) else figures
+    return {**figures, **_BATCH_WAIT} if batch_waits(r) else figures
 
 
 def prompts_per_client(r: dict, measured: str | None) -> int:
@@ -283,8 +278,8 @@ def batch_waits(r: dict) -> bool:
             and r["isl"] == r["osl"] == "1024" and int(r["tp_size"]) < 8)
 
 
-def inferencemax_layout(r: dict, measured: str | None) -> dict:
-    """A transcribed InferenceMAX row (`inferencemax_server`) measured on the day ``measured`` with its
+def inferencemax_layout(r: dict, server: Server | None) -> dict:
+    """A transcribed InferenceMAX row run on ``server`` (`server_of`; None: the row is not one) with its
     parallelism columns as the rest of the sample writes them, or the row itself.
 
     InferenceMAX's result files carry its config's ``tp``, ``ep`` and ``dp-attn``
@@ -297,7 +292,6 @@ def inferencemax_layout(r: dict, measured: str | None) -> dict:
     8-GPU node). Rewritten as the sample's other rows: TP GPUs, experts tensor-parallel over TP / EP of
     them and expert-parallel over EP; with DP attention, tp_size 1 and attention_dp_size TP; the experts over
     all TP GPUs where the server spread them so (`Server.experts`)."""
-    server = server_of(r, measured)
     if server is None:
         return r
     tp, dp, moe_tp, moe_ep = (int(r[k] or 0) or 1 for k in ("tp_size", "attention_dp_size", "moe_tp_size",

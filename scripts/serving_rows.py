@@ -84,7 +84,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from inferencemax_servers import (RANGE_RATIO, inferencemax_layout, inferencemax_server, prompts_per_client,
+from inferencemax_servers import (RANGE_RATIO, inferencemax_layout, prompts_per_client, server_figures, server_of,
                                   speculative_run)
 
 #: silicon-sample model -> catalog model (the -Instruct and FP8/NVFP4 checkpoints share the architecture)
@@ -328,7 +328,8 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
     with open(path, encoding="utf-8", newline="") as f:
         for r in csv.DictReader(f):
             day = measured_day(r["silicon_data_source"])
-            layout = inferencemax_layout(r, day)
+            server = server_of(r, day)
+            layout = inferencemax_layout(r, server)
             reason = _unexpressed(layout) or speculative_run(layout, day)
             if reason:
                 skipped.append(Skipped(r["id"], reason))
@@ -340,14 +341,13 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
             named = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"])
             clients = int(named.group(1)) if named else dp * int(r["batch_size"])
             weights = WEIGHTS[r["gemm_quant_mode"]]
-            server = inferencemax_server(layout, day)
             if server is None:                           # AIConfigurator's aiperf template
                 kv_dtype, figures = kv_dtype_of(r["backend"], weights), benchmark_figures(
                     r["backend"], int(r["batch_size"]), int(r["isl"]), dp)
                 client = dict(max_seqs=max(dp * int(r["batch_size"]), clients),
                               num_requests=SIMULATED_ROUNDS * clients, rounds=ROUNDS)
             else:                                        # InferenceMAX's script (module docstring)
-                kv_dtype, figures = server
+                kv_dtype, figures = server.kv_dtype, server_figures(layout, server)
                 if dp > 1:                               # each attention-DP rank schedules its own step budget
                     figures = {**figures, "max_batched_tokens": dp * figures["max_batched_tokens"]}
                 client = dict(max_seqs=clients, num_requests=prompts_per_client(r, day) * clients,

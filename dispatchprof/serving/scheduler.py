@@ -37,11 +37,11 @@ Engines differ in two rules (`dispatchprof.serving.engines` names which each fol
   chunks in one step as above; ``prefill_first`` (SGLang) runs a step of prefills only whenever
   a running sequence has prompt tokens left or a waiting one can be admitted (rules 1-3 over the
   prefilling sequences alone; the decoding ones wait), and a step of every decode otherwise;
-  admission then takes the blocks of a request's whole known tokens, not only its first
-  chunk's, and needs them free, as SGLang's PrefillAdder does ("total_tokens >= self.rem_total_tokens" refuses a request
-  whose whole input, with part of its output, does not fit): no decode runs between the chunks of a
-  prefill to free blocks, so a prompt admitted for one chunk that cannot hold the rest would preempt
-  itself at its next chunk and be admitted again, forever.
+  admission then takes the blocks of a request's whole known tokens, not only its first chunk's,
+  and needs them free, as SGLang's PrefillAdder does ("total_tokens >= self.rem_total_tokens"
+  refuses a request whose whole input, with part of its output, does not fit): no decode runs
+  between the chunks of a prefill to free blocks, so a prompt admitted for one chunk that cannot
+  hold the rest would preempt itself at its next chunk and be admitted again, forever.
 - ``reserve_output``: admission reserves the blocks of a request's whole prompt and output
   (TensorRT-LLM's GUARANTEED_NO_EVICT capacity scheduler: a running sequence never needs a new
   block, so none is preempted), instead of the blocks of its first chunk.
