@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     )
     from dispatchprof.serving import generate_requests, prepare_serving, read_trace, simulate_serving
     from dispatchprof.sim import (
-        Device, OpTiming, Placement, Scenarios, SimTotals, Simulation, list_devices, load_device, placement_of,
-        scenarios_of, simulate,
+        Device, OpTiming, Placement, Quantized, Scenarios, SimTotals, Simulation, list_devices, load_device,
+        placement_of, scenarios_of, simulate,
     )
 
 __version__ = "0.1.0"
@@ -40,8 +40,8 @@ _HOMES = {
     "dispatchprof.results": ("CapacityCheck", "GenerationProfile", "ModuleStats", "OperatorStats", "OpRecord",
                              "Profile", "Scope", "Totals", "UnknownOp"),
     "dispatchprof.serving": ("generate_requests", "prepare_serving", "read_trace", "simulate_serving"),
-    "dispatchprof.sim": ("Device", "OpTiming", "Placement", "Scenarios", "SimTotals", "Simulation", "list_devices",
-                         "load_device", "placement_of", "scenarios_of", "simulate"),
+    "dispatchprof.sim": ("Device", "OpTiming", "Placement", "Quantized", "Scenarios", "SimTotals", "Simulation",
+                         "list_devices", "load_device", "placement_of", "scenarios_of", "simulate"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 _SUBPACKAGES = ("cli", "count", "errors", "flops_profiler", "integrations", "llm", "report", "results", "serving",

@@ -88,7 +88,8 @@ def test_the_table_names_every_validation_once():
         "More MoE models, every aggregated row: gpt-oss-120b, MiniMax-M2.5, DeepSeek-R1/V3, Kimi-K2.5, Qwen3.5-397B",
         "Disaggregated prefill and decode", "Disaggregated mixture-of-experts: DeepSeek-R1/V3, Kimi-K2.5",
         "Published single-batch and engine figures",
-        "Eager and compiled decode: the host's share", "Kernels on a lent H100", "Training",
+        "Eager and compiled decode: the host's share", "Kernels on a lent H100",
+        "Mixture-of-experts layers against measured kernels", "Training",
         "PIM on UPMEM silicon"]
     headings = {l[3:] for l in (ROOT / DOC).read_text().splitlines() if l.startswith("## ")}
     anchors = {re.sub(r"[^\w -]", "", h.lower()).replace(" ", "-") for h in headings}
@@ -181,6 +182,43 @@ def test_kernels_on_a_lent_h100():
     assert all(signed_error(r) < 0 for r in rows)
     (worst,) = [r for r in decode if (r["model"], r["batch"], r["tokens"]) == ("llama-3.1-8b", "64", "2048")]
     assert f"({signed_error(worst):+.0f}% at 64 x 2,048 for Llama-3.1-8B)" in _section("Kernels on a lent H100")
+
+
+def _moe_kernel_table() -> tuple[dict, dict]:
+    """scripts/data/moe_efficiency_table.txt: (profile, dtype) -> (points, |error| %, signed %) of its
+    check, and (profile, dtype) -> the pooled implied efficiency."""
+    text = (ROOT / "scripts" / "data" / "moe_efficiency_table.txt").read_text()
+    check = {(a, b): (int(n), float(e), float(sg)) for a, b, n, e, sg in
+             re.findall(r"^(\S+) +(\S+) +(\d+) +[\d.]+% +[-+][\d.]+% +([\d.]+)% +([-+][\d.]+)%$", text, re.M)}
+    implied = {(a, b): float(v) for a, b, v in re.findall(r"^\w+ +(\S+) +(bf16|fp8|fp4) +([\d.]+) +\d+$", text, re.M)}
+    return check, implied
+
+
+def test_moe_kernels_quote_their_table():
+    from dispatchprof.sim.catalog import load_device
+    check, implied = _moe_kernel_table()
+    held, ours, peer = _line("Mixture-of-experts layers against measured kernels")
+    n, err, signed = check["every", "bf16/fp8/fp4"]
+    wn, werr, _ = check["every", "w4a16_mxfp4"]
+    assert held == f"{n} (no split: nothing fitted)" and peer == "-"
+    assert ours == f"routed experts' time {err:.1f}% (bf16, fp8, NVFP4); gpt-oss's MXFP4 {werr:.1f}%"
+    text = _section("Mixture-of-experts layers against measured kernels")
+    assert f"{err:.1f}% (signed {signed:+.1f}%) over {n:,} points" in text
+
+    def span(values, fmt="{:.1f}"):
+        return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
+    figured = [e for (p, d), (_, e, _) in check.items() if p != "every" and d != "w4a16_mxfp4"]
+    assert f"by system and dtype {span(figured)}%" in text
+    newer = ("H100-SXM", "H200", "B200", "GB200", "B300", "GB300")
+    blackwell = ("B200", "GB200", "B300", "GB300")
+    assert f"fp8 is timed {span([-check[p, 'fp8'][2] for p in newer])}% fast on H100 to GB300" in text
+    assert f"({span([implied[p, 'fp8'] for p in newer], '{:.2f}')} implied" in text
+    assert f"the profiles' {span([load_device(p).matrix_efficiency['fp8'] for p in newer], '{:.2f}')})" in text
+    assert f"NVFP4 is timed {span([check[p, 'fp4'][2] for p in blackwell])}% slow on Blackwell" in text
+    hopper = span([-check[p, "w4a16_mxfp4"][2] for p in ("H100-SXM", "H200")])
+    assert f"timed {hopper}% fast on H100 and H200 and {span([-check[p, 'w4a16_mxfp4'][2] for p in blackwell])}% " \
+        f"fast on Blackwell ({wn} points with L40S's)" in text
+    assert f"timed at most {-min(check[p, 'fp8'][2] for p in newer):.0f}% fast" in text
 
 
 def test_training():

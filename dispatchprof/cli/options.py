@@ -17,6 +17,7 @@ from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.llm.models import MODEL_DTYPES
 from dispatchprof.errors import UnsafeFileError
 from dispatchprof.results.files import check_output_paths, write_atomic
+from dispatchprof.sim.quantization import Quantized
 from dispatchprof.sim.device import WEIGHT_BITS
 
 #: The largest value each size option takes (a whole number >= 1 up to this).
@@ -50,6 +51,32 @@ def model_dtype(text: str) -> str:
 def weight_dtype(text: str) -> str:
     """argparse type of --weight-dtype: a canonical key of WEIGHT_BITS."""
     return canonical_dtype(text, tuple(WEIGHT_BITS))
+
+
+def add_weight_dtype(p: Any, help: str | None = None) -> None:
+    """--weight-dtype and --keep-dtype on parser (or group) ``p``; `resolve_weight_dtype` combines them."""
+    p.add_argument("--weight-dtype", type=weight_dtype, help=help)
+    p.add_argument("--keep-dtype", type=module_patterns, metavar="MODULE,...",
+                   help="modules whose weights --weight-dtype leaves in --dtype, as a quantized checkpoint's "
+                        "ignore list names them: comma-separated module path patterns, such as self_attn,lm_head")
+
+
+def module_patterns(text: str) -> tuple[str, ...]:
+    """argparse type of --keep-dtype: comma-separated module path patterns (none empty)."""
+    patterns = tuple(t.strip() for t in text.split(","))
+    if not all(patterns):
+        raise argparse.ArgumentTypeError(f"expected comma-separated module path patterns such as "
+                                         f"self_attn,lm_head, got {text!r}")
+    return patterns
+
+
+def resolve_weight_dtype(args: argparse.Namespace) -> None:
+    """``args.weight_dtype`` as simulations take it: with --keep-dtype, a `Quantized` that leaves
+    those modules' weights in the model's dtype (`dispatchprof.sim.quantization`)."""
+    if args.keep_dtype:
+        if args.weight_dtype is None:
+            raise UsageError("--keep-dtype needs --weight-dtype (the dtype the other modules' weights are stored in)")
+        args.weight_dtype = Quantized(args.weight_dtype, args.keep_dtype)
 
 
 def size(name: str | None = None):

@@ -15,8 +15,8 @@ from typing import Sequence
 from dispatchprof import report, units
 from dispatchprof.cli.hostoption import add_host, apply_host, host_split_block
 from dispatchprof.cli.options import (
-    DTYPES, add_format, as_json, check_outputs, check_table_options, emit, format_from_output, input_files,
-    model_dtype, need_matplotlib, size, table_fmt, warn, weight_dtype,
+    DTYPES, add_format, add_weight_dtype, as_json, check_outputs, check_table_options, emit, format_from_output,
+    input_files, model_dtype, need_matplotlib, resolve_weight_dtype, size, table_fmt, warn, weight_dtype,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
@@ -48,7 +48,7 @@ def parser() -> Parser:
                    help="tokens to generate (the prefill gives the first); an encoder-decoder's decoder length")
     p.add_argument("--dtype", type=model_dtype, default="bf16",
                    help="dtype of the model's tensors: bf16|bfloat16, fp16|float16, fp32|float32")
-    p.add_argument("--weight-dtype", type=weight_dtype, help="simulate weights stored in this dtype")
+    add_weight_dtype(p, help="simulate weights stored in this dtype")
     p.add_argument("--kv-dtype", type=weight_dtype, help="store the KV cache in this dtype (its bytes and capacity)")
     p.add_argument("--device", action="append", default=[], metavar="NAME|FILE",
                    help="a device to simulate on (repeat for side by side)")
@@ -83,6 +83,7 @@ def check_args(args):
     """Every check that needs no model: options, output folders, devices (each YAML parsed once,
     here). Returns the scenarios."""
     check_table_options(args.depth, args.top)
+    resolve_weight_dtype(args)
     args.format = format_from_output(args, FORMATS)
     devices: list = list(args.device)
     if args.place:

@@ -15,7 +15,8 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.progress import ProgressBar
-from dispatchprof.cli.options import DTYPES, check_outputs, input_files, model_dtype, size, weight_dtype
+from dispatchprof.cli.options import (DTYPES, add_weight_dtype, check_outputs, input_files, model_dtype,
+                                      resolve_weight_dtype, size)
 from dispatchprof.results.files import write_atomic
 from dispatchprof.serving.cost import KV_BITS
 from dispatchprof.serving.engine import ROUTERS
@@ -84,7 +85,7 @@ def parser() -> Parser:
     eng.add_argument("--replicas", type=size("replicas"), default=1)
     eng.add_argument("--router", choices=ROUTERS, default="round_robin")
     eng.add_argument("--dtype", type=model_dtype, default="bf16", help="bf16|bfloat16, fp16|float16, fp32|float32")
-    eng.add_argument("--weight-dtype", type=weight_dtype)
+    add_weight_dtype(eng)
     eng.add_argument("--kv-dtype", choices=tuple(KV_BITS), help="KV-cache dtype (bytes, capacity and time follow)")
     eng.add_argument("--bound", action="store_true", help="the pure roofline (no efficiencies or overheads)")
     eng.add_argument("--runtime", choices=RUNTIMES, default="serving",
@@ -189,6 +190,7 @@ def price_of(text: str | None, device: str) -> float | None:
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
+    resolve_weight_dtype(args)
     if args.json:
         args.format = "json"
     check_outputs({"-o": args.output, "--plot": args.plot, "--timeline": args.timeline,

@@ -9,8 +9,8 @@ import sys
 from typing import Sequence
 
 from dispatchprof.cli.options import (
-    add_format, as_json, check_outputs, emit, format_from_output, input_files, model_dtype, need_matplotlib, size_list,
-    table_fmt, warn, weight_dtype,
+    add_format, add_weight_dtype, as_json, check_outputs, emit, format_from_output, input_files, model_dtype,
+    need_matplotlib, resolve_weight_dtype, size_list, table_fmt, warn,
 )
 from dispatchprof.cli.parser import Parser, UsageError
 from dispatchprof.cli.runtime_help import RUNTIME_HELP
@@ -37,7 +37,7 @@ def parser() -> Parser:
     p.add_argument("--prompt-len", type=size_list("prompt_len"), default=[128], help="comma-separated")
     p.add_argument("--new-tokens", type=size_list("new_tokens"), default=[32], help="comma-separated")
     p.add_argument("--dtype", type=model_dtype, default="bf16")
-    p.add_argument("--weight-dtype", type=weight_dtype)
+    add_weight_dtype(p)
     p.add_argument("--bound", action="store_true", help="simulate the pure roofline bound")
     p.add_argument("--runtime", choices=RUNTIMES, default="eager", help=RUNTIME_HELP)
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per CPU, at most one per model)")
@@ -50,6 +50,7 @@ def parser() -> Parser:
 
 def run(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
+    resolve_weight_dtype(args)
     tasks = check_sweep_size(args.models, args.batch, args.prompt_len, args.new_tokens)
     if args.workers < 0:
         raise UsageError(f"--workers must be >= 0, got {args.workers}")

@@ -38,6 +38,7 @@ from dispatchprof.results.records import check_phase
 from dispatchprof.sim.device import WEIGHT_BITS
 from dispatchprof.sim.parallel import check_tp
 from dispatchprof.sim.placement import scenarios_of
+from dispatchprof.sim.quantization import check_weight_dtype
 from dispatchprof.sim.runtime import check_runtime
 from dispatchprof.sim.simulate import Simulation, simulate
 
@@ -122,8 +123,7 @@ class OpCounter:
         self._model = model
         self._causal = causal
         self._scenarios = scenarios_of(devices)     # loads devices now: bad names fail here
-        if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
-            raise ValueError(f"OpCounter(weight_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
+        check_weight_dtype(weight_dtype, "OpCounter(weight_dtype=...)")
         self._weight_dtype = weight_dtype
         if kv_dtype is not None and kv_dtype not in WEIGHT_BITS:
             raise ValueError(f"OpCounter(kv_dtype=...) must be one of {tuple(WEIGHT_BITS)}, got {kv_dtype!r}")

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from dispatchprof import units
 from dispatchprof.results.profile import roll_up
 from dispatchprof.sim.device import dtype_key
+from dispatchprof.sim.quantization import label
 from dispatchprof.sim.simulate import SimTotals, Simulation
 
 
@@ -76,7 +77,7 @@ def counted_dtype(sim: Simulation) -> str:
 
 def weights_dtype(sim: Simulation) -> str:
     """The dtype the simulation stored the weights in: its ``weight_dtype``, else as counted."""
-    return sim.weight_dtype or counted_dtype(sim)
+    return label(sim.weight_dtype) or counted_dtype(sim)
 
 
 def kv_dtype(sim: Simulation) -> str:

@@ -10,16 +10,19 @@ import torch
 
 from dispatchprof.serving.requests import Request
 from dispatchprof.sim.device import WEIGHT_BITS, Device
+from dispatchprof.sim.quantization import WeightDtype, weight_dtype_of
 
 
-def check_weights_fit(model: torch.nn.Module, devices: Sequence[Device], weight_dtype: str | None, gpus: int) -> None:
+def check_weights_fit(model: torch.nn.Module, devices: Sequence[Device], weight_dtype: WeightDtype, gpus: int) -> None:
     """Refuse, before any count, a model whose weights cannot fit on a replica of ``gpus`` GPUs
     even spread evenly over them: its parameters' bytes (in ``weight_dtype``, else their own dtype)
     / gpus above a device's memory capacity. Every layout holds at least that much per GPU (each
     weight is held at least once), so nothing this refuses could have run; the KV cache's share of
     memory is checked when the run starts (`dispatchprof.serving.serve.ServingSetup.cache`)."""
-    per = None if weight_dtype is None else WEIGHT_BITS[weight_dtype] / 8
-    total = sum(p.numel() * (p.element_size() if per is None else per) for p in model.parameters())
+    total = 0.0
+    for name, p in model.named_parameters():
+        stored = weight_dtype_of(weight_dtype, name.rpartition(".")[0])
+        total += p.numel() * (p.element_size() if stored is None else WEIGHT_BITS[stored] / 8)
     for d in devices:
         if d.memory_capacity_gb is not None and total / gpus > d.memory_capacity_gb * 1e9:
             raise ValueError(f"the weights ({total / 1e9:.2f} GB{f' in {weight_dtype}' if weight_dtype else ''}) "

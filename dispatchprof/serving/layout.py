@@ -52,7 +52,7 @@ stage time, and a step's latency is the full cycle (the pipeline is assumed full
 a lone micro-batch would take the sum of the stages instead, up to P - 1 stage times less).
 
 **Memory.** Per device: the weights outside the experts at the count's tp share, the experts'
-at 1 / A of that (by parameter count: `expert_fraction`), everything over P stages; the KV cache
+at 1 / A of that (by their bytes in the weight dtype: `expert_fraction`), everything over P stages; the KV cache
 of a group's own sequences. A replica's scheduler gets A x the blocks of one device, divided
 over its P virtual engines.
 
@@ -72,8 +72,9 @@ import torch
 
 from dispatchprof.serving.cost import Composition, StepCost, StepCostModel
 from dispatchprof.serving.work import op_timing, scaled
-from dispatchprof.sim.device import Device
+from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.links import GPUS_PER_NODE, all_to_all_s, links_of, send_s
+from dispatchprof.sim.quantization import WeightDtype, weight_dtype_of
 from dispatchprof.sim.runtime import is_routed_expert
 
 #: A decoder layer's index in a scope path.
@@ -178,13 +179,16 @@ def all_to_all_bytes(tokens: float, top_k: int, hidden: int, element_bytes: int,
     return tokens * top_k * hidden * element_bytes / ranks
 
 
-def expert_fraction(model: torch.nn.Module) -> float:
-    """The routed experts' share of the model's parameter elements."""
-    total = experts = 0
+def expert_fraction(model: torch.nn.Module, weight_dtype: WeightDtype = None) -> float:
+    """The routed experts' share of the model's parameter bytes, each parameter stored as
+    ``weight_dtype`` stores its module's (`dispatchprof.sim.quantization`)."""
+    total = experts = 0.0
     for name, p in model.named_parameters():
-        total += p.numel()
+        stored = weight_dtype_of(weight_dtype, name.rpartition(".")[0])
+        nbytes = p.numel() * (p.element_size() if stored is None else WEIGHT_BITS[stored] / 8)
+        total += nbytes
         if is_routed_expert(name):
-            experts += p.numel()
+            experts += nbytes
     return experts / total if total else 0.0
 
 

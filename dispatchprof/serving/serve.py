@@ -346,7 +346,7 @@ def prepare_serving(model: Any, device: Any, *, dtype: torch.dtype = torch.bfloa
     if not layout.plain or moe is not None:
         laid = _layout_cost(cost, layout, target, scenarios[name].devices[0])
         if layout.ep > 1:                          # experts: 1 / dp_attention of the count's share
-            weights = round(weights * (1 - expert_fraction(target) * (1 - 1 / layout.dp_attention)))
+            weights = round(weights * (1 - expert_fraction(target, weight_dtype) * (1 - 1 / layout.dp_attention)))
         weights, kv_token = round(weights / layout.pp), kv_token / layout.pp
     state = sequence_state(getattr(target, "config", None), model_dtype(target).itemsize, tp)
     if state is not None and layout.pp > 1:                  # one stage's layers

@@ -51,12 +51,13 @@ class OpForm:
     sources: tuple[str, ...] = ()   # per moved input: the device it comes from, "" for the host
     flash: bool = False             # a causal flash kernel: computes the step's share of its work
                                     # (`dispatchprof.sim.runtime.skips_masked_tiles`)
+    grouped: bool = False           # a GEMM of a routed-experts grouped kernel (`OpPlan.grouped`)
 
 
 def op_form(r: OpRecord, device: str, in_rms_norm: bool, plan: OpPlan, sources: Sequence[str],
             flash: bool = False) -> OpForm:
     return OpForm(r.op, r.scope, r.dtype, device, in_rms_norm, plan.kernel, plan.host, plan.share, plan.group,
-                  gemm_dims(r) is not None, tuple(sources), flash)
+                  gemm_dims(r) is not None, tuple(sources), flash, plan.grouped)
 
 
 def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, ...]:
@@ -141,7 +142,7 @@ def op_timing(form: OpForm, values: Sequence[float], devices: dict[str, Device],
                       out_elements=v[_OUT], shapes=shapes)
     plan = OpPlan(removed_bytes=v[_REMOVED], kernel=form.kernel, host=form.host, share=form.share,
                   allreduce_bytes=v[_ALLREDUCE], group=form.group, sequences=round(v[_SEQUENCES]),
-                  work_share=work_share if form.flash else 1.0, whole_bytes=v[_WHOLE])
+                  work_share=work_share if form.flash else 1.0, whole_bytes=v[_WHOLE], grouped=form.grouped)
     return time_op(0, record, devices_of, set(), weight_dtype, form.in_rms_norm, plan)
 
 

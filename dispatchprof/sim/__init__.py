@@ -6,8 +6,9 @@ from dispatchprof.errors import DeviceProfileError
 from dispatchprof.sim.catalog import list_devices, load_device
 from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.placement import Placement, Scenarios, placement_of, scenarios_of
+from dispatchprof.sim.quantization import Quantized
 from dispatchprof.sim.simulate import SimTotals, Simulation, simulate
 from dispatchprof.sim.timing import OpTiming
 
-__all__ = ["WEIGHT_BITS", "Device", "DeviceProfileError", "OpTiming", "Placement", "Scenarios", "SimTotals",
-           "Simulation", "list_devices", "load_device", "placement_of", "scenarios_of", "simulate"]
+__all__ = ["WEIGHT_BITS", "Device", "DeviceProfileError", "OpTiming", "Placement", "Quantized", "Scenarios",
+           "SimTotals", "Simulation", "list_devices", "load_device", "placement_of", "scenarios_of", "simulate"]

@@ -62,6 +62,10 @@ class Device:
     #: per matrix dtype ("fp8", "fp4"): the fraction of that dtype's matrix peak a large GEMM
     #: reaches, in place of compute_efficiency for matrix ops timed at that peak; absent: compute_efficiency
     matrix_efficiency: Mapping[str, float] = field(default_factory=dict)
+    #: per matrix dtype: the fraction of that dtype's matrix peak an engine's grouped GEMMs of a
+    #: mixture-of-experts layer's routed experts reach (compiled and serving runtimes: `OpPlan.grouped`),
+    #: in place of matrix_efficiency; absent: matrix_efficiency's
+    expert_matrix_efficiency: Mapping[str, float] = field(default_factory=dict)
     memory_efficiency: float = 1.0
     launch_overhead_us: float = 0.0
     static_power_w: float = 0.0
@@ -115,8 +119,9 @@ class Device:
         """This device with the pure roofline bound: efficiencies 1, no launch, host or collective
         latency, no shape-dependent GEMM efficiency, compute and memory fully overlapped, no static
         power, no per-unit PIM timing."""
-        return dataclasses.replace(self, compute_efficiency=1.0, matrix_efficiency={}, memory_efficiency=1.0,
-                                   launch_overhead_us=0.0, host_overhead_us=0.0, graph_launch_us=0.0, sequence_host_us=0.0,
+        return dataclasses.replace(self, compute_efficiency=1.0, matrix_efficiency={}, expert_matrix_efficiency={},
+                                   memory_efficiency=1.0, launch_overhead_us=0.0, host_overhead_us=0.0,
+                                   graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, interconnect_step_us=0.0, compute_units=None, gemm_tile=None,
                                    matrix_memory_efficiency=None, weight_only_efficiency={}, weight_only_kernel_us={},
                                    unoverlapped_fraction=0.0, static_power_w=0.0, host_measured=False, pim=None)

@@ -35,6 +35,9 @@ activation on their own. In one pass through a routed-experts module (consecutiv
 step whose scope has a path component ``experts``: `is_routed_expert`), the kernels of one op and
 operand shapes (the first dimension aside: each expert's tokens) are one grouped kernel: the
 first launches it, the others add their work and traffic but no launch (`group_experts`).
+Their GEMMs are timed at the profile's ``expert_matrix_efficiency`` where it gives one
+(`OpPlan.grouped`): an engine's grouped expert GEMMs reach less of the peak than a dense GEMM
+of the same dtype (devices/nvidia.yaml, from measured MoE kernels: scripts/moe_efficiency.py).
 Eager keeps every op its own kernel, as counted.
 
 A KV cache stored narrower than the model's dtype (``kv_dtype``: fp8, int8, int4, as engines
@@ -227,7 +230,8 @@ def plan_runtime(records: Sequence[OpRecord], runtime: str, step_starts: Sequenc
     for k in flash:
         work[k] = flash_work_share(records[k])
     plans = [OpPlan(removed_bytes=removed[k], kernel=kernel[k], host="graph" if k in starts else "",
-                    activation_share=share[k], sequences=sequences.get(k, 0), work_share=work[k]) for k in range(n)]
+                    activation_share=share[k], sequences=sequences.get(k, 0), work_share=work[k],
+                    grouped=is_routed_expert(records[k].scope)) for k in range(n)]
     counted = sum(records[k].cost.macs for k in flash)
     computed = sum(records[k].cost.macs * work[k] for k in flash)
     changes = RuntimeChanges(runtime, sum(kernel), chains, fused, sum(removed), kv_saved, logits,

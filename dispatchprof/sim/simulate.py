@@ -28,6 +28,7 @@ from dispatchprof.sim.capacity import check_capacity
 from dispatchprof.sim.device import WEIGHT_BITS, Device
 from dispatchprof.sim.parallel import check_tp, split_blocks, tp_split
 from dispatchprof.sim.placement import Placement
+from dispatchprof.sim.quantization import check_weight_dtype
 from dispatchprof.sim.runtime import RuntimeChanges, check_runtime, narrow_kv_cache, plan_runtime
 from dispatchprof.sim.timeline import elapsed
 from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
@@ -175,8 +176,7 @@ def simulate(profile: Profile, placement: Placement, *, weight_dtype: str | None
     check_runtime(runtime)
     if bound:
         placement = placement.as_bound()
-    if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
-        raise ValueError(f"weight_dtype must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
+    check_weight_dtype(weight_dtype)
     if kv_dtype is not None and kv_dtype not in WEIGHT_BITS:
         raise ValueError(f"kv_dtype must be one of {tuple(WEIGHT_BITS)}, got {kv_dtype!r}")
     records = profile.records

@@ -11,8 +11,9 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
     t_compute = work / (peak(d, t, kind(o)) * compute_efficiency(d, t, kind(o)) * shape_efficiency(d, o))
                 kind is "matrix" when the op has MACs (matmul, conv, attention), else "vector";
                 compute_efficiency: the profile's matrix_efficiency of t for a matrix op timed at
-                t's matrix peak (fp8 and fp4 GEMMs reach less of theirs than bf16), else its
-                compute_efficiency;
+                t's matrix peak (fp8 and fp4 GEMMs reach less of theirs than bf16), its
+                expert_matrix_efficiency of t instead for a GEMM of a routed-experts grouped
+                kernel (p.grouped), else its compute_efficiency;
                 shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
     traffic   = ((activations - whole) * p.activation_share + param_bytes) * p.share
                 + whole * p.activation_share
@@ -66,7 +67,8 @@ RMSNorm by ``ns * output elements``; for an RMSNorm written out of small ops (a 
 class name ends in "RMSNorm"), the op that multiplies by the weight carries
 ``ns * output elements`` and the module's other ops no compute.
 
-``weight_dtype`` ("int8", "int4", ...) assumes parameters stored in that dtype: parameter bytes
+``weight_dtype`` ("int8", "int4", ...) assumes parameters stored in that dtype (a `Quantized`
+one: those of the modules it does not keep, `dispatchprof.sim.quantization`): parameter bytes
 read become elements * bits / 8, and ops that read parameters use the device's peak for that
 dtype where its table lists one. A matrix op that reads parameters is a dequantising kernel: where
 the profile's ``weight_only_efficiency`` lists the dtype, its t_memory is divided by it (such kernels
@@ -90,6 +92,7 @@ from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
 from dispatchprof.sim.links import ring_allreduce_latency_s
 from dispatchprof.sim.pim_timing import pim_op_times
+from dispatchprof.sim.quantization import WeightDtype, weight_dtype_of
 
 _SOFTMAX = frozenset({"aten._softmax", "aten._safe_softmax", "aten.softmax"})
 _SILU = frozenset({"aten.silu", "aten.silu_"})
@@ -112,6 +115,7 @@ class OpPlan:
     work_share: float = 1.0         # share of the counted work computed (a causal flash kernel's tiles)
     whole_bytes: int = 0            # activation bytes read whole on every device, outside the share
                                     # (dispatchprof.sim.parallel: an input made whole in a split block)
+    grouped: bool = False           # a GEMM of a routed-experts grouped kernel (dispatchprof.sim.runtime)
 
 
 NO_PLAN = OpPlan()
@@ -207,7 +211,7 @@ def _compute_wins(c0: float, cs: float, m0: float, ms: float, n: int) -> tuple[i
     return 0, min(n - 1, math.floor(root))               # compute wins up to floor(root)
 
 
-def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weight_dtype: str | None,
+def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weight_dtype: WeightDtype,
             in_rms_norm: bool, plan: OpPlan = NO_PLAN,
             moves: Sequence[tuple[int, Device | None]] | None = None) -> OpTiming:
     """The timing of record ``i`` (``r``) on ``devices_of[i]`` under ``plan`` (see the module
@@ -222,6 +226,7 @@ def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weigh
     d = devices_of[i]
     if moves is None:
         moves = moved_inputs(r, d, devices_of, moved)
+    weight_dtype = weight_dtype_of(weight_dtype, r.scope)
     c = r.cost
     w = d.cost_weights
     work = (c.add + c.mult + c.div * w["div"] + c.sqrt * w["sqrt"] + c.exp * w["exp"]
@@ -235,7 +240,7 @@ def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weigh
         table = d.matrix_tflops if matrix else d.vector_tflops
         if weight_dtype in table:
             key = weight_dtype
-    efficiency = compute_efficiency(d, key, matrix) * _shape_efficiency(d, gemm_dims(r), plan.share)
+    efficiency = compute_efficiency(d, key, matrix, plan.grouped) * _shape_efficiency(d, gemm_dims(r), plan.share)
     t_compute = work / (d.peak_flops(key, matrix) * efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
     activations = ((0 if c.bytes_read is None else c.bytes_read) + (0 if c.bytes_written is None else c.bytes_written)
@@ -327,11 +332,16 @@ def moved_inputs(r: OpRecord, d: Device, devices_of: Sequence[Device], moved: se
     return out
 
 
-def compute_efficiency(d: Device, key: str, matrix: bool) -> float:
-    """The fraction of the peak an op of dtype ``key`` reaches on ``d``: ``matrix_efficiency[key]``
-    for a matrix op timed at that dtype's matrix peak, else ``compute_efficiency``."""
-    if matrix and key in d.matrix_efficiency and key in d.matrix_tflops:
-        return d.matrix_efficiency[key]
+def compute_efficiency(d: Device, key: str, matrix: bool, grouped: bool = False) -> float:
+    """The fraction of the peak an op of dtype ``key`` reaches on ``d``, for a matrix op timed at
+    that dtype's matrix peak: ``expert_matrix_efficiency[key]`` for one of a routed-experts grouped
+    kernel (``grouped``) where the profile gives it, else ``matrix_efficiency[key]`` where it gives
+    that; every other op, and where neither is given: ``compute_efficiency``."""
+    if matrix and key in d.matrix_tflops:
+        if grouped and key in d.expert_matrix_efficiency:
+            return d.expert_matrix_efficiency[key]
+        if key in d.matrix_efficiency:
+            return d.matrix_efficiency[key]
     return d.compute_efficiency
 
 

@@ -38,8 +38,9 @@ import numpy as np
 
 from dispatchprof.results.profile import Profile
 from dispatchprof.results.records import COUNT_FIELDS, OpRecord
-from dispatchprof.sim.device import WEIGHT_BITS, Device
+from dispatchprof.sim.device import Device
 from dispatchprof.sim.placement import Placement
+from dispatchprof.sim.quantization import check_weight_dtype
 from dispatchprof.sim.timing import ShapeDependent, eager_host_us, moved_inputs, time_op
 from op_formulas.cost import Cost
 
@@ -113,8 +114,7 @@ def simulate_shapes(template: Profile, layout: Sequence[RecordRows], source: Val
     if bound:
         placement = placement.as_bound()
     check_vectorisable(placement, runtime, tp, kv_dtype)
-    if weight_dtype is not None and weight_dtype not in WEIGHT_BITS:
-        raise ValueError(f"weight_dtype must be one of {tuple(WEIGHT_BITS)}, got {weight_dtype!r}")
+    check_weight_dtype(weight_dtype)
     records = template.records
     memo = {} if memo is None else memo
     if "plan" not in memo:
