@@ -83,7 +83,9 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
+from checkpoints import stored_weights
 from inferencemax_servers import (RANGE_RATIO, inferencemax_layout, prompts_per_client, server_figures, server_of,
                                   speculative_run)
 
@@ -161,7 +163,7 @@ class ServingRow:
     tp: int
     engine: str
     engine_version: str
-    weight_dtype: str | None
+    weight_dtype: Any                  # a WEIGHT_BITS name, a dispatchprof.Quantized, or None (bf16)
     kv_dtype: str | None
     prompt_len: int
     output_len: int
@@ -316,6 +318,12 @@ def kv_link_of(system: str, gpus: int) -> str:
     return nvlink if gpus <= domain else nic
 
 
+def checkpoint_weights(r: dict, weights: str | None):
+    """A row's simulated weight dtype: ``weights`` (its GEMM dtype, `WEIGHTS`) but the modules its
+    quantized checkpoint keeps in bf16 (`checkpoints.KEPT_IN_BF16`)."""
+    return stored_weights(r["model_path"], r["gemm_quant_mode"], weights)
+
+
 def kv_dtype_of(backend: str, weights: str | None) -> str | None:
     """The KV cache's dtype: TensorRT-LLM stores it in fp8 beside fp8 or fp4 weights (its quantized
     checkpoints carry kv_cache_quant_algo FP8); vLLM and SGLang keep the model's dtype ("auto")."""
@@ -354,7 +362,7 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                               range_ratio=RANGE_RATIO)
             rows.append(ServingRow(
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
-                DEVICES[r["system"]], tp, r["backend"], row_preset(r), weights, kv_dtype,
+                DEVICES[r["system"]], tp, r["backend"], row_preset(r), checkpoint_weights(r, weights), kv_dtype,
                 int(r["isl"]), int(r["osl"]), clients, measured=_measured(r), raw=r, engine_figures=figures,
                 ep=ep, dp_attention=dp, pp=pp, **client))
     return rows, skipped
@@ -381,7 +389,7 @@ def _disagg_row(r: dict) -> ServingRow:
     weights = WEIGHTS[r["gemm_quant_mode"]]
     return ServingRow(
         r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]], DEVICES[r["system"]],
-        prefill.tp, r["backend"], row_preset(r), weights,
+        prefill.tp, r["backend"], row_preset(r), checkpoint_weights(r, weights),
         kv_dtype_of(r["backend"], weights), isl, int(r["osl"]), clients, None, SIMULATED_ROUNDS * clients,
         _measured(r), r, rounds=ROUNDS, disagg=Disaggregated(prefill, decode, kv_link_of(r["system"], gpus)))
 

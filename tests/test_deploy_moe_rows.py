@@ -107,3 +107,21 @@ def test_the_disaggregated_rows_quote_the_layout_csv() -> None:
     for device in ("B200", "GB200", "GB300", "H200"):
         signed = statistics.median(_errors([r for r in held if r["device"] == device], "tpot"))
         assert f"{signed:+.1f}%" in text[text.index("Disaggregated mixture-of-experts rows"):], device
+
+
+def test_deepseek_r1s_ttft_by_prompt_length_quotes_the_csv() -> None:
+    """DeepSeek-R1's rows of 4 and 8 clients: short at 1,024-token prompts, long at 8,192 (the
+    prefill paragraph), medians of the predicted rows of scripts/data/serving_moe_rows_predictions.csv."""
+    from tests.accuracy_docs import ROOT
+
+    text = " ".join((ROOT / "docs/deploy.md").read_text().split())
+    rows = [r for r in read_rows("serving_moe_rows_predictions.csv")
+            if r["model"] == "deepseek-r1" and r["dispatchprof_ttft_ms"] and r["clients"] in ("4", "8")]
+    short = [r for r in rows if r["isl"] == "1024"]
+    long = [r for r in rows if r["isl"] == "8192"]
+    measured = statistics.median(float(r["measured_ttft_ms"]) for r in short)
+    predicted = statistics.median(float(r["dispatchprof_ttft_ms"]) for r in short)
+    assert (f"short at 1,024-token prompts (median {measured:.0f} ms measured, {predicted:.0f} ms predicted, "
+            f"{statistics.median(_errors(short, 'ttft')):.0f}% signed over {len(short)} rows on B200 and H200) and "
+            f"long at 8,192 ({statistics.median(_errors(long, 'ttft')):+.0f}%, {len(long)} rows)") in text
+    assert {r["device"] for r in rows} == {"B200", "H200"}

@@ -8,6 +8,8 @@ import pytest
 
 import serving_rows as sr
 
+from dispatchprof import Quantized
+
 SIDE = ("batch_size", "num_workers", "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size")
 COLUMNS = ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system", "precision", "mode",
            "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size", "tp_size", "pp_size", "attention_dp_size",
@@ -194,10 +196,13 @@ def test_deepseek_and_gpt_oss_rows_tensor_or_expert_parallel_over_the_same_gpus(
         row(id="rack", tp_size="72", moe_tp_size="72", moe_ep_size="1", **{**ds, "system": "gb200"}),
         row(id="mixed", tp_size="64", moe_tp_size="8", moe_ep_size="8", **ds),
         disagg(id="dis", model_path="deepseek-ai/DeepSeek-R1")]))
+    # NVIDIA's NVFP4 DeepSeek checkpoints keep MLA's projections, the router, embeddings and LM head in bf16
+    fp4 = Quantized("fp4", ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens",
+                            "lm_head"))
     assert [(r.id, r.model, r.device, r.tp, r.ep, r.engine, r.weight_dtype, r.kv_dtype) for r in rows] == [
         ("r1tp8", "deepseek-r1", "B200", 8, 1, "sglang", "fp8", None),
-        ("r1ep4", "deepseek-r1", "B200", 4, 4, "sglang", "fp4", None),
-        ("nv", "deepseek-r1", "B200", 8, 8, "trtllm", "fp4", "fp8"),
+        ("r1ep4", "deepseek-r1", "B200", 4, 4, "sglang", fp4, None),
+        ("nv", "deepseek-r1", "B200", 8, 8, "trtllm", fp4, "fp8"),
         ("v3", "deepseek-v3", "H200", 8, 1, "trtllm", "fp8", "fp8"),
         ("oss", "gpt-oss-120b", "H200", 2, 1, "trtllm", "fp4", "fp8")]
     assert [(s.id, s.reason) for s in skipped] == [

@@ -7,6 +7,12 @@ import serving_rows as sr
 import validate_serving as vs
 from test_serving_rows import disagg, row, write
 
+from dispatchprof import Quantized
+
+#: NVIDIA's NVFP4 DeepSeek-R1: MLA's projections, the router, embeddings and LM head in bf16 (scripts/checkpoints.py)
+DEEPSEEK_NVFP4 = Quantized("fp4", ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate",
+                                   "embed_tokens", "lm_head"))
+
 #: The sample's DeepSeek-R1 NVFP4 TensorRT-LLM row 974 on B200: 8 attention ranks of TP 1, experts over 8
 R1_DP8 = dict(id="r1dp8", model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", backend="trtllm",
               backend_version="1.2.0rc6.post3", gemm_quant_mode="nvfp4", isl="8192", osl="1024", batch_size="32",
@@ -28,7 +34,7 @@ def test_an_attention_data_parallel_row_as_serve_runs_it(tmp_path):
     assert (r1.tp, r1.ep, r1.dp_attention, r1.pp, r1.model, r1.device) == (1, 8, 8, 1, "deepseek-r1", "B200")
     # 256 clients = 8 ranks x 32; the rule's per-rank budget ceil((32 + 8192 + 1500) / 32) x 32 = 9728, x 8 ranks
     assert (r1.concurrency, r1.max_seqs, r1.engine_figures) == (256, 256, {"max_batched_tokens": 77824})
-    assert r1.setup_key == ("deepseek-r1", "B200", 1, "fp4", "fp8", "ep8", "dpa8")
+    assert r1.setup_key == ("deepseek-r1", "B200", 1, DEEPSEEK_NVFP4, "fp8", "ep8", "dpa8")
     assert r1.layout == "experts over 8 GPUs (EP), attention data-parallel over 8 groups"
     assert r1.layout_kind == "attention-DP"
     # vLLM --tensor-parallel-size 2 --data-parallel-size 2 --enable-expert-parallel: serve --tp 2 --ep 4 --dp-attention 2

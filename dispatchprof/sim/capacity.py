@@ -1,7 +1,8 @@
 """Does the model fit? Weights + KV cache + peak activations against each device's memory.
 
 Weights on a device are the parameters (and buffers) of the module scopes placed on it, in the
-simulated weight dtype (a `Quantized` one's of each scope, `dispatchprof.sim.quantization`); parameters of modules that never ran count on the root's device. The
+simulated weight dtype (a `Quantized` one's of each scope, `dispatchprof.sim.quantization`);
+parameters of modules that never ran count on the root's device. The
 peak activations are the whole count's peak of live op outputs (the KV cache it produced is
 inside it); with several devices each is assumed to hold that peak, an upper bound. ``kv_bytes``
 adds a cache that existed before the count (the tokens of earlier steps). With tensor parallelism

@@ -1,0 +1,55 @@
+"""What the quantized checkpoints behind the silicon sample's NVFP4 mixture-of-experts rows leave in
+bf16: the modules their configs exclude from quantization, as `dispatchprof.Quantized` patterns.
+
+The sample names a row's model (``model_path``) and its GEMM quantization (``gemm_quant_mode``),
+not the checkpoint file; NVIDIA's NVFP4 checkpoints of these models (TensorRT Model Optimizer)
+quantize the experts' and MLPs' linear layers to NVFP4 and list what they leave in bf16. Copies of
+their configs are vendored in AIConfigurator (ai-dynamo/aiconfigurator, commit 095f58a,
+aic-core/src/aiconfigurator_core/model_configs/); each entry quotes its list. A router that is not a
+``Linear`` (DeepSeek's ``MoEGate``) is never converted, and embeddings never are: both stay bf16.
+
+Not transcribed here: the FP8 checkpoints (their lists leave only the router, the LM head and
+embeddings in bf16, a few per cent of the bytes) and gpt-oss-120b's MXFP4 (bf16 activations,
+which ``fp4`` does not model: docs/accuracy.md, "Mixture-of-experts layers against measured
+kernels").
+"""
+
+from __future__ import annotations
+
+from dispatchprof import Quantized
+
+#: (model_path, gemm_quant_mode) -> the patterns of the modules the checkpoint keeps in bf16, and the source
+KEPT_IN_BF16: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
+    ("deepseek-ai/DeepSeek-R1", "nvfp4"): (
+        ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head"),
+        'nvidia/DeepSeek-V3.1-NVFP4 hf_quant_config.json exclude_modules: the four MLA projections "q_a_proj, '
+        'q_b_proj, kv_a_proj_with_mqa, kv_b_proj" of every layer, "lm_head", "model.layers.61*" (MTP); the '
+        'DeepSeek-R1-0528-FP4-v2 card: "Compared to nvidia/DeepSeek-R1-0528-FP4, this checkpoint additionally '
+        'quantizes the wo module in attention layers"'),
+    ("nvidia/DeepSeek-R1-NVFP4", "nvfp4"): (
+        ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head"),
+        "as deepseek-ai/DeepSeek-R1's NVFP4 rows: nvidia/DeepSeek-V3.1-NVFP4 hf_quant_config.json exclude_modules"),
+    ("deepseek-ai/DeepSeek-V3", "nvfp4"): (
+        ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head"),
+        "as DeepSeek-R1's: nvidia/DeepSeek-V3.1-NVFP4 hf_quant_config.json exclude_modules"),
+    ("MiniMaxAI/MiniMax-M2.5", "nvfp4"): (
+        ("self_attn", "mlp.gate", "embed_tokens", "lm_head"),
+        'nvidia/MiniMax-M2.5-NVFP4 hf_quant_config.json exclude_modules: "lm_head", '
+        '"model.layers.N.block_sparse_moe.gate" (the router: transformers names it mlp.gate) and '
+        '"model.layers.N.self_attn*" for N = 0..61'),
+    ("Qwen/Qwen3.5-397B-A17B", "nvfp4"): (
+        ("self_attn", "linear_attn", "shared_expert", "shared_expert_gate", "embed_tokens", "lm_head"),
+        'nvidia/Qwen3.5-397B-A17B-NVFP4 config ignore: "lm_head", "*.mlp.shared_expert.*", every "linear_attn*" '
+        '(45 layers) and "self_attn*" (15 layers), "shared_expert_gate", "model.visual*", "mtp.layers.0*"'),
+    ("moonshotai/Kimi-K2.5", "nvfp4"): (
+        ("self_attn", "mlp.gate", "embed_tokens", "lm_head"),
+        'nvidia/Kimi-K2.5-NVFP4 hf_quant_config.json (ModelOpt 0.41.0) exclude_modules: "language_model.lm_head", '
+        '"self_attn*" of layers 0..60, "mm_projector*", "vision_tower*"'),
+}
+
+
+def stored_weights(model_path: str, quant: str, weights: str | None) -> str | Quantized | None:
+    """The weight dtype a row of ``model_path`` in ``quant`` is simulated with: ``weights`` (the
+    GEMM dtype) but the modules its checkpoint keeps in bf16, where `KEPT_IN_BF16` has it."""
+    kept = KEPT_IN_BF16.get((model_path, quant))
+    return weights if kept is None or weights is None else Quantized(weights, kept[0])
