@@ -61,9 +61,9 @@ from dispatchprof.sim.simulate import simulate  # noqa: E402
 
 #: AIConfigurator MoE dtype -> the simulator's weight dtype (None: the model's bf16)
 DTYPES = {"bfloat16": None, "fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4"}
-#: Weight-only kernels, checked but never in a figure: gpt-oss's MXFP4 experts with bf16 activations,
-#: which the simulator reads as fp4 weights (its ``weight_dtype="fp4"``, NVFP4's 4-bit weights and activations)
-WEIGHT_ONLY = {"w4a16_mxfp4": "fp4"}
+#: Weight-only kernels, checked but never in a figure: gpt-oss's MXFP4 experts with bf16 activations
+#: (the simulator's ``weight_dtype="mxfp4"``)
+WEIGHT_ONLY = {"w4a16_mxfp4": "mxfp4"}
 #: AIConfigurator's default routing (sdk/config.py workload_distribution "power_law", alpha 1.01)
 DISTRIBUTION = "power_law_1.01"
 #: Token counts counted and looked up in the tables

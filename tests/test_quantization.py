@@ -102,3 +102,20 @@ def test_the_cli_takes_a_checkpoints_ignore_list(capsys, tmp_path):
     code, _, err = run_cli(capsys, "profile", str(config), "--weight-dtype", "int4", "--keep-dtype",
                            "self_attn,,lm_head")
     assert code == 2 and "expected comma-separated module path patterns such as self_attn,lm_head" in err
+
+
+def test_mxfp4_weights_are_read_at_4_25_bits_and_computed_at_the_bf16_peak_by_hand():
+    from op_formulas.matmul import matmul_cost
+    from dispatchprof.results.records import OpRecord
+    from dispatchprof.sim.timing import time_op
+    b200 = load_device("B200")                   # bf16 2250 TFLOP/s at 0.8; fp4 9000 at 0.46
+    m, n, k = 8192, 8192, 8192
+    cost = matmul_cost(m, k, n).with_bytes(2 * (m * k + k * n), 2 * m * n)
+    rec = OpRecord("aten.mm", "model.layers.0.mlp.experts.0.down_proj", "forward", "bfloat16", cost,
+                   shapes=((m, k), (k, n)), param_bytes=2 * k * n, param_elements=k * n)
+    mx, nv, bf = (time_op(0, rec, [b200], set(), w, False) for w in ("mxfp4", "fp4", None))
+    assert mx.t_compute == pytest.approx(bf.t_compute)
+    assert nv.t_compute == pytest.approx(bf.t_compute * (2250 * 0.8) / (9000 * 0.46))
+    # weights at 4.25 bits (NVFP4's 4.5): traffic = activations + k n x 4.25 / 8
+    assert mx.traffic_bytes == pytest.approx(bf.traffic_bytes - 2 * k * n + k * n * 4.25 / 8)
+    assert nv.traffic_bytes == pytest.approx(bf.traffic_bytes - 2 * k * n + k * n * 4.5 / 8)

@@ -24,8 +24,10 @@ DTYPE_KEYS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp
 #: stored as NVFP4, Blackwell's 4-bit format: 16 E2M1 elements share one FP8 E4M3 block scale,
 #: 72 bits per 16 elements (modal.com/llm-almanac/block-quants: "blocks are 16 elements (vs. 32 for
 #: MXFP4), and the block scale uses full FP8 E4M3"; its per-tensor FP32 scale is negligible).
-#: MXFP4 (32 elements per E8M0 scale: 4.25 bits) has no key of its own.
-WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4.5}
+#: "mxfp4" is OCP MXFP4 weights beside 16-bit activations (W4A16), as gpt-oss-120b's checkpoint
+#: runs on Hopper: 32 E2M1 elements share one E8M0 scale, 4.25 bits each; no profile lists an mxfp4
+#: peak, so its matrix ops run at the model dtype's (the weights are dequantised to it).
+WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4.5, "mxfp4": 4.25}
 WEIGHT_CATEGORIES = ("div", "sqrt", "exp", "cmp", "other")
 OVERRIDE_OPS = ("softmax", "silu", "rms_norm")
 
