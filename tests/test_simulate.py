@@ -90,7 +90,8 @@ def test_side_by_side_devices_and_bad_names():
         OpCounter(devices="PIM-AI")
     with pytest.raises(ValueError, match="no catch-all rule"):
         OpCounter(devices={"*.mlp*": "PIM-AI-1chip"})
-    with pytest.raises(ValueError, match=r"weight_dtype=...\) must be one of \('fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'fp4'\)"):
+    with pytest.raises(ValueError, match=r"weight_dtype=...\) must be one of \('fp32', 'bf16', 'fp16', 'fp8', "
+                                         r"'int8', 'int4', 'fp4', 'mxfp4'\) or a Quantized, got 'int3'"):
         OpCounter(devices="L4", weight_dtype="int3")
 
 
