@@ -9,28 +9,29 @@ aic-core/src/aiconfigurator_core/model_configs/); each entry quotes its list. A 
 ``Linear`` (DeepSeek's ``MoEGate``) is never converted, and embeddings never are: both stay bf16.
 
 Not transcribed here: the FP8 checkpoints (their lists leave only the router, the LM head and
-embeddings in bf16, a few per cent of the bytes) and gpt-oss-120b's MXFP4 (bf16 activations,
-which ``fp4`` does not model: docs/accuracy.md, "Mixture-of-experts layers against measured
-kernels").
+embeddings in bf16, a few per cent of the bytes) and gpt-oss-120b's MXFP4 (its rows still run as
+``fp4``; its checkpoint is ``mxfp4`` beside bf16 attention, router, embeddings and LM head).
 """
 
 from __future__ import annotations
 
 from dispatchprof import Quantized
 
+#: NVIDIA's NVFP4 DeepSeek checkpoints: MLA's four q/kv projections, the router, embeddings, LM head
+DEEPSEEK_NVFP4 = ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head")
 #: (model_path, gemm_quant_mode) -> the patterns of the modules the checkpoint keeps in bf16, and the source
 KEPT_IN_BF16: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
     ("deepseek-ai/DeepSeek-R1", "nvfp4"): (
-        ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head"),
+        DEEPSEEK_NVFP4,
         'nvidia/DeepSeek-V3.1-NVFP4 hf_quant_config.json exclude_modules: the four MLA projections "q_a_proj, '
         'q_b_proj, kv_a_proj_with_mqa, kv_b_proj" of every layer, "lm_head", "model.layers.61*" (MTP); the '
         'DeepSeek-R1-0528-FP4-v2 card: "Compared to nvidia/DeepSeek-R1-0528-FP4, this checkpoint additionally '
         'quantizes the wo module in attention layers"'),
     ("nvidia/DeepSeek-R1-NVFP4", "nvfp4"): (
-        ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head"),
+        DEEPSEEK_NVFP4,
         "as deepseek-ai/DeepSeek-R1's NVFP4 rows: nvidia/DeepSeek-V3.1-NVFP4 hf_quant_config.json exclude_modules"),
     ("deepseek-ai/DeepSeek-V3", "nvfp4"): (
-        ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens", "lm_head"),
+        DEEPSEEK_NVFP4,
         "as DeepSeek-R1's: nvidia/DeepSeek-V3.1-NVFP4 hf_quant_config.json exclude_modules"),
     ("MiniMaxAI/MiniMax-M2.5", "nvfp4"): (
         ("self_attn", "mlp.gate", "embed_tokens", "lm_head"),
@@ -48,8 +49,8 @@ KEPT_IN_BF16: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
 }
 
 
-def stored_weights(model_path: str, quant: str, weights: str | None) -> str | Quantized | None:
-    """The weight dtype a row of ``model_path`` in ``quant`` is simulated with: ``weights`` (the
-    GEMM dtype) but the modules its checkpoint keeps in bf16, where `KEPT_IN_BF16` has it."""
-    kept = KEPT_IN_BF16.get((model_path, quant))
+def stored_weights(r: dict, weights: str | None) -> str | Quantized | None:
+    """The weight dtype silicon-sample row ``r`` is simulated with: ``weights`` (its GEMM dtype)
+    but the modules its checkpoint keeps in bf16, where `KEPT_IN_BF16` has its model and quantization."""
+    kept = KEPT_IN_BF16.get((r["model_path"], r["gemm_quant_mode"]))
     return weights if kept is None or weights is None else Quantized(weights, kept[0])

@@ -81,9 +81,8 @@ def expert_shape(config) -> tuple[int, int, int, int] | None:
     return config.hidden_size, inter, moe[1], moe[0]
 
 
-def counted_layers(name: str, tokens: tuple[int, ...]) -> dict[int, object]:
-    """Per token count, the profile of one forward through ``name`` cut after its first MoE layer."""
-    model = build_model(name)
+def counted_layers(model, tokens: tuple[int, ...]) -> dict[int, object]:
+    """Per token count, the profile of one forward through ``model`` cut after its first MoE layer."""
     model = shallow_model(model, prefix_layers(model.config) + 1)
     out = {}
     for t in tokens:
@@ -122,18 +121,18 @@ def kernel_points(folder: str, system: str, shape: tuple[int, int, int, int]):
 
 def collect(folder: str, models: list[str]) -> list[dict]:
     """One entry per measured point of a counted model: the simulated times at efficiency 1 and as bundled."""
-    shapes = {}
+    seen, points = set(), []
     for name in models:
-        shape = expert_shape(build_model(name).config)
-        if shape is not None and shape not in shapes.values():     # DeepSeek-R1 is DeepSeek-V3's shape
-            shapes[name] = shape
-    points = []
-    for name, shape in shapes.items():
+        model = build_model(name)
+        shape = expert_shape(model.config)
+        if shape is None or shape in seen:                         # DeepSeek-R1 is DeepSeek-V3's shape
+            continue
+        seen.add(shape)
         measured = {s: list(kernel_points(folder, s, shape)) for s in SYSTEMS}
         tokens = tuple(sorted({p[3] for ps in measured.values() for p in ps}))
         if not tokens:
             continue
-        profiles = counted_layers(name, tokens)
+        profiles = counted_layers(model, tokens)
         for system, rows in measured.items():
             bundled = load_device(SYSTEMS[system])
             devices = {"one": dataclasses.replace(bundled, compute_efficiency=1.0, matrix_efficiency={},

@@ -318,12 +318,6 @@ def kv_link_of(system: str, gpus: int) -> str:
     return nvlink if gpus <= domain else nic
 
 
-def checkpoint_weights(r: dict, weights: str | None):
-    """A row's simulated weight dtype: ``weights`` (its GEMM dtype, `WEIGHTS`) but the modules its
-    quantized checkpoint keeps in bf16 (`checkpoints.KEPT_IN_BF16`)."""
-    return stored_weights(r["model_path"], r["gemm_quant_mode"], weights)
-
-
 def kv_dtype_of(backend: str, weights: str | None) -> str | None:
     """The KV cache's dtype: TensorRT-LLM stores it in fp8 beside fp8 or fp4 weights (its quantized
     checkpoints carry kv_cache_quant_algo FP8); vLLM and SGLang keep the model's dtype ("auto")."""
@@ -362,7 +356,7 @@ def aic_rows(path: str) -> tuple[list[ServingRow], list[Skipped]]:
                               range_ratio=RANGE_RATIO)
             rows.append(ServingRow(
                 r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]],
-                DEVICES[r["system"]], tp, r["backend"], row_preset(r), checkpoint_weights(r, weights), kv_dtype,
+                DEVICES[r["system"]], tp, r["backend"], row_preset(r), stored_weights(r, weights), kv_dtype,
                 int(r["isl"]), int(r["osl"]), clients, measured=_measured(r), raw=r, engine_figures=figures,
                 ep=ep, dp_attention=dp, pp=pp, **client))
     return rows, skipped
@@ -389,7 +383,7 @@ def _disagg_row(r: dict) -> ServingRow:
     weights = WEIGHTS[r["gemm_quant_mode"]]
     return ServingRow(
         r["id"], "aiconfigurator silicon_sample.csv", split_of(r["id"]), MODELS[r["model_path"]], DEVICES[r["system"]],
-        prefill.tp, r["backend"], row_preset(r), checkpoint_weights(r, weights),
+        prefill.tp, r["backend"], row_preset(r), stored_weights(r, weights),
         kv_dtype_of(r["backend"], weights), isl, int(r["osl"]), clients, None, SIMULATED_ROUNDS * clients,
         _measured(r), r, rounds=ROUNDS, disagg=Disaggregated(prefill, decode, kv_link_of(r["system"], gpus)))
 

@@ -34,7 +34,9 @@ def test_every_pattern_keeps_modules_of_the_catalog_model_and_never_the_experts(
 
 def test_rows_of_listed_checkpoints_keep_those_modules():
     kept = checkpoints.KEPT_IN_BF16["MiniMaxAI/MiniMax-M2.5", "nvfp4"][0]
-    assert checkpoints.stored_weights("MiniMaxAI/MiniMax-M2.5", "nvfp4", "fp4") == Quantized("fp4", kept)
-    assert checkpoints.stored_weights("MiniMaxAI/MiniMax-M2.5", "fp8", "fp8") == "fp8"       # not transcribed
-    assert checkpoints.stored_weights("openai/gpt-oss-120b", "nvfp4", "fp4") == "fp4"
-    assert checkpoints.stored_weights("Qwen/Qwen3-32B", "", None) is None
+    def row(model_path, quant):
+        return {"model_path": model_path, "gemm_quant_mode": quant}
+    assert checkpoints.stored_weights(row("MiniMaxAI/MiniMax-M2.5", "nvfp4"), "fp4") == Quantized("fp4", kept)
+    assert checkpoints.stored_weights(row("MiniMaxAI/MiniMax-M2.5", "fp8"), "fp8") == "fp8"      # not transcribed
+    assert checkpoints.stored_weights(row("openai/gpt-oss-120b", "nvfp4"), "fp4") == "fp4"
+    assert checkpoints.stored_weights(row("Qwen/Qwen3-32B", ""), None) is None

@@ -9,8 +9,8 @@ from typing import Sequence
 import torch
 
 from dispatchprof.serving.requests import Request
-from dispatchprof.sim.device import WEIGHT_BITS, Device
-from dispatchprof.sim.quantization import WeightDtype, weight_dtype_of
+from dispatchprof.sim.device import Device
+from dispatchprof.sim.quantization import WeightDtype, parameter_bytes
 
 
 def check_weights_fit(model: torch.nn.Module, devices: Sequence[Device], weight_dtype: WeightDtype, gpus: int) -> None:
@@ -19,10 +19,7 @@ def check_weights_fit(model: torch.nn.Module, devices: Sequence[Device], weight_
     / gpus above a device's memory capacity. Every layout holds at least that much per GPU (each
     weight is held at least once), so nothing this refuses could have run; the KV cache's share of
     memory is checked when the run starts (`dispatchprof.serving.serve.ServingSetup.cache`)."""
-    total = 0.0
-    for name, p in model.named_parameters():
-        stored = weight_dtype_of(weight_dtype, name.rpartition(".")[0])
-        total += p.numel() * (p.element_size() if stored is None else WEIGHT_BITS[stored] / 8)
+    total = sum(parameter_bytes(weight_dtype, name, p) for name, p in model.named_parameters())
     for d in devices:
         if d.memory_capacity_gb is not None and total / gpus > d.memory_capacity_gb * 1e9:
             raise ValueError(f"the weights ({total / 1e9:.2f} GB{f' in {weight_dtype}' if weight_dtype else ''}) "

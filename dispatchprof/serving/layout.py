@@ -72,9 +72,9 @@ import torch
 
 from dispatchprof.serving.cost import Composition, StepCost, StepCostModel
 from dispatchprof.serving.work import op_timing, scaled
-from dispatchprof.sim.device import WEIGHT_BITS, Device
+from dispatchprof.sim.device import Device
 from dispatchprof.sim.links import GPUS_PER_NODE, all_to_all_s, links_of, send_s
-from dispatchprof.sim.quantization import WeightDtype, weight_dtype_of
+from dispatchprof.sim.quantization import WeightDtype, parameter_bytes
 from dispatchprof.sim.runtime import is_routed_expert
 
 #: A decoder layer's index in a scope path.
@@ -184,8 +184,7 @@ def expert_fraction(model: torch.nn.Module, weight_dtype: WeightDtype = None) ->
     ``weight_dtype`` stores its module's (`dispatchprof.sim.quantization`)."""
     total = experts = 0.0
     for name, p in model.named_parameters():
-        stored = weight_dtype_of(weight_dtype, name.rpartition(".")[0])
-        nbytes = p.numel() * (p.element_size() if stored is None else WEIGHT_BITS[stored] / 8)
+        nbytes = parameter_bytes(weight_dtype, name, p)
         total += nbytes
         if is_routed_expert(name):
             experts += nbytes

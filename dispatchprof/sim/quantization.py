@@ -67,6 +67,13 @@ def weight_dtype_of(weight_dtype: WeightDtype, scope: str) -> str | None:
     return weight_dtype.dtype_of(scope) if isinstance(weight_dtype, Quantized) else weight_dtype
 
 
+def parameter_bytes(weight_dtype: WeightDtype, name: str, p) -> float:
+    """The bytes of parameter ``p`` (a tensor) named ``name`` ("model.layers.0.mlp.down_proj.weight")
+    stored as ``weight_dtype`` stores its module's parameters: its own element size where kept."""
+    stored = weight_dtype_of(weight_dtype, name.rpartition(".")[0])
+    return p.numel() * (p.element_size() if stored is None else WEIGHT_BITS[stored] / 8)
+
+
 def check_weight_dtype(weight_dtype: WeightDtype, where: str = "weight_dtype") -> None:
     """Refuse a ``weight_dtype`` that is none of None, a `WEIGHT_BITS` name or a `Quantized`."""
     if weight_dtype is None or isinstance(weight_dtype, Quantized) or weight_dtype in WEIGHT_BITS:
@@ -79,4 +86,4 @@ def label(weight_dtype: WeightDtype) -> str | None:
     return None if weight_dtype is None else str(weight_dtype)
 
 
-__all__ = ["Quantized", "WeightDtype", "check_weight_dtype", "keeps", "label", "weight_dtype_of"]
+__all__ = ["Quantized", "WeightDtype", "check_weight_dtype", "keeps", "label", "parameter_bytes", "weight_dtype_of"]
