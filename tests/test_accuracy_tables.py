@@ -89,7 +89,8 @@ def test_the_table_names_every_validation_once():
         "Disaggregated prefill and decode", "Disaggregated mixture-of-experts: DeepSeek-R1/V3, Kimi-K2.5",
         "Published single-batch and engine figures",
         "Eager and compiled decode: the host's share", "Kernels on a lent H100",
-        "Mixture-of-experts layers against measured kernels", "Training",
+        "Mixture-of-experts layers against measured kernels", "Attention against measured kernels",
+        "Training",
         "PIM on UPMEM silicon"]
     headings = {l[3:] for l in (ROOT / DOC).read_text().splitlines() if l.startswith("## ")}
     anchors = {re.sub(r"[^\w -]", "", h.lower()).replace(" ", "-") for h in headings}
@@ -312,3 +313,54 @@ def test_the_published_sections_figures():
     assert f"({split['fit']} fit, {split['held-out']} held out)" in text
     group = lambda hw: pct(median_abs_error([r for r in rows if r["hardware"] == hw and r["runtime"] == "serving"]))  # noqa: E731
     assert f"(MI300X {group('MI300X')}, H200 {group('H200')}, B200 {group('B200')} over all rows)" in text
+
+
+def _attention_kernel_table() -> tuple[dict, dict, dict]:
+    """scripts/data/attention_kernels_table.txt: (system, engine) -> its implied figure; system -> the
+    pooled implied figure; (system, engine) -> per check column (points, |error| %, signed %) or None."""
+    text = (ROOT / "scripts" / "data" / "attention_kernels_table.txt").read_text()
+    implied_part, pooled_part, check_part, decode_part = text.split("\n\n")
+    implied = {(a, b): float(v) for a, b, v in re.findall(r"^(\w+) +(\w+ [\w.]+) +([\d.]+) +\d+$", implied_part, re.M)}
+    pooled = {a: float(v) for a, v in re.findall(r"^(\w+) +\S+ +([\d.]+)$", pooled_part, re.M)}
+    cell = r"(?:(\d+) +([\d.]+)% / +([-+][\d.]+)%|-)"
+    check = {}
+    for m in re.finditer(rf"^(\w+) +((?:\w+ [\w.]+)?) +{cell} +{cell} +{cell} +{cell}$", check_part, re.M):
+        groups = m.groups()[2:]
+        check[m.group(1), m.group(2)] = [None if g[0] is None else (int(g[0]), float(g[1]), float(g[2]))
+                                         for g in (groups[k:k + 3] for k in range(0, 12, 3))]
+    decode = re.search(rf"^every +{cell} +{cell}$", decode_part, re.M).groups()
+    decode = [(int(decode[k]), float(decode[k + 1]), float(decode[k + 2])) for k in (0, 3)]
+    return implied, pooled, check, decode
+
+
+def test_attention_kernels_quote_their_table():
+    implied, pooled, check, (gqa_decode, mla_decode) = _attention_kernel_table()
+    gqa, absorbed, expanded, at_implied = check["every", ""]
+    held, ours, peer = _line("Attention against measured kernels")
+    assert held == f"{gqa[0] + expanded[0] + gqa_decode[0] + mla_decode[0]} (no split: nothing fitted)" and peer == "-"
+    assert ours == (f"prefill: grouped-query {gqa[1]:.1f}%, MLA absorbed {absorbed[1]:.1f}%, expanded {expanded[1]:.1f}%; "
+                    f"decode: grouped-query {gqa_decode[1]:.1f}%, MLA {mla_decode[1]:.1f}%")
+    text = _section("Attention against measured kernels")
+
+    def span(values, fmt="{:.1f}"):
+        return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
+    cells = [c for key, c in check.items() if key[0] != "every"]
+    assert f"{gqa[0]} causal grouped-query attentions" in text and f"{absorbed[0]} DeepSeek-V3 context MLA" in text
+    assert f"timed {gqa[1]:.1f}% fast (median |error|, signed {gqa[2]:+.1f}%) over {gqa[0]}" in text
+    assert f"{span([c[0][1] for c in cells if c[0]])}% by system and engine" in text
+    assert f"reach {span(implied.values(), '{:.2f}')} of the bf16 peak" in text
+    assert f"({span(pooled.values(), '{:.2f}')} pooled per system" in text
+    assert f"absorbed prefill is timed {absorbed[1]:.1f}% off (signed {absorbed[2]:+.1f}%" in text
+    assert f"expanded form {expanded[1]:.1f}% (signed {expanded[2]:+.1f}%)" in text
+    assert f"the expanded form is {at_implied[1]:.1f}% off (signed {at_implied[2]:+.1f}%)" in text
+    slow_sglang = [-check[s, e][3][2] for s, e in check if e.startswith("sglang") and s in ("h100_sxm", "h200_sxm", "l40s")
+                   and check[s, e][3]]
+    assert f"(the expanded form {span(slow_sglang)}% fast at the implied figure)" in text
+    blackwell = [check[s, e][3][2] for s, e in check if s[:3] in ("b20", "b30", "gb2", "gb3") and check[s, e][3]]
+    assert f"({span(blackwell)}% slow at the implied figure)" in text
+    assert (f"({gqa_decode[0]} grouped-query and {mla_decode[0]} MLA decode kernels, the same heads): grouped-query "
+            f"decode attention is timed {gqa_decode[1]:.1f}% off (signed {gqa_decode[2]:+.1f}%), MLA's absorbed decode "
+            f"{mla_decode[1]:.1f}% fast (signed {mla_decode[2]:+.1f}%)") in text
+    deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
+    assert (f"the absorbed form is timed {absorbed[2]:+.1f}% (slow) and the expanded form {expanded[2]:+.1f}% (fast), "
+            f"as grouped-query prefill attention is timed {gqa[2]:+.1f}%") in deploy

@@ -38,5 +38,7 @@ def test_rows_of_listed_checkpoints_keep_those_modules():
         return {"model_path": model_path, "gemm_quant_mode": quant}
     assert checkpoints.stored_weights(row("MiniMaxAI/MiniMax-M2.5", "nvfp4"), "fp4") == Quantized("fp4", kept)
     assert checkpoints.stored_weights(row("MiniMaxAI/MiniMax-M2.5", "fp8"), "fp8") == "fp8"      # not transcribed
-    assert checkpoints.stored_weights(row("openai/gpt-oss-120b", "nvfp4"), "fp4") == "fp4"
+    assert checkpoints.stored_weights(row("openai/gpt-oss-120b", "nvfp4"), "fp4") == Quantized(
+        "mxfp4", ("self_attn", "mlp.router", "embed_tokens", "lm_head"))
+    assert checkpoints.stored_weights(row("openai/gpt-oss-120b", "fp8"), "fp8") == "fp8"
     assert checkpoints.stored_weights(row("Qwen/Qwen3-32B", ""), None) is None

@@ -174,7 +174,7 @@ def test_kv_read_and_mla_prefill_arithmetic():
     assert f"about 57 GB of cache a step, at least {57e9 / (h100.memory_bandwidth_gb_per_s * 1e9) * 1e3:.0f} ms at " \
            f"the H100's {h100.memory_bandwidth_gb_per_s / 1e3:.2f} TB/s" in text
     # absorbed prefill: heads x context x (576 + 512) MACs per query-key pair; vLLM's MHA form heads x (192 + 128)
-    assert f"counted up to {(576 + 512) / (192 + 128):.1f}x what vLLM computes" in text
+    assert f"counted up to {(576 + 512) / (192 + 128):.1f}x what engines compute" in text
 
 
 def test_deepseek_and_kimi_layer_figures():

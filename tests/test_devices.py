@@ -100,6 +100,8 @@ def test_users_own_yaml_loads_like_a_bundled_one(tmp_path):
      r"field 'expert_matrix_efficiency.bf16' must be in \(0, 1\], got 1.2"),
     (("pj_per_flop: 1", "pj_per_flop: 1\n    expert_matrix_efficiency: {bf17: 0.5}"),
      r"field 'expert_matrix_efficiency' has unknown key 'bf17'; allowed: fp64, fp32, tf32, bf16"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_efficiency: {bf16: 0}"),
+     r"field 'attention_efficiency.bf16' must be in \(0, 1\], got 0"),
 ])
 def test_strict_loading_names_file_device_and_field(tmp_path, edit, message):
     path = write(tmp_path, GOOD.replace(*edit))

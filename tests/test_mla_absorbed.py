@@ -75,7 +75,7 @@ def counted_decode(batch: int, context: int) -> OpCounter:
 def test_one_decode_step_counted_by_hand():
     c = counted_decode(batch=1, context=7)
     t, b = 7, 2                       # context after the step, bf16 bytes
-    rec = [r for r in c.profile.records if r.scope == "model.layers.0.self_attn"]
+    rec = [r for r in c.profile.records if r.scope == "model.layers.0.self_attn.absorbed"]   # AbsorbedCore
     bmm = [r.cost.macs for r in rec if r.op == "aten.bmm"]
     assert bmm == [H * NOPE * KV, H * KV * V]        # W_UK absorption 4*8*16 = 512; W_UV 4*16*8 = 512
     (sdpa,) = [r for r in rec if r.op == "aten.scaled_dot_product_attention"]
@@ -175,9 +175,9 @@ def test_tensor_parallelism_splits_latent_attention_by_heads_and_runs_the_latent
                  if share != 1.0}
     b = 2                                                               # bf16 bytes
     assert split_ops[("aten.mm", "q_b_proj")] == (0.25, 0, 2 * 24 * b)  # reads q_a_layernorm's output whole
-    assert split_ops[("aten.scaled_dot_product_attention", "self_attn")] == (0.25, 0, 2 * 4 * (KV + ROPE) * b)
+    assert split_ops[("aten.scaled_dot_product_attention", "absorbed")] == (0.25, 0, 2 * 4 * (KV + ROPE) * b)
     assert split_ops[("aten.mm", "o_proj")] == (0.25, 2 * 64 * b, 0)    # the block's all-reduce
-    assert split_ops[("aten.bmm", "self_attn")][2] == 0
+    assert split_ops[("aten.bmm", "absorbed")][2] == 0
     assert all(share == 0.25 for share, _, _ in split_ops.values())
 
 

@@ -71,3 +71,66 @@ def test_ops_only_in_multi_token_steps_are_costed_there(tiny):
         got = model.cost(Composition.uniform(b, q, p))
         assert got.time_s == pytest.approx(want[0], rel=1e-9), (b, q, p)
         assert got.energy_j == pytest.approx(want[1], rel=1e-9), (b, q, p)
+
+
+@pytest.fixture(scope="module")
+def tiny_expanded():
+    """The tiny DeepSeek-V3 with its prefills in vLLM's MHA form (decodes absorbed)."""
+    from dispatchprof.llm.mla import LatentAttention
+    model = deepseek(**SIZES)
+    for m in model.modules():
+        if isinstance(m, LatentAttention):
+            m.set_prefill("expanded")
+    return model
+
+
+def test_expanded_prefill_runs_a_mixed_step_as_two_batches(tiny_expanded):
+    """Prefills expanded, decodes absorbed: the decode stream has ops of its own (the absorbed
+    core), so the step cost model splits a mixed step's batch (decodes through the absorbed core,
+    prefills through kv_b_proj and the expanded core). Uniform steps equal direct simulation
+    (1e-9 relative) at compositions the design did not count; in a step of 4 prompts of 6 tokens
+    beside 4 decodes after 9 cached tokens, each core's attention takes its own sequences' MACs,
+    by hand: expanded 4 x 4 heads x 6 x 6 scores x (nope 32 + rope 16 + v 32) = 46,080 per layer,
+    absorbed 4 x 4 heads x 10 keys x (latent 32 + rope 16 + latent 32) = 12,800."""
+    from dispatchprof.serving.work import QUANTITIES
+    scenarios = scenarios_of("H100-SXM")
+    step = batch_step(tiny_expanded)
+    model = fit_design(tiny_expanded, scenarios, design=tuple((b * step, t) for b, t in DESIGN),
+                       runtime="compiled")[1]["H100-SXM"]
+    assert model.split_batch
+    assert {g.form.scope.rsplit(".", 1)[-1] for g in model.groups if g.single} == {"absorbed"}
+    assert {g.form.scope.rsplit(".", 1)[-1] for g in model.groups if g.multi} == {"expanded", "kv_b_proj"}
+    for b, q, p in [(8, 6, 0), (4, 1, 9)]:
+        want = direct(tiny_expanded, b, q, p, scenarios)["H100-SXM"]
+        got = model.cost(Composition.uniform(b, q, p))
+        assert got.time_s == pytest.approx(want[0], rel=1e-9), (b, q, p)
+        assert got.energy_j == pytest.approx(want[1], rel=1e-9), (b, q, p)
+    decodes, prompts = Composition.uniform(4, 1, 9), Composition.uniform(4, 6, 0)
+    mixed = prompts.merge(decodes)
+    assert mixed == Composition.of([(6, 6)] * 4 + [(1, 10)] * 4)
+    macs = QUANTITIES.index("macs")
+    sdpa = {g.form.scope.rsplit(".", 1)[-1] + ("/decode" if g.single else ""): v[macs]
+            for g, v in zip(model.groups, model.group_values(mixed))
+            if g.form.op == "aten.scaled_dot_product_attention"}
+    assert sdpa == {"expanded": 4 * 4 * 6 * 6 * (32 + 16 + 32), "absorbed/decode": 4 * 4 * 10 * (32 + 16 + 32)}
+    both = model.cost(mixed).time_s
+    assert model.cost(prompts).time_s < both < model.cost(prompts).time_s + model.cost(decodes).time_s
+
+
+def test_absorbed_prefill_counts_3_4x_the_engines_attention_for_deepseek_v3():
+    """DeepSeek-V3's sizes (128 heads, qk_nope 128, rope 64, v 128, kv_lora 512): one prompt of 64
+    tokens, its fused attention's MACs per query-key pair and head: absorbed (512 + 64) + 512 =
+    1,088, expanded (128 + 64) + 128 = 320."""
+    from dispatchprof import OpCounter, fake_inputs
+    from dispatchprof.llm.mla import LatentAttention
+    from transformers import DynamicCache
+
+    for form, per_pair in (("absorbed", 1088), ("expanded", 320)):
+        model = deepseek(num_hidden_layers=1, first_k_dense_replace=1, vocab_size=1000)
+        for m in model.modules():
+            if isinstance(m, LatentAttention):
+                m.set_prefill(form)
+        with torch.no_grad(), OpCounter() as c:
+            model(fake_inputs(model, 1, 64), past_key_values=DynamicCache(config=model.config), use_cache=True)
+        (sdpa,) = [r for r in c.profile.records if r.op == "aten.scaled_dot_product_attention"]
+        assert sdpa.cost.macs == 128 * 64 * 64 * per_pair, form

@@ -31,5 +31,32 @@ def test_first_difference():
         " (first at op 1: the stream's end against aten.cumsum in model.layers.0.linear_attn)"
     assert first_difference((("aten.add", "", "float32"),), (MM,)) == \
         " (first at op 0: aten.add in (the root) against aten.mm in model.layers.0.mlp.up_proj)"
-    keys, index_of, multi_only = one_op_stream([step(1, 0, (MM, MM)), step(1, 4, (MM, MM))])
-    assert keys == (MM, MM) and multi_only == set()
+    keys, index_of, multi_only, single_only = one_op_stream([step(1, 0, (MM, MM)), step(1, 4, (MM, MM))])
+    assert keys == (MM, MM) and multi_only == single_only == set()
+
+
+BMM = ("aten.bmm", "model.layers.0.self_attn.absorbed", "bfloat16")
+LATENT = ("aten.scaled_dot_product_attention", "model.layers.0.self_attn.absorbed", "bfloat16")
+EXPAND = ("aten.mm", "model.layers.0.self_attn.kv_b_proj", "bfloat16")
+MHA = ("aten.scaled_dot_product_attention", "model.layers.0.self_attn.expanded", "bfloat16")
+CLONE = ("aten.clone", "model.layers.0.self_attn", "bfloat16")
+
+
+def test_a_decode_stream_that_is_a_subsequence_leaves_ops_to_multi_token_steps():
+    """The clone of a multi-token attention output: op 1 runs only in multi-token steps."""
+    decode, multi = step(1, 4, (MM, MM)), step(4, 0, (MM, CLONE, MM))
+    keys, index_of, multi_only, single_only = one_op_stream([decode, multi])
+    assert keys == (MM, CLONE, MM) and multi_only == {1} and single_only == set()
+    assert index_of[id(decode)] == [0, -1, 1] and index_of[id(multi)] == [0, 1, 2]
+
+
+def test_decodes_through_their_own_ops_merge_the_two_streams():
+    """Latent attention absorbed for decodes (bmm, latent attention, bmm) and expanded for
+    prefills (kv_b_proj, MHA, the output's clone): the streams agree on the projections around
+    them; the multi-token stream's own ops come first, then the decode stream's."""
+    decode, multi = step(1, 4, (MM, BMM, LATENT, BMM, MM)), step(4, 0, (MM, EXPAND, MHA, CLONE, MM))
+    keys, index_of, multi_only, single_only = one_op_stream([decode, multi])
+    assert keys == (MM, EXPAND, MHA, CLONE, BMM, LATENT, BMM, MM)
+    assert multi_only == {1, 2, 3} and single_only == {4, 5, 6}
+    assert index_of[id(multi)] == [0, 1, 2, 3, -1, -1, -1, 4]
+    assert index_of[id(decode)] == [0, -1, -1, -1, 1, 2, 3, 4]

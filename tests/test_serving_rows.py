@@ -199,12 +199,14 @@ def test_deepseek_and_gpt_oss_rows_tensor_or_expert_parallel_over_the_same_gpus(
     # NVIDIA's NVFP4 DeepSeek checkpoints keep MLA's projections, the router, embeddings and LM head in bf16
     fp4 = Quantized("fp4", ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "mlp.gate", "embed_tokens",
                             "lm_head"))
+    # gpt-oss's "nvfp4" rows run OpenAI's MXFP4 checkpoint: its experts only, W4A16
+    mxfp4 = Quantized("mxfp4", ("self_attn", "mlp.router", "embed_tokens", "lm_head"))
     assert [(r.id, r.model, r.device, r.tp, r.ep, r.engine, r.weight_dtype, r.kv_dtype) for r in rows] == [
         ("r1tp8", "deepseek-r1", "B200", 8, 1, "sglang", "fp8", None),
         ("r1ep4", "deepseek-r1", "B200", 4, 4, "sglang", fp4, None),
         ("nv", "deepseek-r1", "B200", 8, 8, "trtllm", fp4, "fp8"),
         ("v3", "deepseek-v3", "H200", 8, 1, "trtllm", "fp8", "fp8"),
-        ("oss", "gpt-oss-120b", "H200", 2, 1, "trtllm", "fp4", "fp8")]
+        ("oss", "gpt-oss-120b", "H200", 2, 1, "trtllm", mxfp4, "fp8")]
     assert [(s.id, s.reason) for s in skipped] == [
         ("rack", "tp 72 does not divide deepseek-r1's 128 attention heads (the engine splits attention another way)"),
         ("mixed", "experts over moe_tp 8 x moe_ep 8 at tp 64: serve spreads them tensor-parallel over tp or "

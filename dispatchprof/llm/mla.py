@@ -26,13 +26,19 @@ weights (absorption only reassociates matmuls), and:
   prefill: ``kv_b_proj`` expands K/V of every cached and new token, then causal attention with
   qk_nope + rope wide keys and v_head wide values).
 
-Why absorbed prefill by default: the serving cost model (``dispatchprof.serving.op_streams``) needs
-one op stream whose counts are polynomials of a step's composition; expanded prefill beside
-absorbed decode are two streams (the decode ops are not a subsequence of the prefill ones). The
-absorbed prefill costs ``heads x (2 kv_lora + rope)`` MACs per query-key pair where the expanded
-one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj`` per key token:
-for DeepSeek-V3 (1,088 against 320 per head) prefill attention is counted about 3.4x the
-engines' MHA form, decode exactly as the engines run it.
+Each form runs in its own child module, ``absorbed`` (`AbsorbedCore`) and ``expanded``
+(`ExpandedCore`, present where ``prefill`` is ``"expanded"``, after ``kv_b_proj`` ran on the
+cached and new latents): their ops are attributed to ``self_attn.absorbed`` and
+``self_attn.expanded``, so a report shows decode and prefill attention apart, and the serving cost
+model (``dispatchprof.serving.op_streams``) sees two op streams that agree outside the attention
+cores: it runs a mixed step's decodes through the absorbed core and its prefills through the
+expanded one, as vLLM does. ``build_model`` installs the absorbed form (`absorb_mla`'s default);
+`LatentAttention.set_prefill` changes it.
+
+The absorbed prefill costs ``heads x (2 kv_lora + rope)`` MACs per query-key pair where the
+expanded one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj`` per key
+token: for DeepSeek-V3 (1,088 against 320 per head) absorbed prefill attention is about 3.4x the
+engines' MHA form; decode is the same in both.
 
 Counting note: the fused attention op's key (the latent, ``kv_lora + rope`` per token) and value
 (the latent's first ``kv_lora`` columns) are views of one storage, read once as FlashMLA reads them
@@ -72,9 +78,6 @@ class LatentAttention(nn.Module):
 
     def __init__(self, attn: nn.Module, prefill: str = "absorbed") -> None:
         super().__init__()
-        if prefill not in PREFILL_FORMS:
-            raise ValueError(f"prefill must be one of {PREFILL_FORMS}, not {prefill!r}")
-        self.prefill = prefill
         for name in ("config", "layer_idx", "num_heads", "q_lora_rank", "qk_rope_head_dim",
                      "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_head_dim",
                      "scaling", "is_causal", "attention_dropout"):
@@ -83,6 +86,20 @@ class LatentAttention(nn.Module):
             self.add_module(name, child)
         self.q_proj = getattr(attn, "q_proj", None) if self.q_lora_rank is None else None
         self._rotary = _rotary_fn(attn)
+        self.absorbed = AbsorbedCore(self.num_heads, self.qk_nope_head_dim, self.v_head_dim, self.kv_lora_rank,
+                                     self.scaling)
+        self.set_prefill(prefill)
+
+    def set_prefill(self, prefill: str) -> None:
+        """Compute multi-token steps in ``prefill``'s form (`PREFILL_FORMS`, module docstring);
+        the ``expanded`` child is there only in the expanded form."""
+        if prefill not in PREFILL_FORMS:
+            raise ValueError(f"prefill must be one of {PREFILL_FORMS}, not {prefill!r}")
+        self.prefill = prefill
+        if prefill == "expanded" and not hasattr(self, "expanded"):
+            self.expanded = ExpandedCore(self.num_heads, self.qk_nope_head_dim, self.v_head_dim, self.scaling)
+        elif prefill == "absorbed" and hasattr(self, "expanded"):
+            del self.expanded
 
     def forward(self, hidden_states: torch.Tensor, position_embeddings: tuple[torch.Tensor, torch.Tensor],
                 attention_mask: torch.Tensor | None, past_key_values: Any = None, **kwargs: Any
@@ -103,41 +120,57 @@ class LatentAttention(nn.Module):
         if past_key_values is not None:
             latent, _ = past_key_values.update(latent, latent[..., :0], self.layer_idx)
         if s <= DECODE_THRESHOLD or self.prefill == "absorbed":
-            out = self._absorbed(q_nope, q_rot, latent, attention_mask)
-        else:
-            out = self._expanded(q_nope, q_rot, latent, attention_mask)
+            out = self.absorbed(q_nope, q_rot, latent, attention_mask, self.kv_b_proj.weight)
+        else:                         # K/V of every cached and new token expanded, then the MHA form
+            c_all, k_all = torch.split(latent, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
+            out = self.expanded(q_nope, q_rot, self.kv_b_proj(c_all), k_all, attention_mask)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1)), None
 
-    def _w_uk_uv(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """kv_b_proj's weight split per head: W_UK (H, nope, kv_lora), W_UV (H, v, kv_lora)."""
-        w = self.kv_b_proj.weight.view(self.num_heads, self.qk_nope_head_dim + self.v_head_dim,
-                                       self.kv_lora_rank)
-        return w[:, :self.qk_nope_head_dim], w[:, self.qk_nope_head_dim:]
 
-    def _absorbed(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor,
-                  mask: torch.Tensor | None) -> torch.Tensor:
-        """Decode: attention in the latent space; returns (B, H, S, v_head). The per-head
-        products are bmm over heads, as vLLM's MLACommonImpl (``_v_up_proj``: x.transpose(0, 1),
-        torch.bmm(x, W_UV), transpose back), so no weight is copied per sequence."""
+class AbsorbedCore(nn.Module):
+    """Attention in the latent space (decode; every query in the absorbed prefill form): returns
+    (B, H, S, v_head). ``q_lat = q_nope @ W_UK``, one fused attention of all heads against the
+    single latent head, the latent output ``@ W_UV``; the per-head products are bmm over heads, as
+    vLLM's MLACommonImpl (``_v_up_proj``: x.transpose(0, 1), torch.bmm(x, W_UV), transpose back),
+    so no weight is copied per sequence. W_UK and W_UV are ``kv_b_proj``'s weight split per head,
+    given at each call (this module holds no parameter)."""
+
+    def __init__(self, heads: int, nope: int, v_head: int, kv_lora: int, scaling: float) -> None:
+        super().__init__()
+        self.heads, self.nope, self.v_head, self.kv_lora, self.scaling = heads, nope, v_head, kv_lora, scaling
+        self.is_causal = True           # its fused attention is causal under a mask too (the counter's hint)
+
+    def forward(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor, mask: torch.Tensor | None,
+                kv_b_weight: torch.Tensor) -> torch.Tensor:
         b, h, s, _ = q_nope.shape
-        w_uk, w_uv = self._w_uk_uv()
+        w = kv_b_weight.view(self.heads, self.nope + self.v_head, self.kv_lora)
+        w_uk, w_uv = w[:, :self.nope], w[:, self.nope:]      # (H, nope, kv_lora), (H, v, kv_lora)
         q_lat = torch.bmm(q_nope.transpose(0, 1).reshape(h, b * s, -1), w_uk)  # (H, B*S, kv_lora)
         q_lat = q_lat.view(h, b, s, -1).transpose(0, 1)
         query = torch.cat((q_lat, q_rot), dim=-1)  # (B, H, S, kv_lora + rope)
         key = latent.expand(-1, h, -1, -1)  # one latent head shared by all heads (MQA), a view
-        value = key[..., :self.kv_lora_rank]
+        value = key[..., :self.kv_lora]
         o_lat = _attention(query, key, value, mask, self.scaling)  # (B, H, S, kv_lora)
         o = torch.bmm(o_lat.transpose(0, 1).reshape(h, b * s, -1), w_uv.transpose(1, 2))  # (H, B*S, v)
         return o.view(h, b, s, -1).transpose(0, 1)
 
-    def _expanded(self, q_nope: torch.Tensor, q_rot: torch.Tensor, latent: torch.Tensor,
-                  mask: torch.Tensor | None) -> torch.Tensor:
-        """Prefill (vLLM's MHA form): K/V of every token expanded through kv_b_proj."""
-        b, _, t, _ = latent.shape
-        c_kv, k_rot = torch.split(latent, [self.kv_lora_rank, self.qk_rope_head_dim], dim=-1)
-        kv = self.kv_b_proj(c_kv).view(b, t, self.num_heads, -1).transpose(1, 2)
-        k_nope, value = torch.split(kv, [self.qk_nope_head_dim, self.v_head_dim], dim=-1)
-        key = torch.cat((k_nope, k_rot.expand(-1, self.num_heads, -1, -1)), dim=-1)
+
+class ExpandedCore(nn.Module):
+    """Prefill in vLLM's MHA form, after ``kv_b_proj`` expanded every cached and new token's latent
+    (``LatentAttention`` runs it, so its parameters stay its own): causal attention with nope +
+    rope wide keys and v_head wide values; returns (B, H, S, v_head). Holds no parameter."""
+
+    def __init__(self, heads: int, nope: int, v_head: int, scaling: float) -> None:
+        super().__init__()
+        self.heads, self.nope, self.v_head, self.scaling = heads, nope, v_head, scaling
+        self.is_causal = True           # its fused attention is causal under a mask too (the counter's hint)
+
+    def forward(self, q_nope: torch.Tensor, q_rot: torch.Tensor, kv: torch.Tensor, k_rot: torch.Tensor,
+                mask: torch.Tensor | None) -> torch.Tensor:
+        b, _, t, _ = kv.shape                                   # kv: (B, 1, T, H * (nope + v))
+        kv = kv.view(b, t, self.heads, -1).transpose(1, 2)
+        k_nope, value = torch.split(kv, [self.nope, self.v_head], dim=-1)
+        key = torch.cat((k_nope, k_rot.expand(-1, self.heads, -1, -1)), dim=-1)
         query = torch.cat((q_nope, q_rot), dim=-1)
         return _attention(query, key, value, mask, self.scaling)
 

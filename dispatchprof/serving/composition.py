@@ -22,6 +22,12 @@ sequence at the mean cache length.
 
 A mixed step (prefill chunks and decodes) is the flattened batch of its sequences, as a varlen
 serving kernel runs it: `Composition.of` its (q_i, k_i), or `Composition.merge` of its parts.
+
+**Its one-token sequences apart.** A composition also carries the features of its sequences with
+one new token (`Composition.single`: the same sums over those sequences, their maxima, 1 in the
+first place where there are any) and gives those of the others (`Composition.multi`), for a model
+that runs its decodes through other ops than its prefills (multi-head latent attention, absorbed
+for decodes and expanded for prefills: `dispatchprof.serving.step_cost`).
 """
 
 from __future__ import annotations
@@ -43,6 +49,39 @@ class Composition:
     #: (scores a causal flash kernel computes, scores counted) summed over the sequences: per
     #: sequence (`dispatchprof.sim.attention.flash_scores`(q_i, k_i), q_i * k_i); (0, 0): all computed
     scores: tuple[float, float] = (0.0, 0.0)
+    #: the features of the sequences with one new token (module docstring); None: as ``x`` where
+    #: no sequence has more than one (q = max q_i <= 1), else no such sequence
+    one_token: tuple[float, ...] | None = None
+
+    @property
+    def single(self) -> tuple[float, ...]:
+        """The features of this step's sequences with one new token (module docstring); all 0
+        where there are none."""
+        if self.one_token is not None:
+            return self.one_token
+        return self.x if not self.multi_token else (0.0,) * len(self.x)
+
+    @property
+    def multi(self) -> tuple[float, ...]:
+        """The features of this step's sequences with more than one new token: the sums less
+        those of `single`, the step's maxima; all 0 where there are none."""
+        if not self.multi_token:
+            return (0.0,) * len(self.x)
+        s = self.single
+        return (1.0, *(a - b for a, b in zip(self.x[1:6], s[1:6])), *self.x[6:])
+
+    @property
+    def mixed(self) -> bool:
+        """Whether the step has sequences of one new token beside sequences of more."""
+        return self.multi_token and self.single[2] > 0
+
+    @property
+    def multi_flash_share(self) -> float:
+        """`flash_share` of the sequences with more than one new token alone (a one-token
+        sequence's scores are all computed: its A is taken off both sums)."""
+        computed, counted = self.scores
+        a = self.single[4]
+        return (computed - a) / (counted - a) if counted > a else 1.0
 
     @property
     def flash_share(self) -> float:
@@ -56,6 +95,7 @@ class Composition:
         """From (q_i, k_i) per scheduled sequence (further entries ignored)."""
         t = n = kk = a = ac = 0
         qm = km = computed = 0
+        ones = ks = kms = 0                       # the one-token sequences: count, keys, longest
         for q, k, *_ in pairs:
             t += q
             n += 1
@@ -64,8 +104,11 @@ class Composition:
             computed += flash_scores(q, k)
             if q > 1:
                 ac += q * k
+            else:
+                ones, ks, kms = ones + 1, ks + k, max(kms, k)
             qm, km = max(qm, q), max(km, k)
-        return Composition((1, t, n, kk, a, ac, qm, km, qm * km), (computed, a))
+        single = (1 if ones else 0, ones, ones, ks, ks, 0, 1 if ones else 0, kms, kms)
+        return Composition((1, t, n, kk, a, ac, qm, km, qm * km), (computed, a), single if qm > 1 else None)
 
     @staticmethod
     def uniform(batch: int, q: int, past: int) -> Composition:
@@ -92,16 +135,18 @@ class Composition:
     def split(self, groups: int) -> Composition:
         """The share of one of ``groups`` attention data-parallel groups when the step's sequences
         are spread evenly over them: the sums (T, N, K, A, Ac and the scores) divided by
-        ``groups``, the maxima kept (`dispatchprof.serving.layout`)."""
+        ``groups``, the maxima kept (`dispatchprof.serving.layout`); its one-token sequences' alike."""
         if groups == 1:
             return self
         x = self.x
         return Composition((x[0], *(v / groups for v in x[1:6]), *x[6:]),
-                           (self.scores[0] / groups, self.scores[1] / groups))
+                           (self.scores[0] / groups, self.scores[1] / groups),
+                           _shared(self.one_token, groups))
 
     def padded(self, tokens: int) -> Composition:
         """The same step run with ``tokens`` tokens (a CUDA graph's padded batch: the extra
-        tokens go through every token-wise op, and are no sequence and attend to nothing)."""
+        tokens go through every token-wise op, and are no sequence and attend to nothing; they
+        join a step's one-token sequences where it has no others, else its multi-token ones)."""
         return dataclasses.replace(self, x=(self.x[0], tokens, *self.x[2:]))
 
     def merge(self, o: Composition) -> Composition:
@@ -109,4 +154,14 @@ class Composition:
         a, b = self.x, o.x
         qm, km = max(a[6], b[6]), max(a[7], b[7])
         scores = (self.scores[0] + o.scores[0], self.scores[1] + o.scores[1])
-        return Composition((1, *(u + v for u, v in zip(a[1:6], b[1:6])), qm, km, qm * km), scores)
+        single = None
+        if qm > 1:
+            s, t = self.single, o.single
+            sums = [u + v for u, v in zip(s[1:6], t[1:6])]
+            single = (1 if sums[1] else 0, *sums, max(s[6], t[6]), max(s[7], t[7]), max(s[8], t[8]))
+        return Composition((1, *(u + v for u, v in zip(a[1:6], b[1:6])), qm, km, qm * km), scores, single)
+
+
+def _shared(single: tuple[float, ...] | None, groups: int) -> tuple[float, ...] | None:
+    """One-token features spread over ``groups`` (`Composition.split`): sums divided, maxima kept."""
+    return None if single is None else (single[0], *(v / groups for v in single[1:6]), *single[6:])

@@ -16,15 +16,18 @@ Rules:
   (as does an op whose form changes with the batch, or an op stream that changes, such as
   mixture-of-experts routing that leaves experts idle);
 - ops only in multi-token steps (`dispatchprof.serving.op_streams`) are fitted over the
-  multi-token compositions (five) on `MULTI_FEATURES` = (1, T, N) (token-wise work: the other
-  features are not separable there), the two left over checking them exactly as above; their
-  coefficients beyond (1, T, N) are 0;
+  multi-token compositions (five, none with a cached prefix) on `MULTI_FEATURES` = (1, T, N, Ac)
+  (token-wise work and the causal scores; K is T there, so work over a sequence's cached keys is
+  fitted as work over its new tokens), the one left over checking them exactly as above; their
+  other coefficients are 0;
+- ops only in decode steps (a model that decodes through its own ops: `StepCostModel`'s split
+  batch) are fitted over the decode compositions (five) on `SINGLE_FEATURES` = (1, T, K, k) (T = N,
+  A = K and qk = k there), the one left over checking them;
 - an op of both streams whose form is one in every decode step and another in every multi-token
   step (a pointwise op that a multi-token-only copy before it takes into its fused kernel: Qwen3.5's
   attention gate after the attention output's copy) is two ops at its place in the stream: the
   multi-token form fitted as an op only in multi-token steps, the decode form as an op only in
-  decode steps (`OpGroup.single`), fitted over the decode compositions on `SINGLE_FEATURES` = (1, T)
-  (T = N there) and checked on the rest; any other change of form raises ValueError;
+  decode steps (`OpGroup.single`); any other change of form raises ValueError;
 - ops of equal form (scope aside: the same time) and coefficients form one `OpGroup`.
 """
 
@@ -41,9 +44,9 @@ from dispatchprof.serving.op_streams import one_op_stream
 from dispatchprof.serving.step_cost import OpGroup, StepCostModel
 
 #: The features an op only in multi-token steps is fitted on (module docstring).
-MULTI_FEATURES = FEATURES[:3]
-#: The features an op only in decode steps is fitted on (module docstring): T = N there.
-SINGLE_FEATURES = FEATURES[:2]
+MULTI_FEATURES = ("1", "T", "N", "Ac")
+#: The features an op only in decode steps is fitted on (module docstring): T = N, A = K, qk = k there.
+SINGLE_FEATURES = ("1", "T", "K", "k")
 #: Where an op of the stream runs: in every step, only in multi-token steps, only in decode steps.
 EVERY, MULTI, SINGLE = "every", "multi", "single"
 
@@ -52,16 +55,21 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
     """Coefficients of every op's quantities from counted steps (exact least squares); ops of
     equal form and coefficients are grouped; ops only in multi-token steps are fitted on those,
     an op whose form differs by step kind is two ops (module docstring)."""
-    stream, index_of, extra = one_op_stream(steps)
+    stream, index_of, multi_only, single_only = one_op_stream(steps)
     kinds = {MULTI: [s for s in steps if s.q > 1], SINGLE: [s for s in steps if s.q == 1], EVERY: steps}
-    designs = {EVERY: integer_pseudo_inverse(rows := [s.features() for s in steps]) + (rows,)}
-    width = {MULTI: len(MULTI_FEATURES), SINGLE: len(SINGLE_FEATURES)}
+    width = len(steps[0].features())          # FEATURES, or a seq2seq model's own (no split ops there)
+    columns = {EVERY: tuple(range(width)), MULTI: tuple(FEATURES.index(f) for f in MULTI_FEATURES),
+               SINGLE: tuple(FEATURES.index(f) for f in SINGLE_FEATURES)}
+    designs: dict[str, tuple] = {}
 
     def design(kind: str) -> tuple:
         if kind not in designs:
-            part = [s.features()[:width[kind]] for s in kinds[kind]]
-            designs[kind] = integer_pseudo_inverse(part) + (part,)
+            part = [tuple(s.features()[k] for k in columns[kind]) for s in kinds[kind]]
+            designs[kind] = integer_pseudo_inverse(part) + (part, columns[kind])
         return designs[kind]
+
+    def runs_in(i: int) -> str:
+        return MULTI if i in multi_only else SINGLE if i in single_only else EVERY
 
     models = {}
     solved: dict[tuple, tuple] = {}              # (where it runs, counted values) -> coefficients
@@ -70,11 +78,11 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
         groups: list[list] = []
         order, scopes = [], []
         for i, key in enumerate(stream):
-            for kind, (form, values) in _occurrences(kinds, index_of, name, i, MULTI if i in extra else EVERY):
+            for kind, (form, values) in _occurrences(kinds, index_of, name, i, runs_in(i)):
                 counted = (kind, values)
                 coeffs = solved.get(counted)
                 if coeffs is None:                       # the same op in every layer: solved once
-                    coeffs = solved[counted] = _solve(*design(kind), values, len(rows[0]), key, name)
+                    coeffs = solved[counted] = _solve(*design(kind), width, values, key, name)
                 group_key = (dataclasses.replace(form, scope=""), tuple(coeffs), kind)   # scope: same time
                 if group_key not in index:
                     index[group_key] = len(groups)
@@ -83,7 +91,8 @@ def fit(steps: Sequence[CountedStep]) -> dict[str, StepCostModel]:
                 order.append(index[group_key])
                 scopes.append(key[1])
         models[name] = StepCostModel(name, [OpGroup(*g) for g in groups], order, steps[0].devices[name],
-                                     steps[0].static_power_w[name], steps[0].weight_dtype, scopes)
+                                     steps[0].static_power_w[name], steps[0].weight_dtype, scopes,
+                                     split_batch=bool(single_only))
     return models
 
 
@@ -108,17 +117,20 @@ def _occurrences(kinds: dict[str, list[CountedStep]], index_of: dict[int, list[i
                      f"or shape) with the batch composition: the serving cost model does not cover this model")
 
 
-def _solve(p: Sequence[Sequence[int]], d: int, x: Sequence[Sequence[int]], counted: Sequence[Sequence[float]],
-           features: int, key: tuple[str, str, str], scenario: str) -> tuple[tuple[float, ...], ...]:
-    """Per quantity, its coefficients over the ``features`` (0 beyond those of ``x``) from its
-    ``counted`` values at the design's rows ``x``, exactly (P values / d), checked on the plane."""
+def _solve(p: Sequence[Sequence[int]], d: int, x: Sequence[Sequence[int]], columns: Sequence[int], width: int,
+           counted: Sequence[Sequence[float]], key: tuple[str, str, str], scenario: str) -> tuple[tuple[float, ...], ...]:
+    """Per quantity, its ``width`` coefficients (0 but at ``columns``, the features of the design's
+    rows ``x``) from its ``counted`` values at those rows, exactly (P values / d), checked on the
+    plane."""
     coeffs = []
     for q in range(len(counted[0])):
         column = [_exact(v[q]) for v in counted]
         numerators = [sum(a * v for a, v in zip(prow, column)) for prow in p]
         _check_linear(numerators, d, x, column, key, scenario)
-        c = [float(Fraction(n, 1) / d) for n in numerators]
-        coeffs.append(tuple(c + [0.0] * (features - len(c))))     # a multi-token op's: 0 beyond (1, T, N)
+        c = [0.0] * width
+        for k, n in zip(columns, numerators):
+            c[k] = float(Fraction(n, 1) / d)
+        coeffs.append(tuple(c))
     return tuple(coeffs)
 
 

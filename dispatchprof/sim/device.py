@@ -68,6 +68,10 @@ class Device:
     #: mixture-of-experts layer's routed experts reach (compiled and serving runtimes: `OpPlan.grouped`),
     #: in place of matrix_efficiency; absent: matrix_efficiency's
     expert_matrix_efficiency: Mapping[str, float] = field(default_factory=dict)
+    #: per matrix dtype: the fraction of that dtype's matrix peak a fused attention kernel reaches
+    #: (an op `dispatchprof.sim.attention.is_attention` names, any runtime), in place of
+    #: matrix_efficiency; absent: matrix_efficiency's
+    attention_efficiency: Mapping[str, float] = field(default_factory=dict)
     memory_efficiency: float = 1.0
     launch_overhead_us: float = 0.0
     static_power_w: float = 0.0
@@ -122,6 +126,7 @@ class Device:
         latency, no shape-dependent GEMM efficiency, compute and memory fully overlapped, no static
         power, no per-unit PIM timing."""
         return dataclasses.replace(self, compute_efficiency=1.0, matrix_efficiency={}, expert_matrix_efficiency={},
+                                   attention_efficiency={},
                                    memory_efficiency=1.0, launch_overhead_us=0.0, host_overhead_us=0.0,
                                    graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, interconnect_step_us=0.0, compute_units=None, gemm_tile=None,

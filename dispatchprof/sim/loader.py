@@ -80,6 +80,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "compute_efficiency": (_NUMBER, False, _fraction),
     "matrix_efficiency": ((dict,), False, ("dtype", _fraction)),
     "expert_matrix_efficiency": ((dict,), False, ("dtype", _fraction)),
+    "attention_efficiency": ((dict,), False, ("dtype", _fraction)),
     "memory_efficiency": (_NUMBER, False, _fraction),
     "launch_overhead_us": (_NUMBER, False, _non_negative),
     "static_power_w": (_NUMBER, False, _non_negative),

@@ -13,7 +13,8 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
                 compute_efficiency: the profile's matrix_efficiency of t for a matrix op timed at
                 t's matrix peak (fp8 and fp4 GEMMs reach less of theirs than bf16), its
                 expert_matrix_efficiency of t instead for a GEMM of a routed-experts grouped
-                kernel (p.grouped), else its compute_efficiency;
+                kernel (p.grouped), its attention_efficiency of t for a fused attention op,
+                else its compute_efficiency;
                 shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
     traffic   = ((activations - whole) * p.activation_share + param_bytes) * p.share
                 + whole * p.activation_share
@@ -88,6 +89,7 @@ from typing import Sequence
 import numpy as np
 
 from dispatchprof.results.records import HOST, UNRECORDED, OpRecord
+from dispatchprof.sim.attention import is_attention
 from dispatchprof.sim.device import WEIGHT_BITS, Device, dtype_key
 from dispatchprof.sim.kernels import gemm_dims, shape_efficiency
 from dispatchprof.sim.links import ring_allreduce_latency_s
@@ -240,7 +242,8 @@ def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weigh
         table = d.matrix_tflops if matrix else d.vector_tflops
         if weight_dtype in table:
             key = weight_dtype
-    efficiency = compute_efficiency(d, key, matrix, plan.grouped) * _shape_efficiency(d, gemm_dims(r), plan.share)
+    efficiency = (compute_efficiency(d, key, matrix, plan.grouped, is_attention(r))
+                  * _shape_efficiency(d, gemm_dims(r), plan.share))
     t_compute = work / (d.peak_flops(key, matrix) * efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
     activations = ((0 if c.bytes_read is None else c.bytes_read) + (0 if c.bytes_written is None else c.bytes_written)
@@ -332,14 +335,17 @@ def moved_inputs(r: OpRecord, d: Device, devices_of: Sequence[Device], moved: se
     return out
 
 
-def compute_efficiency(d: Device, key: str, matrix: bool, grouped: bool = False) -> float:
+def compute_efficiency(d: Device, key: str, matrix: bool, grouped: bool = False, attention: bool = False) -> float:
     """The fraction of the peak an op of dtype ``key`` reaches on ``d``, for a matrix op timed at
     that dtype's matrix peak: ``expert_matrix_efficiency[key]`` for one of a routed-experts grouped
-    kernel (``grouped``) where the profile gives it, else ``matrix_efficiency[key]`` where it gives
-    that; every other op, and where neither is given: ``compute_efficiency``."""
+    kernel (``grouped``) and ``attention_efficiency[key]`` for a fused attention op (``attention``)
+    where the profile gives them, else ``matrix_efficiency[key]`` where it gives that; every other
+    op, and where none is given: ``compute_efficiency``."""
     if matrix and key in d.matrix_tflops:
         if grouped and key in d.expert_matrix_efficiency:
             return d.expert_matrix_efficiency[key]
+        if attention and key in d.attention_efficiency:
+            return d.attention_efficiency[key]
         if key in d.matrix_efficiency:
             return d.matrix_efficiency[key]
     return d.compute_efficiency

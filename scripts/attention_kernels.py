@@ -1,0 +1,234 @@
+"""Prefill attention kernels against AIConfigurator's measured ones: grouped-query attention, and
+multi-head latent attention in both prefill forms.
+
+    python scripts/attention_kernels.py [--aic-python PYTHON]
+
+AIConfigurator (Apache-2.0) ships, per system and engine, the measured latency of one layer's
+context (prefill) attention kernel alone, in aiconfigurator-core's
+``systems/data/<system>/{attention,mla}/<engine>/<version>/``:
+
+- ``context_attention_perf.parquet``: causal attention of head dim 128 (no sliding window, bf16,
+  the KV cache in bf16) over query and key/value heads per GPU, batch and prompt length; compared at
+  `GQA_HEADS` as a one-layer Llama-3.1 with those heads counts it;
+- ``context_mla_perf.parquet``: DeepSeek-V3's context MLA kernel (TensorRT-LLM's and SGLang's FMHA
+  over heads of qk_nope 128 + rope 64 with values of 128: the expanded, MHA form) over heads per GPU
+  (128 / tp); compared at `MLA_HEADS` as a one-layer DeepSeek-V3 with those heads counts it, in both
+  prefill forms of `dispatchprof.llm.mla`: ``absorbed`` (what the catalog builds) and ``expanded``.
+
+Each point's fused attention op (one forward of batch x prompt tokens) is simulated under the
+serving runtime on the bundled profile (a causal flash kernel: the score tiles its mask leaves),
+at prompts of 1,024 to 8,192 tokens and batches 1 and 4.
+
+**Implied efficiency** (fitted on the grouped-query points only): per point, the simulator's compute
+time of the attention op at efficiency 1 over the measured time less the rest of its simulated time
+(memory, launch); the first table gives its median per system and engine and pooled per system
+over every engine: the figure a profile's ``attention_efficiency`` (bf16) would quote. The second
+table checks, per system and engine, median |error| and signed median error of the simulated time
+against the measured kernel: grouped-query attention and MLA in both forms as bundled, and the
+expanded MLA form at the system's implied figure (held out: no MLA point chose it).
+
+**Decode.** The third table checks decode attention as bundled (``generation_attention_perf`` and
+``generation_mla_perf``: one new token per sequence after 1,023 to 8,191 cached ones, batches 8 and
+64, the same heads): each point counted as one decode step of the same one-layer model after its
+cached tokens (MLA absorbed, as FlashMLA runs it), its fused attention op simulated as above.
+
+The data come from the validation environment (``bash scripts/setup_validation.sh``); nothing
+here is a dependency of dispatchprof.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import glob
+import os
+import statistics
+import sys
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from aic_env import AIC_PYTHON, aic_path  # noqa: E402
+from gemm_efficiency import SYSTEMS  # noqa: E402
+
+import torch  # noqa: E402
+from transformers import DynamicCache  # noqa: E402
+
+from dispatchprof.count.counter import OpCounter  # noqa: E402
+from dispatchprof.llm.mla import LatentAttention  # noqa: E402
+from dispatchprof.llm.catalog import load_config  # noqa: E402
+from dispatchprof.llm.models import build_model, token_ids  # noqa: E402
+from dispatchprof.sim.catalog import load_device  # noqa: E402
+from dispatchprof.sim.placement import scenarios_of  # noqa: E402
+from dispatchprof.sim.simulate import simulate  # noqa: E402
+
+#: (query, key/value) heads per GPU of the grouped-query points: Llama-3.1-70B's 64 / 8 over tp 1..8
+GQA_HEADS = ((64, 8), (32, 4), (16, 2), (8, 1))
+#: Heads per GPU of the MLA points: DeepSeek-V3's 128 over tp 1..8
+MLA_HEADS = (128, 64, 32, 16)
+BATCHES, PROMPTS = (1, 4), (1024, 4096, 8192)
+#: Decode points: batches and cached tokens (the tables' ``step``)
+DECODE_BATCHES, CONTEXTS = (8, 64), (1023, 4095, 8191)
+
+
+def counted_attention(kind: str, heads: tuple[int, int] | int, batch: int, prompt: int, context: int = 0):
+    """The profile of one forward of batch x prompt tokens through one decoder layer: Llama-3.1's
+    with ``heads`` (query, key/value) heads of 128 (``kind`` "gqa"), or DeepSeek-V3's with ``heads``
+    heads, prefilled in the MLA form ``kind``; after ``context`` cached tokens (counted apart) where
+    given."""
+    if kind == "gqa":
+        config = copy.deepcopy(load_config("llama-3.1-8b"))
+        config.num_attention_heads, config.num_key_value_heads = heads
+        config.head_dim, config.hidden_size = 128, 128 * heads[0]
+    else:
+        config = copy.deepcopy(load_config("deepseek-v3"))
+        config.first_k_dense_replace = 1
+        config.num_attention_heads = config.num_key_value_heads = heads
+    config.num_hidden_layers, config.intermediate_size, config.vocab_size = 1, 256, 1024   # not compared
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = build_model(config, dtype=torch.bfloat16)
+        for m in model.modules():
+            if isinstance(m, LatentAttention):
+                m.set_prefill(kind)
+        cache = DynamicCache(config=model.config) if context else None
+        with torch.no_grad():
+            if context:
+                model(input_ids=token_ids(model, batch, context), past_key_values=cache, use_cache=True)
+            with OpCounter() as c:
+                model(input_ids=token_ids(model, batch, prompt), past_key_values=cache, use_cache=bool(context))
+    return c.profile
+
+
+def attention_time(profile, device) -> tuple[float, float]:
+    """(simulated seconds of the profile's fused attention op under the serving runtime, of which
+    its compute time)."""
+    sim = simulate(profile, scenarios_of(device)[device.name], runtime="serving")
+    (op,) = [o for o, r in zip(sim.ops, sim.records) if r.op == "aten.scaled_dot_product_attention"]
+    return op.time_s, op.t_compute
+
+
+def kernel_tables(folder: str, phase: str, batches: tuple[int, ...], length: str, lengths: tuple[int, ...]):
+    """(system, "engine version", table, rows) of every measured ``phase`` ("context" or
+    "generation") attention or MLA table of `SYSTEMS`, its rows at the compared shapes: ``batches``,
+    ``lengths`` of column ``length``, bf16 with the KV cache in bf16, head dim 128 and no sliding
+    window (attention) at `GQA_HEADS`, or `MLA_HEADS`."""
+    import pandas as pd
+    for system in SYSTEMS:
+        for path in sorted(glob.glob(os.path.join(folder, system, "*", "*", "*", f"{phase}_*_perf.parquet"))):
+            table, engine, version = os.path.relpath(path, folder).split(os.sep)[1:4]
+            if table not in ("attention", "mla"):
+                continue
+            f = pd.read_parquet(path)
+            f = f[f.batch_size.isin(batches) & f[length].isin(lengths) & (f.kv_cache_dtype == "bfloat16")]
+            if table == "attention":
+                full = f.window_size == 0 if "window_size" in f else True          # older tables: no windows
+                f = f[(f.head_dim == 128) & full & (f.attn_dtype == "bfloat16")]
+                f = f[[pair in set(GQA_HEADS) for pair in zip(f.num_heads, f.num_key_value_heads)]]
+            else:
+                f = f[(f.mla_dtype == "bfloat16") & f.num_heads.isin(MLA_HEADS)]
+            yield system, f"{engine} {version}", table, f
+
+
+def measured_points(folder: str):
+    """(system, "engine version", kinds, heads, batch, prompt, measured seconds) of every measured
+    prefill kernel at the compared shapes (`kernel_tables`); kinds: what it is compared with
+    ("gqa", or MLA's "absorbed" and "expanded")."""
+    for system, engine, table, f in kernel_tables(folder, "context", BATCHES, "isl", PROMPTS):
+        for r in f.itertuples():
+            gqa = table == "attention"
+            yield (system, engine, ("gqa",) if gqa else ("absorbed", "expanded"),
+                   (int(r.num_heads), int(r.num_key_value_heads)) if gqa else int(r.num_heads),
+                   int(r.batch_size), int(r.isl), float(r.latency) * 1e-3)
+
+
+def decode_points(folder: str):
+    """(system, "engine version", kind, heads, batch, context, measured seconds) of every measured
+    decode kernel at the compared shapes (`kernel_tables`: one new token per sequence after
+    ``step`` cached ones); kind: "gqa" or "mla" (absorbed)."""
+    for system, engine, table, f in kernel_tables(folder, "generation", DECODE_BATCHES, "step", CONTEXTS):
+        for r in f.itertuples():
+            gqa = table == "attention"
+            yield (system, engine, "gqa" if gqa else "mla",
+                   (int(r.num_heads), int(r.num_key_value_heads)) if gqa else int(r.num_heads),
+                   int(r.batch_size), int(r.step), float(r.latency) * 1e-3)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--aic-python", default=AIC_PYTHON, help="the validation environment's python")
+    args = ap.parse_args()
+    folder = aic_path(args.aic_python, "systems", "data")
+    points = list(measured_points(folder))
+    systems = sorted({p[0] for p in points})
+    bundled = {s: load_device(SYSTEMS[s]) for s in systems}
+    one = {s: dataclasses.replace(d, attention_efficiency={"bf16": 1.0}) for s, d in bundled.items()}
+    shapes = sorted({(kind, p[3], p[4], p[5]) for p in points for kind in p[2]}, key=str)
+    profiles = {shape: counted_attention(*shape) for shape in shapes}
+    sims = {(s, *shape): (attention_time(profiles[shape], bundled[s]), attention_time(profiles[shape], one[s]))
+            for shape in shapes for s in systems}
+
+    by_engine: dict[tuple[str, str], list[float]] = {}
+    for system, engine, kinds, heads, batch, prompt, seconds in points:
+        if kinds == ("gqa",):
+            total, compute = sims[system, "gqa", heads, batch, prompt][1]
+            if seconds > total - compute:
+                by_engine.setdefault((system, engine), []).append(compute / (seconds - total + compute))
+    pooled = {s: statistics.median(v for (system, _), vs in by_engine.items() if system == s for v in vs)
+              for s in systems if any(system == s for system, _ in by_engine)}
+    print("implied attention efficiency (bf16), grouped-query points\n"
+          f"{'system':10} {'engine':18} {'efficiency':>10} {'points':>6}")
+    for (system, engine), values in sorted(by_engine.items()):
+        print(f"{system:10} {engine:18} {statistics.median(values):10.3f} {len(values):6d}")
+    print(f"\nevery engine pooled\n{'system':10} {'profile':18} {'efficiency':>10}")
+    for system, value in sorted(pooled.items()):
+        print(f"{system:10} {SYSTEMS[system]:18} {value:10.3f}")
+
+    implied = {s: dataclasses.replace(bundled[s], attention_efficiency={"bf16": round(pooled[s], 2)}) for s in pooled}
+    columns = ("gqa", "absorbed", "expanded", "expanded at implied")
+    errors: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for system, engine, kinds, heads, batch, prompt, seconds in points:
+        cell = errors.setdefault((system, engine), {})
+        for kind in kinds:
+            cell.setdefault(kind, []).append(sims[system, kind, heads, batch, prompt][0][0] / seconds - 1)
+            if kind == "expanded" and system in implied:
+                t = attention_time(profiles[kind, heads, batch, prompt], implied[system])[0]
+                cell.setdefault(columns[3], []).append(t / seconds - 1)
+    print("\nsimulated against measured: points, median |error| / signed\n"
+          f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in columns))
+    every: dict[str, list[float]] = {}
+    for (system, engine), cell in sorted(errors.items()):
+        for c, e in cell.items():
+            every.setdefault(c, []).extend(e)
+        print(f"{system:10} {engine:18}" + "".join(_line(cell.get(c, [])) for c in columns))
+    print(f"{'every':10} {'':18}" + "".join(_line(every.get(c, [])) for c in columns))
+
+    decodes = list(decode_points(folder))
+    shapes = sorted({(kind, heads, batch, context) for _, _, kind, heads, batch, context, _ in decodes}, key=str)
+    profiles = {(kind, heads, batch, context): counted_attention("gqa" if kind == "gqa" else "absorbed", heads,
+                                                                 batch, 1, context)
+                for kind, heads, batch, context in shapes}
+    errors = {}
+    for system, engine, kind, heads, batch, context, seconds in decodes:
+        t = attention_time(profiles[kind, heads, batch, context], bundled[system])[0]
+        errors.setdefault((system, engine), {}).setdefault(kind, []).append(t / seconds - 1)
+    print("\ndecode (one token after 1,023 to 8,191 cached, batches 8 and 64): points, median |error| / signed\n"
+          f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in ("gqa", "mla")))
+    every = {}
+    for (system, engine), cell in sorted(errors.items()):
+        for c, e in cell.items():
+            every.setdefault(c, []).extend(e)
+        print(f"{system:10} {engine:18}" + "".join(_line(cell.get(c, [])) for c in ("gqa", "mla")))
+    print(f"{'every':10} {'':18}" + "".join(_line(every.get(c, [])) for c in ("gqa", "mla")))
+
+
+def _line(errors: list[float]) -> str:
+    if not errors:
+        return f"{'-':>30}"
+    return f"{len(errors):>10d} {statistics.median(abs(e) for e in errors):8.1%} / {statistics.median(errors):+7.1%}"
+
+
+if __name__ == "__main__":
+    main()
