@@ -51,7 +51,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from aic_env import AIC_PYTHON, aic_path  # noqa: E402
-from gemm_efficiency import SYSTEMS  # noqa: E402
+from gemm_efficiency import SYSTEMS, implied_share  # noqa: E402
 
 import torch  # noqa: E402
 from transformers import DynamicCache  # noqa: E402
@@ -173,9 +173,9 @@ def main() -> None:
     by_engine: dict[tuple[str, str], list[float]] = {}
     for system, engine, kinds, heads, batch, prompt, seconds in points:
         if kinds == ("gqa",):
-            total, compute = sims[system, "gqa", heads, batch, prompt][1]
-            if seconds > total - compute:
-                by_engine.setdefault((system, engine), []).append(compute / (seconds - total + compute))
+            share = implied_share(*sims[system, "gqa", heads, batch, prompt][1], seconds)
+            if share is not None:
+                by_engine.setdefault((system, engine), []).append(share)
     pooled = {s: statistics.median(v for (system, _), vs in by_engine.items() if system == s for v in vs)
               for s in systems if any(system == s for system, _ in by_engine)}
     print("implied attention efficiency (bf16), grouped-query points\n"

@@ -60,6 +60,14 @@ def implied(device, m: int, n: int, k: int, dtype: str, latency_ms: float) -> fl
     return t.time_s / (latency_ms * 1e-3)
 
 
+def implied_share(total_s: float, compute_s: float, measured_s: float) -> float | None:
+    """The share of the peak a measured kernel implies where the simulator times it at efficiency 1
+    as ``total_s`` seconds, ``compute_s`` of them its compute: that compute time over the measured
+    time less the rest of the simulated time (memory, launch); None where the rest alone exceeds it."""
+    left = measured_s - (total_s - compute_s)
+    return compute_s / left if left > 0 else None
+
+
 def table(folder: str, min_dim: int) -> tuple[list[tuple], dict]:
     """(system, dtype, engine/version, median implied efficiency, points) per parquet and dtype, and
     (system, simulated dtype) -> every engine's implied efficiencies."""

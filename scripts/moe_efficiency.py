@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from aic_env import AIC_PYTHON, aic_path  # noqa: E402
-from gemm_efficiency import SYSTEMS  # noqa: E402
+from gemm_efficiency import SYSTEMS, implied_share  # noqa: E402
 
 import torch  # noqa: E402
 
@@ -157,8 +157,7 @@ def implied(p: dict) -> float | None:
     """The implied efficiency of one point (module docstring), None where the rest of the experts'
     time already exceeds the measured time."""
     total, compute = p["one"]
-    left = p["measured"] - (total - compute)
-    return compute / left if left > 0 else None
+    return implied_share(total, compute, p["measured"])
 
 
 def _median_line(values: list[float]) -> str:
