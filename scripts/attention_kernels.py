@@ -13,7 +13,7 @@ context (prefill) attention kernel alone, in aiconfigurator-core's
 - ``context_mla_perf.parquet``: DeepSeek-V3's context MLA kernel (TensorRT-LLM's and SGLang's FMHA
   over heads of qk_nope 128 + rope 64 with values of 128: the expanded, MHA form) over heads per GPU
   (128 / tp); compared at `MLA_HEADS` as a one-layer DeepSeek-V3 with those heads counts it, in both
-  prefill forms of `dispatchprof.llm.mla`: ``absorbed`` (what the catalog builds) and ``expanded``.
+  prefill forms of `dispatchprof.llm.mla`: ``expanded`` (what the catalog builds) and ``absorbed``.
 
 Each point's fused attention op (one forward of batch x prompt tokens) is simulated under the
 serving runtime on the bundled profile (a causal flash kernel: the score tiles its mask leaves),
@@ -22,10 +22,10 @@ at prompts of 1,024 to 8,192 tokens and batches 1 and 4.
 **Implied efficiency** (fitted on the grouped-query points only): per point, the simulator's compute
 time of the attention op at efficiency 1 over the measured time less the rest of its simulated time
 (memory, launch); the first table gives its median per system and engine and pooled per system
-over every engine: the figure a profile's ``attention_efficiency`` (bf16) would quote. The second
-table checks, per system and engine, median |error| and signed median error of the simulated time
-against the measured kernel: grouped-query attention and MLA in both forms as bundled, and the
-expanded MLA form at the system's implied figure (held out: no MLA point chose it).
+over every engine: rounded to two places, each NVIDIA profile's ``attention_efficiency`` (bf16 and
+fp16, devices/nvidia.yaml). The second table checks, per system and engine, median |error| and
+signed median error of the simulated time against the measured kernel as bundled: grouped-query
+attention (the fit points) and MLA in both forms (held out: no MLA point chose a figure).
 
 **Decode.** The third table checks decode attention as bundled (``generation_attention_perf`` and
 ``generation_mla_perf``: one new token per sequence after 1,023 to 8,191 cached ones, batches 8 and
@@ -57,7 +57,7 @@ import torch  # noqa: E402
 from transformers import DynamicCache  # noqa: E402
 
 from dispatchprof.count.counter import OpCounter  # noqa: E402
-from dispatchprof.llm.mla import LatentAttention  # noqa: E402
+from dispatchprof.llm.mla import set_mla_prefill  # noqa: E402
 from dispatchprof.llm.catalog import load_config  # noqa: E402
 from dispatchprof.llm.models import build_model, token_ids  # noqa: E402
 from dispatchprof.sim.catalog import load_device  # noqa: E402
@@ -90,9 +90,8 @@ def counted_attention(kind: str, heads: tuple[int, int] | int, batch: int, promp
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = build_model(config, dtype=torch.bfloat16)
-        for m in model.modules():
-            if isinstance(m, LatentAttention):
-                m.set_prefill(kind)
+        if kind != "gqa":
+            set_mla_prefill(model, kind)
         cache = DynamicCache(config=model.config) if context else None
         with torch.no_grad():
             if context:
@@ -186,16 +185,12 @@ def main() -> None:
     for system, value in sorted(pooled.items()):
         print(f"{system:10} {SYSTEMS[system]:18} {value:10.3f}")
 
-    implied = {s: dataclasses.replace(bundled[s], attention_efficiency={"bf16": round(pooled[s], 2)}) for s in pooled}
-    columns = ("gqa", "absorbed", "expanded", "expanded at implied")
+    columns = ("gqa", "expanded", "absorbed")
     errors: dict[tuple[str, str], dict[str, list[float]]] = {}
     for system, engine, kinds, heads, batch, prompt, seconds in points:
         cell = errors.setdefault((system, engine), {})
         for kind in kinds:
             cell.setdefault(kind, []).append(sims[system, kind, heads, batch, prompt][0][0] / seconds - 1)
-            if kind == "expanded" and system in implied:
-                t = attention_time(profiles[kind, heads, batch, prompt], implied[system])[0]
-                cell.setdefault(columns[3], []).append(t / seconds - 1)
     print("\nsimulated against measured: points, median |error| / signed\n"
           f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in columns))
     every: dict[str, list[float]] = {}

@@ -9,6 +9,7 @@ import warnings
 import pytest
 import torch
 
+from dispatchprof.llm.mla import LatentAttention, set_mla_prefill
 from dispatchprof.llm.models import build_model, load_config
 from dispatchprof.llm.shape_generic import batch_step
 from dispatchprof.serving.cost import DESIGN, Composition, count_steps, fit_design
@@ -16,14 +17,18 @@ from dispatchprof.sim.placement import scenarios_of
 from test_serving_cost import direct
 
 
-def deepseek(**sizes):
-    """DeepSeek-V3's catalog config with ``sizes`` on top, built weightless in bf16."""
+def deepseek(prefill=None, **sizes):
+    """DeepSeek-V3's catalog config with ``sizes`` on top, built weightless in bf16; with
+    ``prefill`` ("absorbed" or "expanded") its multi-token queries in that form (built: expanded)."""
     config = copy.deepcopy(load_config("deepseek-v3"))
     for k, v in sizes.items():
         setattr(config, k, v)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return build_model(config, dtype=torch.bfloat16, generator=True)
+        model = build_model(config, dtype=torch.bfloat16, generator=True)
+    if prefill:
+        set_mla_prefill(model, prefill)
+    return model
 
 
 @pytest.mark.parametrize("tp", [1, 8])
@@ -46,8 +51,9 @@ SIZES = dict(num_hidden_layers=2, first_k_dense_replace=1, n_routed_experts=8, n
 
 @pytest.fixture(scope="module")
 def tiny():
-    """A DeepSeek-V3 of 2 layers (one dense, one of 8 experts, 2 per token), hidden 256."""
-    return deepseek(**SIZES)
+    """A DeepSeek-V3 of 2 layers (one dense, one of 8 experts, 2 per token), hidden 256, its
+    prefills absorbed (SGLang's extend form): one op stream for every step."""
+    return deepseek("absorbed", **SIZES)
 
 
 def test_ops_only_in_multi_token_steps_are_costed_there(tiny):
@@ -75,12 +81,9 @@ def test_ops_only_in_multi_token_steps_are_costed_there(tiny):
 
 @pytest.fixture(scope="module")
 def tiny_expanded():
-    """The tiny DeepSeek-V3 with its prefills in vLLM's MHA form (decodes absorbed)."""
-    from dispatchprof.llm.mla import LatentAttention
+    """The tiny DeepSeek-V3 as built: prefills in the engines' MHA form, decodes absorbed."""
     model = deepseek(**SIZES)
-    for m in model.modules():
-        if isinstance(m, LatentAttention):
-            m.set_prefill("expanded")
+    assert {m.prefill for m in model.modules() if isinstance(m, LatentAttention)} == {"expanded"}
     return model
 
 
@@ -122,14 +125,10 @@ def test_absorbed_prefill_counts_3_4x_the_engines_attention_for_deepseek_v3():
     tokens, its fused attention's MACs per query-key pair and head: absorbed (512 + 64) + 512 =
     1,088, expanded (128 + 64) + 128 = 320."""
     from dispatchprof import OpCounter, fake_inputs
-    from dispatchprof.llm.mla import LatentAttention
     from transformers import DynamicCache
 
     for form, per_pair in (("absorbed", 1088), ("expanded", 320)):
-        model = deepseek(num_hidden_layers=1, first_k_dense_replace=1, vocab_size=1000)
-        for m in model.modules():
-            if isinstance(m, LatentAttention):
-                m.set_prefill(form)
+        model = deepseek(form, num_hidden_layers=1, first_k_dense_replace=1, vocab_size=1000)
         with torch.no_grad(), OpCounter() as c:
             model(fake_inputs(model, 1, 64), past_key_values=DynamicCache(config=model.config), use_cache=True)
         (sdpa,) = [r for r in c.profile.records if r.op == "aten.scaled_dot_product_attention"]

@@ -5,7 +5,7 @@ model built shallower, `dispatchprof.llm.layer_repeat.shallow_model`) has these 
 over the same weights, each computing the same function in the form engines run it:
 
 - multi-head latent attention (configs with ``kv_lora_rank``): `dispatchprof.llm.mla`, the
-  latent-only cache and the absorbed form;
+  latent-only cache, decodes absorbed and prefills expanded (the engines' MHA form);
 - gpt-oss's attention with sinks: `dispatchprof.llm.sinks_attention`, one fused kernel;
 - Qwen3.5's gated delta-nets: `dispatchprof.llm.gated_delta`, two fused ops.
 """
@@ -24,7 +24,7 @@ def as_engines_run(model: torch.nn.Module) -> torch.nn.Module:
     for, in place; returns it."""
     config = model.config
     if is_mla(config):
-        absorb_mla(model)
+        absorb_mla(model, "expanded")
     if has_sinks(config):
         fuse_sink_attention(model)
     if has_gated_delta(config):

@@ -20,11 +20,11 @@ weights (absorption only reassociates matmuls), and:
   token), one fused attention of all heads against the single latent head (scores
   ``kv_lora + rope`` wide, values the first ``kv_lora`` columns of the same tensor), the
   latent output ``@ W_UV`` (heads x kv_lora x v_head), then ``o_proj``;
-- prefills (``q_len > DECODE_THRESHOLD``) in the form ``prefill`` names: ``"absorbed"`` (the
-  default ``build_model`` installs: the decode algebra for every query, SGLang's ``forward_absorb``
-  form, which it also runs for extend steps with a cached prefix), or ``"expanded"`` (vLLM's MHA
-  prefill: ``kv_b_proj`` expands K/V of every cached and new token, then causal attention with
-  qk_nope + rope wide keys and v_head wide values).
+- prefills (``q_len > DECODE_THRESHOLD``) in the form ``prefill`` names: ``"expanded"`` (what
+  ``build_model`` installs: vLLM's, TensorRT-LLM's and SGLang's MHA prefill: ``kv_b_proj`` expands
+  K/V of every cached and new token, then causal attention with qk_nope + rope wide keys and v_head
+  wide values), or ``"absorbed"`` (the decode algebra for every query, SGLang's ``forward_absorb``
+  form, which it runs for extend steps with a cached prefix).
 
 Each form runs in its own child module, ``absorbed`` (`AbsorbedCore`) and ``expanded``
 (`ExpandedCore`, present where ``prefill`` is ``"expanded"``, after ``kv_b_proj`` ran on the
@@ -32,8 +32,8 @@ cached and new latents): their ops are attributed to ``self_attn.absorbed`` and
 ``self_attn.expanded``, so a report shows decode and prefill attention apart, and the serving cost
 model (``dispatchprof.serving.op_streams``) sees two op streams that agree outside the attention
 cores: it runs a mixed step's decodes through the absorbed core and its prefills through the
-expanded one, as vLLM does. ``build_model`` installs the absorbed form (`absorb_mla`'s default);
-`LatentAttention.set_prefill` changes it.
+expanded one, as vLLM does. ``build_model`` installs the expanded form (the engines' prefill);
+`set_mla_prefill` (each `LatentAttention.set_prefill`) changes it.
 
 The absorbed prefill costs ``heads x (2 kv_lora + rope)`` MACs per query-key pair where the
 expanded one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj`` per key
@@ -207,3 +207,13 @@ def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
     `ABSORBED_CLASSES` by ``LatentAttention(child, prefill)`` over the same weights; returns how many
     were replaced."""
     return swap_modules(model, ABSORBED_CLASSES, lambda child: LatentAttention(child, prefill))
+
+
+def set_mla_prefill(model: nn.Module, prefill: str) -> int:
+    """Compute the multi-token steps of every `LatentAttention` in ``model`` in ``prefill``'s form
+    (`PREFILL_FORMS`: ``"expanded"``, what ``build_model`` installs, or ``"absorbed"``); returns how
+    many there are."""
+    latent = [m for m in model.modules() if isinstance(m, LatentAttention)]
+    for m in latent:
+        m.set_prefill(prefill)
+    return len(latent)

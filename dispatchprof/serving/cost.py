@@ -38,6 +38,20 @@ from dispatchprof.sim.placement import Scenarios
 DESIGN = ((1, (1,)), (1, (4, 1)), (2, (2,)), (2, (5, 1, 1, 1)), (3, (3,)), (1, (7,)))
 
 
+def check_dense_attention(model: torch.nn.Module) -> None:
+    """Refuse a model whose attention keeps only its top ``index_topk`` keys per query (DeepSeek
+    sparse attention's indexer: GLM-5): that work stops growing with the context at ``index_topk``
+    tokens, where the step cost model's features grow with every cached token, and the design's
+    short contexts would not show it."""
+    config = getattr(model, "config", None)
+    topk = getattr(config, "index_topk", None)
+    if isinstance(topk, int) and topk > 0:
+        raise ValueError(f"{type(config).__name__} attends to its top {topk} keys per query (a sparse-attention "
+                         f"indexer): that work stops growing with the context at {topk} tokens, which the serving "
+                         f"cost model (linear in each sequence's cached tokens) does not express; the serving cost "
+                         f"model does not cover this model")
+
+
 def fit_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str | None = None,
                bound: bool = False, design: Sequence[tuple[int, tuple[int, ...]]] = DESIGN,
                runtime: str = "serving", tp: int = 1, kv_dtype: str | None = None,
@@ -49,6 +63,7 @@ def fit_design(model: torch.nn.Module, scenarios: Scenarios, weight_dtype: str |
     fails, every chain is counted at full depth and fitted again. ``progress(done, total, what)``
     is told before each chain and after the last ("counting chains", or "counting chains at full
     depth" on the second pass)."""
+    check_dense_attention(model)
     memo = CountMemo(model) if memo is None else memo
     report = progress or (lambda done, total, what: None)
 
