@@ -24,7 +24,7 @@ def as_engines_run(model: torch.nn.Module) -> torch.nn.Module:
     for, in place; returns it."""
     config = model.config
     if is_mla(config):
-        absorb_mla(model, "expanded")
+        absorb_mla(model)
     if has_sinks(config):
         fuse_sink_attention(model)
     if has_gated_delta(config):

@@ -32,8 +32,8 @@ cached and new latents): their ops are attributed to ``self_attn.absorbed`` and
 ``self_attn.expanded``, so a report shows decode and prefill attention apart, and the serving cost
 model (``dispatchprof.serving.op_streams``) sees two op streams that agree outside the attention
 cores: it runs a mixed step's decodes through the absorbed core and its prefills through the
-expanded one, as vLLM does. ``build_model`` installs the expanded form (the engines' prefill);
-`set_mla_prefill` (each `LatentAttention.set_prefill`) changes it.
+expanded one, as vLLM does. The expanded form (the engines' prefill) is the default, what
+``build_model`` installs; `set_mla_prefill` (each `LatentAttention.set_prefill`) changes it.
 
 The absorbed prefill costs ``heads x (2 kv_lora + rope)`` MACs per query-key pair where the
 expanded one costs ``heads x (qk_nope + rope + v_head)`` plus the expansion ``kv_b_proj`` per key
@@ -76,7 +76,7 @@ class LatentAttention(nn.Module):
     the same names, so parameters and scope names are unchanged. Its class name says "Attention":
     `dispatchprof.sim.parallel` splits it over a tensor-parallel group as any attention block."""
 
-    def __init__(self, attn: nn.Module, prefill: str = "absorbed") -> None:
+    def __init__(self, attn: nn.Module, prefill: str = "expanded") -> None:
         super().__init__()
         for name in ("config", "layer_idx", "num_heads", "q_lora_rank", "qk_rope_head_dim",
                      "kv_lora_rank", "v_head_dim", "qk_nope_head_dim", "qk_head_dim",
@@ -202,7 +202,7 @@ def _rotary_fn(attn: nn.Module) -> Any:
 ABSORBED_CLASSES = ("DeepseekV3Attention",)
 
 
-def absorb_mla(model: nn.Module, prefill: str = "absorbed") -> int:
+def absorb_mla(model: nn.Module, prefill: str = "expanded") -> int:
     """Replace every attention submodule of ``model`` (one dispatchprof built) whose class is in
     `ABSORBED_CLASSES` by ``LatentAttention(child, prefill)`` over the same weights; returns how many
     were replaced."""
