@@ -32,6 +32,11 @@ attention (the fit points) and MLA in both forms (held out: no MLA point chose a
 64, the same heads): each point counted as one decode step of the same one-layer model after its
 cached tokens (MLA absorbed, as FlashMLA runs it), its fused attention op simulated as above.
 
+**FP8** (held out): the same prefill and decode shapes with the KV cache in fp8 (the engines'
+fp8-KV kernels; TensorRT-LLM's and SGLang's FP8 attention beside them), each simulated as a
+``kv_dtype="fp8"`` run is: the KV bytes narrowed, attention at the bf16 figure. Last, the measured
+decode time with the KV cache in fp8 over bf16 on the same shapes, median per engine.
+
 The data come from the validation environment (``bash scripts/setup_validation.sh``); nothing
 here is a dependency of dispatchprof.
 """
@@ -41,6 +46,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import functools
 import glob
 import os
 import statistics
@@ -101,19 +107,21 @@ def counted_attention(kind: str, heads: tuple[int, int] | int, batch: int, promp
     return c.profile
 
 
-def attention_time(profile, device) -> tuple[float, float]:
-    """(simulated seconds of the profile's fused attention op under the serving runtime, of which
-    its compute time)."""
-    sim = simulate(profile, scenarios_of(device)[device.name], runtime="serving")
+def attention_time(profile, device, kv_dtype: str | None = None) -> tuple[float, float]:
+    """(simulated seconds of the profile's fused attention op under the serving runtime, the KV
+    cache stored in ``kv_dtype`` (None: the model's bf16), of which its compute time)."""
+    sim = simulate(profile, scenarios_of(device)[device.name], runtime="serving", kv_dtype=kv_dtype)
     (op,) = [o for o, r in zip(sim.ops, sim.records) if r.op == "aten.scaled_dot_product_attention"]
     return op.time_s, op.t_compute
 
 
-def kernel_tables(folder: str, phase: str, batches: tuple[int, ...], length: str, lengths: tuple[int, ...]):
+def kernel_tables(folder: str, phase: str, batches: tuple[int, ...], length: str, lengths: tuple[int, ...],
+                  kv: str = "bfloat16", attn: str = "bfloat16"):
     """(system, "engine version", table, rows) of every measured ``phase`` ("context" or
     "generation") attention or MLA table of `SYSTEMS`, its rows at the compared shapes: ``batches``,
-    ``lengths`` of column ``length``, bf16 with the KV cache in bf16, head dim 128 and no sliding
-    window (attention) at `GQA_HEADS`, or `MLA_HEADS`."""
+    ``lengths`` of column ``length``, the KV cache in ``kv`` ("bfloat16" or "fp8"), head dim 128
+    and no sliding window (attention, its kernel in ``attn``) at `GQA_HEADS`, or `MLA_HEADS` (MLA
+    in bf16: the tables hold no other)."""
     import pandas as pd
     for system in SYSTEMS:
         for path in sorted(glob.glob(os.path.join(folder, system, "*", "*", "*", f"{phase}_*_perf.parquet"))):
@@ -121,21 +129,24 @@ def kernel_tables(folder: str, phase: str, batches: tuple[int, ...], length: str
             if table not in ("attention", "mla"):
                 continue
             f = pd.read_parquet(path)
-            f = f[f.batch_size.isin(batches) & f[length].isin(lengths) & (f.kv_cache_dtype == "bfloat16")]
+            f = f[f.batch_size.isin(batches) & f[length].isin(lengths) & (f.kv_cache_dtype == kv)]
             if table == "attention":
                 full = f.window_size == 0 if "window_size" in f else True          # older tables: no windows
-                f = f[(f.head_dim == 128) & full & (f.attn_dtype == "bfloat16")]
+                f = f[(f.head_dim == 128) & full & (f.attn_dtype == attn)]
                 f = f[[pair in set(GQA_HEADS) for pair in zip(f.num_heads, f.num_key_value_heads)]]
-            else:
+            elif attn == "bfloat16":
                 f = f[(f.mla_dtype == "bfloat16") & f.num_heads.isin(MLA_HEADS)]
-            yield system, f"{engine} {version}", table, f
+            else:
+                continue
+            if len(f):
+                yield system, f"{engine} {version}", table, f
 
 
-def measured_points(folder: str):
+def measured_points(folder: str, kv: str = "bfloat16", attn: str = "bfloat16"):
     """(system, "engine version", kinds, heads, batch, prompt, measured seconds) of every measured
-    prefill kernel at the compared shapes (`kernel_tables`); kinds: what it is compared with
-    ("gqa", or MLA's "absorbed" and "expanded")."""
-    for system, engine, table, f in kernel_tables(folder, "context", BATCHES, "isl", PROMPTS):
+    prefill kernel at the compared shapes (`kernel_tables`, ``kv`` and ``attn`` as there); kinds:
+    what it is compared with ("gqa", or MLA's "absorbed" and "expanded")."""
+    for system, engine, table, f in kernel_tables(folder, "context", BATCHES, "isl", PROMPTS, kv, attn):
         for r in f.itertuples():
             gqa = table == "attention"
             yield (system, engine, ("gqa",) if gqa else ("absorbed", "expanded"),
@@ -143,11 +154,11 @@ def measured_points(folder: str):
                    int(r.batch_size), int(r.isl), float(r.latency) * 1e-3)
 
 
-def decode_points(folder: str):
+def decode_points(folder: str, kv: str = "bfloat16"):
     """(system, "engine version", kind, heads, batch, context, measured seconds) of every measured
-    decode kernel at the compared shapes (`kernel_tables`: one new token per sequence after
-    ``step`` cached ones); kind: "gqa" or "mla" (absorbed)."""
-    for system, engine, table, f in kernel_tables(folder, "generation", DECODE_BATCHES, "step", CONTEXTS):
+    bf16 decode kernel at the compared shapes (`kernel_tables`: one new token per sequence after
+    ``step`` cached ones, the KV cache in ``kv``); kind: "gqa" or "mla" (absorbed)."""
+    for system, engine, table, f in kernel_tables(folder, "generation", DECODE_BATCHES, "step", CONTEXTS, kv):
         for r in f.itertuples():
             gqa = table == "attention"
             yield (system, engine, "gqa" if gqa else "mla",
@@ -162,10 +173,12 @@ def main() -> None:
     folder = aic_path(args.aic_python, "systems", "data")
     points = list(measured_points(folder))
     systems = sorted({p[0] for p in points})
-    bundled = {s: load_device(SYSTEMS[s]) for s in systems}
+    count = functools.cache(counted_attention)
+    device = functools.cache(lambda system: load_device(SYSTEMS[system]))
+    bundled = {s: device(s) for s in systems}
     one = {s: dataclasses.replace(d, attention_efficiency={"bf16": 1.0}) for s, d in bundled.items()}
     shapes = sorted({(kind, p[3], p[4], p[5]) for p in points for kind in p[2]}, key=str)
-    profiles = {shape: counted_attention(*shape) for shape in shapes}
+    profiles = {shape: count(*shape) for shape in shapes}
     sims = {(s, *shape): (attention_time(profiles[shape], bundled[s]), attention_time(profiles[shape], one[s]))
             for shape in shapes for s in systems}
 
@@ -193,30 +206,78 @@ def main() -> None:
             cell.setdefault(kind, []).append(sims[system, kind, heads, batch, prompt][0][0] / seconds - 1)
     print("\nsimulated against measured: points, median |error| / signed\n"
           f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in columns))
+    _table(errors, columns)
+
+    decode = ("gqa", "mla")
+    print("\ndecode (one token after 1,023 to 8,191 cached, batches 8 and 64): points, median |error| / signed\n"
+          f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in decode))
+    _table(decode_errors(folder, "bfloat16", count, device), decode)
+
+    print("\nheld out, the KV cache in fp8 (simulated with kv_dtype fp8; attention timed at the bf16 figure)\n"
+          "prefill: points, median |error| / signed\n"
+          f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in FP8_PREFILL))
+    errors = {}
+    for attn, suffix in (("bfloat16", ", fp8 KV"), ("fp8", ", fp8 FMHA")):
+        for system, engine, kinds, heads, batch, prompt, seconds in measured_points(folder, "fp8", attn):
+            for kind in kinds:
+                t = attention_time(count(kind, heads, batch, prompt), device(system), "fp8")[0]
+                errors.setdefault((system, engine), {}).setdefault(kind + suffix, []).append(t / seconds - 1)
+    _table(errors, FP8_PREFILL)
+    print(f"decode: points, median |error| / signed\n{'system':10} {'engine':18}"
+          + "".join(f"{c:>30}" for c in decode))
+    _table(decode_errors(folder, "fp8", count, device), decode)
+    print("measured decode time with the KV cache in fp8 over bf16 (the same system, engine version and shape):"
+          f" median, points\n{'engine':10}" + "".join(f"{c:>16}" for c in decode))
+    ratios = fp8_kv_ratios(folder)
+    for engine in sorted({e for e, _ in ratios}):
+        print(f"{engine:10}" + "".join(f"{statistics.median(ratios[engine, c]):10.2f} {len(ratios[engine, c]):5d}"
+                                        if (engine, c) in ratios else f"{'-':>16}" for c in decode))
+
+
+def fp8_kv_ratios(folder: str) -> dict[tuple[str, str], list[float]]:
+    """{(engine, kind): [measured decode seconds with the KV cache in fp8 / in bf16]} over the
+    bf16 decode kernels at the compared shapes (`kernel_tables`) measured both ways on the same
+    system, engine version, kernel source, tp and shape; kind: "gqa" or "mla"."""
+    measured = {}
+    for kv in ("bfloat16", "fp8"):
+        for system, engine, table, f in kernel_tables(folder, "generation", DECODE_BATCHES, "step", CONTEXTS, kv):
+            source, tp = ([""] * len(f) if c not in f else f[c] for c in ("kernel_source", "tp_size"))
+            heads = f.num_key_value_heads if table == "attention" else f.num_heads
+            for key in zip(source, tp, f.num_heads, heads, f.batch_size, f.step, f.latency):
+                measured[kv, system, engine, table, *key[:-1]] = float(key[-1])
+    ratios: dict[tuple[str, str], list[float]] = {}
+    for (kv, system, engine, table, *shape), seconds in measured.items():
+        bf16 = measured.get(("bfloat16", system, engine, table, *shape))
+        if kv == "fp8" and bf16:
+            ratios.setdefault((engine.split()[0], "gqa" if table == "attention" else "mla"), []).append(seconds / bf16)
+    return ratios
+
+
+#: The fp8 prefill table's columns: the kernel (MLA's compared in both forms) and what is in fp8
+FP8_PREFILL = ("gqa, fp8 KV", "gqa, fp8 FMHA", "expanded, fp8 KV", "absorbed, fp8 KV")
+
+
+def decode_errors(folder: str, kv: str, count, device) -> dict:
+    """{(system, engine): {kind: [relative errors]}} of the decode points with the KV cache in
+    ``kv`` (`decode_points`), each counted (``count``: `counted_attention`, memoised) as one decode
+    step after its cached tokens (MLA absorbed) and simulated on its system's bundled profile
+    (``device``: system -> Device) with the KV cache in ``kv``."""
+    errors: dict = {}
+    for system, engine, kind, heads, batch, context, seconds in decode_points(folder, kv):
+        profile = count("gqa" if kind == "gqa" else "absorbed", heads, batch, 1, context)
+        t = attention_time(profile, device(system), None if kv == "bfloat16" else kv)[0]
+        errors.setdefault((system, engine), {}).setdefault(kind, []).append(t / seconds - 1)
+    return errors
+
+
+def _table(errors: dict, columns: tuple[str, ...]) -> None:
+    """Print one line per (system, engine) of ``errors`` ({kind: [relative errors]}) and one over all."""
     every: dict[str, list[float]] = {}
     for (system, engine), cell in sorted(errors.items()):
         for c, e in cell.items():
             every.setdefault(c, []).extend(e)
         print(f"{system:10} {engine:18}" + "".join(_line(cell.get(c, [])) for c in columns))
     print(f"{'every':10} {'':18}" + "".join(_line(every.get(c, [])) for c in columns))
-
-    decodes = list(decode_points(folder))
-    shapes = sorted({(kind, heads, batch, context) for _, _, kind, heads, batch, context, _ in decodes}, key=str)
-    profiles = {(kind, heads, batch, context): counted_attention("gqa" if kind == "gqa" else "absorbed", heads,
-                                                                 batch, 1, context)
-                for kind, heads, batch, context in shapes}
-    errors = {}
-    for system, engine, kind, heads, batch, context, seconds in decodes:
-        t = attention_time(profiles[kind, heads, batch, context], bundled[system])[0]
-        errors.setdefault((system, engine), {}).setdefault(kind, []).append(t / seconds - 1)
-    print("\ndecode (one token after 1,023 to 8,191 cached, batches 8 and 64): points, median |error| / signed\n"
-          f"{'system':10} {'engine':18}" + "".join(f"{c:>30}" for c in ("gqa", "mla")))
-    every = {}
-    for (system, engine), cell in sorted(errors.items()):
-        for c, e in cell.items():
-            every.setdefault(c, []).extend(e)
-        print(f"{system:10} {engine:18}" + "".join(_line(cell.get(c, [])) for c in ("gqa", "mla")))
-    print(f"{'every':10} {'':18}" + "".join(_line(every.get(c, [])) for c in ("gqa", "mla")))
 
 
 def _line(errors: list[float]) -> str:

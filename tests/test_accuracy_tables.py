@@ -320,12 +320,14 @@ def test_the_published_sections_figures():
     assert f"(MI300X {group('MI300X')}, H200 {group('H200')}, B200 {group('B200')} over all rows)" in text
 
 
-def _attention_kernel_table() -> tuple[dict, dict, dict]:
+def _attention_kernel_table() -> tuple[dict, dict, dict, list, dict]:
     """scripts/data/attention_kernels_table.txt: (system, engine) -> its implied figure; system -> the
     pooled implied figure; (system, engine) -> per check column (gqa, expanded, absorbed: points,
-    |error| %, signed %) or None; the decode check's every line (gqa, mla)."""
+    |error| %, signed %) or None; the decode check's every line (gqa, mla); the fp8 part: its
+    prefill and decode every lines (as the decode's) and engine -> the measured fp8 / bf16 ratio of
+    grouped-query decode."""
     text = (ROOT / "scripts" / "data" / "attention_kernels_table.txt").read_text()
-    implied_part, pooled_part, check_part, decode_part = text.split("\n\n")
+    implied_part, pooled_part, check_part, decode_part, fp8_part = text.split("\n\n")
     implied = {(a, b): float(v) for a, b, v in re.findall(r"^(\w+) +(\w+ [\w.]+) +([\d.]+) +\d+$", implied_part, re.M)}
     pooled = {a: float(v) for a, v in re.findall(r"^(\w+) +\S+ +([\d.]+)$", pooled_part, re.M)}
     cell = r"(?:(\d+) +([\d.]+)% / +([-+][\d.]+)%|-)"
@@ -336,7 +338,12 @@ def _attention_kernel_table() -> tuple[dict, dict, dict]:
                                          for g in (groups[k:k + 3] for k in range(0, 9, 3))]
     decode = re.search(rf"^every +{cell} +{cell}$", decode_part, re.M).groups()
     decode = [(int(decode[k]), float(decode[k + 1]), float(decode[k + 2])) for k in (0, 3)]
-    return implied, pooled, check, decode
+    prefill8, decode8 = (m.groups() for m in re.finditer(r"^every +(.*)$", fp8_part, re.M))
+    prefill8, decode8 = ([(int(g[k]), float(g[k + 1]), float(g[k + 2])) for k in range(0, len(g), 3)]
+                         for g in (re.match(rf"{cell} +{cell} +{cell} +{cell}$", prefill8[0]).groups(),
+                                   re.match(rf"{cell} +{cell}$", decode8[0]).groups()))
+    ratios = {e: float(v) for e, v in re.findall(r"^(\w+) +([\d.]+) +\d+ ", fp8_part.split("over bf16")[1], re.M)}
+    return implied, pooled, check, decode, {"prefill": prefill8, "decode": decode8, "ratio": ratios}
 
 
 def test_the_nvidia_profiles_take_the_pooled_implied_attention_figure():
@@ -344,7 +351,7 @@ def test_the_nvidia_profiles_take_the_pooled_implied_attention_figure():
     attention_efficiency for bf16 and fp16."""
     import attention_kernels
     from dispatchprof.sim.catalog import load_device
-    _, pooled, _, _ = _attention_kernel_table()
+    _, pooled, _, _, _ = _attention_kernel_table()
     assert len(pooled) == 8
     for system, value in pooled.items():
         device = load_device(attention_kernels.SYSTEMS[system])
@@ -352,14 +359,24 @@ def test_the_nvidia_profiles_take_the_pooled_implied_attention_figure():
 
 
 def test_attention_kernels_quote_their_table():
-    implied, pooled, check, (gqa_decode, mla_decode) = _attention_kernel_table()
+    implied, pooled, check, (gqa_decode, mla_decode), fp8 = _attention_kernel_table()
     gqa, expanded, absorbed = check["every", ""]
+    (gqa8, fmha8, expanded8, _), (gqa_decode8, mla_decode8) = fp8["prefill"], fp8["decode"]
     held, ours, peer = _line("Attention against measured kernels")
-    assert held == f"{expanded[0] + gqa_decode[0] + mla_decode[0]} ({gqa[0]} grouped-query prefill points fit)"
+    fp8_points = gqa8[0] + fmha8[0] + expanded8[0] + gqa_decode8[0] + mla_decode8[0]
+    assert held == f"{expanded[0] + gqa_decode[0] + mla_decode[0] + fp8_points} ({gqa[0]} grouped-query prefill points fit)"
     assert peer == "-"
     assert ours == (f"prefill: MLA expanded {expanded[1]:.1f}%, absorbed {absorbed[1]:.1f}%, grouped-query {gqa[1]:.1f}% "
-                    f"(fit); decode: grouped-query {gqa_decode[1]:.1f}%, MLA {mla_decode[1]:.1f}%")
+                    f"(fit); decode: grouped-query {gqa_decode[1]:.1f}%, MLA {mla_decode[1]:.1f}%; KV cache in fp8: "
+                    f"prefill {gqa8[1]:.1f}%, decode {gqa_decode8[1]:.1f}% (MLA {mla_decode8[1]:.1f}%)")
     text = _section("Attention against measured kernels")
+    for name, (points, off, signed) in (("grouped-query attention", gqa8), ("FP8 attention kernels", fmha8),
+                                        ("MLA's expanded prefill", expanded8), ("Decode is timed fast: grouped-query",
+                                                                                gqa_decode8), ("MLA", mla_decode8)):
+        assert re.search(rf"{re.escape(name)}\s+{off:.1f}% (off )?\(signed {re.escape(f'{signed:+.1f}')}%, {points}\b", text), name
+    ratio = fp8["ratio"]
+    assert (f"take {ratio['trtllm']:.2f} (TensorRT-LLM), {ratio['vllm']:.2f} (vLLM) and {ratio['sglang']:.2f} "
+            f"(SGLang) of their bf16 time") in text
 
     def span(values, fmt="{:.1f}"):
         return f"{fmt.format(min(values))}-{fmt.format(max(values))}"
