@@ -35,7 +35,8 @@ cached tokens (MLA absorbed, as FlashMLA runs it), its fused attention op simula
 **FP8** (held out): the same prefill and decode shapes with the KV cache in fp8 (the engines'
 fp8-KV kernels; TensorRT-LLM's and SGLang's FP8 attention beside them), each simulated as a
 ``kv_dtype="fp8"`` run is: the KV bytes narrowed, attention at the bf16 figure. Last, the measured
-decode time with the KV cache in fp8 over bf16 on the same shapes, median per engine.
+decode time with the KV cache in fp8 over bf16 on the same shapes, median per engine; and the fit
+points' implied efficiency by prompt length and heads per GPU (it grows with the kernel's work).
 
 The data come from the validation environment (``bash scripts/setup_validation.sh``); nothing
 here is a dependency of dispatchprof.
@@ -183,11 +184,13 @@ def main() -> None:
             for shape in shapes for s in systems}
 
     by_engine: dict[tuple[str, str], list[float]] = {}
+    by_shape: dict[tuple[str, int, int], list[float]] = {}
     for system, engine, kinds, heads, batch, prompt, seconds in points:
         if kinds == ("gqa",):
             share = implied_share(*sims[system, "gqa", heads, batch, prompt][1], seconds)
             if share is not None:
                 by_engine.setdefault((system, engine), []).append(share)
+                by_shape.setdefault((system, prompt, heads[0]), []).append(share)
     pooled = {s: statistics.median(v for (system, _), vs in by_engine.items() if system == s for v in vs)
               for s in systems if any(system == s for system, _ in by_engine)}
     print("implied attention efficiency (bf16), grouped-query points\n"
@@ -232,6 +235,13 @@ def main() -> None:
     for engine in sorted({e for e, _ in ratios}):
         print(f"{engine:10}" + "".join(f"{statistics.median(ratios[engine, c]):10.2f} {len(ratios[engine, c]):5d}"
                                         if (engine, c) in ratios else f"{'-':>16}" for c in decode))
+
+    shapes = [(prompt, heads) for prompt in PROMPTS for heads in (GQA_HEADS[0][0], GQA_HEADS[-1][0])]
+    print("\nimplied attention efficiency (bf16) by prompt and query heads per GPU, grouped-query points, every"
+          f" engine and both batches: median\n{'system':10}" + "".join(f"{f'{n} x {h}':>12}" for n, h in shapes))
+    for system in sorted({s for s, _, _ in by_shape}):
+        print(f"{system:10}" + "".join(f"{statistics.median(by_shape[system, n, h]):12.2f}"
+                                        if (system, n, h) in by_shape else f"{'-':>12}" for n, h in shapes))
 
 
 def fp8_kv_ratios(folder: str) -> dict[tuple[str, str], list[float]]:

@@ -327,7 +327,7 @@ def _attention_kernel_table() -> tuple[dict, dict, dict, list, dict]:
     prefill and decode every lines (as the decode's) and engine -> the measured fp8 / bf16 ratio of
     grouped-query decode."""
     text = (ROOT / "scripts" / "data" / "attention_kernels_table.txt").read_text()
-    implied_part, pooled_part, check_part, decode_part, fp8_part = text.split("\n\n")
+    implied_part, pooled_part, check_part, decode_part, fp8_part, _ = text.split("\n\n")
     implied = {(a, b): float(v) for a, b, v in re.findall(r"^(\w+) +(\w+ [\w.]+) +([\d.]+) +\d+$", implied_part, re.M)}
     pooled = {a: float(v) for a, v in re.findall(r"^(\w+) +\S+ +([\d.]+)$", pooled_part, re.M)}
     cell = r"(?:(\d+) +([\d.]+)% / +([-+][\d.]+)%|-)"
@@ -344,6 +344,14 @@ def _attention_kernel_table() -> tuple[dict, dict, dict, list, dict]:
                                    re.match(rf"{cell} +{cell}$", decode8[0]).groups()))
     ratios = {e: float(v) for e, v in re.findall(r"^(\w+) +([\d.]+) +\d+ ", fp8_part.split("over bf16")[1], re.M)}
     return implied, pooled, check, decode, {"prefill": prefill8, "decode": decode8, "ratio": ratios}
+
+
+def _attention_shares() -> dict[str, list[float]]:
+    """The kernel table's last block: system -> implied efficiency at (1024 x 64, 1024 x 8, 4096 x
+    64, 4096 x 8, 8192 x 64, 8192 x 8) prompt tokens x query heads per GPU."""
+    text = (ROOT / "scripts" / "data" / "attention_kernels_table.txt").read_text().split("\n\n")[-1]
+    return {m.group(1): [float(v) for v in m.group(2).split()]
+            for m in re.finditer(r"^(\w+) +((?:[\d.]+ *){6})$", text, re.M)}
 
 
 def test_the_nvidia_profiles_take_the_pooled_implied_attention_figure():
@@ -375,6 +383,11 @@ def test_attention_kernels_quote_their_table():
                                                                                 gqa_decode8), ("MLA", mla_decode8)):
         assert re.search(rf"{re.escape(name)}\s+{off:.1f}% (off )?\(signed {re.escape(f'{signed:+.1f}')}%, {points}\b", text), name
     ratio = fp8["ratio"]
+    shares = _attention_shares()
+    blackwell = [v for s, v in shares.items() if s[:3] in ("b20", "b30", "gb2", "gb3")]
+    assert (f"from {min(v[1] for v in blackwell):.2f}-{max(v[1] for v in blackwell):.2f} at 1,024 tokens and 8 "
+            f"query heads per GPU to {min(v[4] for v in blackwell):.2f}-{max(v[4] for v in blackwell):.2f} at 8,192 "
+            f"and 64 on Blackwell") in text
     quoted = (f"take {ratio['trtllm']:.2f} (TensorRT-LLM), {ratio['vllm']:.2f} (vLLM) and {ratio['sglang']:.2f} "
               f"(SGLang) of their bf16 time")
     assert quoted in text
