@@ -236,12 +236,12 @@ def main() -> None:
         print(f"{engine:10}" + "".join(f"{statistics.median(ratios[engine, c]):10.2f} {len(ratios[engine, c]):5d}"
                                         if (engine, c) in ratios else f"{'-':>16}" for c in decode))
 
-    shapes = [(prompt, heads) for prompt in PROMPTS for heads in (GQA_HEADS[0][0], GQA_HEADS[-1][0])]
+    sizes = [(prompt, heads) for prompt in PROMPTS for heads in (GQA_HEADS[0][0], GQA_HEADS[-1][0])]
     print("\nimplied attention efficiency (bf16) by prompt and query heads per GPU, grouped-query points, every"
-          f" engine and both batches: median\n{'system':10}" + "".join(f"{f'{n} x {h}':>12}" for n, h in shapes))
+          f" engine and both batches: median\n{'system':10}" + "".join(f"{f'{n} x {h}':>12}" for n, h in sizes))
     for system in sorted({s for s, _, _ in by_shape}):
         print(f"{system:10}" + "".join(f"{statistics.median(by_shape[system, n, h]):12.2f}"
-                                        if (system, n, h) in by_shape else f"{'-':>12}" for n, h in shapes))
+                                        if (system, n, h) in by_shape else f"{'-':>12}" for n, h in sizes))
 
 
 def fp8_kv_ratios(folder: str) -> dict[tuple[str, str], list[float]]:
