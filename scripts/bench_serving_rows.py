@@ -4,9 +4,10 @@ Prints (a) one mixture-of-experts setup (Qwen3-30B-A3B on H100-SXM under the vLL
 chains counted, then the exact fit of the step cost model alone (`dispatchprof.serving.fit.fit`
 on the counted steps); (b) the simulation of fixed rows of AIConfigurator's silicon sample as
 scripts/validate_serving.py runs them (`predict_row`: the row's engine preset, its closed-loop
-clients): a dense Qwen3-32B row and a gpt-oss-120b row (MoE, timed by
-`dispatchprof.serving.layout.LayoutCost`), with the predicted mean TTFT and TPOT to full
-precision so that two runs can be compared.
+clients): a dense Qwen3-32B row, gpt-oss-120b rows (MoE, timed by
+`dispatchprof.serving.layout.LayoutCost`) and two long dense rows with more clients than the KV
+cache holds (a queue waits behind decode runs), with the predicted mean TTFT and TPOT to full
+precision so that two runs can be compared (``--compare``).
 
 A row's setup (counted model) is kept in ``--setups`` (`kept_setup`), so a second run times the
 simulation of the same counted model without counting again.
@@ -39,13 +40,17 @@ from dispatchprof.sim.placement import scenarios_of  # noqa: E402
 
 #: The rows simulated (ids of the silicon sample): a dense row, then mixture-of-experts rows of
 #: gpt-oss-120b (36 layers of 128 experts, 4 per token) at 8 and 64 clients, long prompts and long
-#: outputs, and one with its experts over 8 GPUs (EP).
-ROWS = ("qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x512_c8_tp2_epnone_16",
-        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c8_tp2_ep1_407",
-        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c64_tp2_ep1_357",
-        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403",
-        "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x8192_c64_tp2_ep1_182",
-        "2026_03_25_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_1024x8192_c8_tp8_0_ep8_0_1239")
+#: outputs, and one with its experts over 8 GPUs (EP); then the dense rows that cost a validation
+#: most: Llama-3.1-70B on one H200, 1024 + 8192 tokens, 128 TensorRT-LLM and 64 vLLM clients (more
+#: than the KV cache holds: a queue waits at most steps).
+MOE_ROWS = ("2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c8_tp2_ep1_407",
+            "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c64_tp2_ep1_357",
+            "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp2_ep1_403",
+            "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x8192_c64_tp2_ep1_182",
+            "2026_03_25_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_1024x8192_c8_tp8_0_ep8_0_1239")
+LONG_ROWS = ("2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x8192_c128_tp1_ep1_417",
+             "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x8192_c64_tp1_ep1_467")
+ROWS = ("qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x512_c8_tp2_epnone_16", *MOE_ROWS, *LONG_ROWS)
 #: The mixture-of-experts model whose fit is timed, and its device.
 FIT_MODEL, FIT_DEVICE = "qwen3-30b-a3b", "H100-SXM"
 
@@ -99,8 +104,10 @@ def main() -> None:
         print(f"{label + ': setup':<58} {counting:>8.1f}")
         print(f"{label + ': simulation':<58} {sim:>8.2f}  TTFT {pred.get('ttft_mean', 0)!r} s, "
               f"TPOT {pred.get('tpot_mean', 0)!r} s {pred.get('error', '')}")
-    total = sum(v["simulation_s"] for k, v in out["rows"].items() if k != ROWS[0])
-    print(f"{'the mixture-of-experts rows: simulation':<58} {total:>8.2f}")
+    moe = sum(v["simulation_s"] for k, v in out["rows"].items() if k in MOE_ROWS)
+    dense = sum(v["simulation_s"] for k, v in out["rows"].items() if k in LONG_ROWS)
+    print(f"{'the mixture-of-experts rows: simulation':<58} {moe:>8.2f}")
+    print(f"{'the two long dense rows behind a queue: simulation':<58} {dense:>8.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -220,3 +220,14 @@ def test_sim2real_run_count():
     runs = read_rows("sim2real.csv")
     assert "plus TensorRT-LLM's published offline throughput rows (scripts/data/published_serving.csv) and " \
            f"{len(runs)} vLLM runs under open-loop load" in _flat(doc_section(DOC, "Validation"))
+
+
+def test_long_rows_behind_a_queue_quote_the_bench():
+    """The Speed section's two rows with more clients than the KV cache holds: their simulation's
+    CPU seconds as bench_serving_rows.py printed them (one decimal)."""
+    _, out = _output("bench_serving_rows_2core.txt")
+    seconds = {engine: float(s) for engine, s in re.findall(
+        r"llama-3.1-70b H200 tp1 ep1 (trtllm|vllm) 1024x8192 c\d+: simulation\s+([\d.]+)", out)}
+    text = _flat(doc_section(DOC, "Speed"))
+    assert (f"tokens simulates in {seconds['trtllm']:.1f} s under 128 TensorRT-LLM clients and "
+            f"{seconds['vllm']:.1f} s under 64 vLLM clients") in text

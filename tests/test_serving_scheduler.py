@@ -10,7 +10,8 @@ import pytest
 from dispatchprof.serving.engine import route, run_engine, Replica
 from dispatchprof.serving.metrics import percentile, request_results
 from dispatchprof.serving.requests import Request
-from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, blocks_for, plan_step, prefill_chunk
+from dispatchprof.serving.scheduler import (SchedulerConfig, SeqView, blocks_for, plan_step, prefill_chunk,
+                                            queue_blocked)
 
 STEP = 0.01
 
@@ -163,6 +164,58 @@ def test_decode_runs_equal_step_by_step():
         assert a.first_token_s == pytest.approx(b.first_token_s, rel=1e-12)
         assert a.finish_s == pytest.approx(b.finish_s, rel=1e-12)
         assert a.preemptions == b.preemptions
+
+
+def test_a_queue_is_blocked_when_its_head_cannot_join_any_decode_step_by_hand():
+    """Two decoding sequences of 8 cached tokens in 2 blocks of 4 each need a third block for
+    their next token; the head of the queue, a prompt of 8 tokens, needs 2 (3 when its 2 output
+    tokens are reserved)."""
+    cfg = SchedulerConfig(num_blocks=10, block_size=4, max_seqs=4, max_batched_tokens=16)
+    running = [SeqView(i, 9, 8, 2, prefilled=True, total=12) for i in (0, 1)]
+    head = SeqView(2, 8, 0, 0, total=10)
+    assert queue_blocked(running, head, 3, cfg)           # 3 - 2 for the decodes = 1 < 2
+    assert not queue_blocked(running, head, 4, cfg)       # 4 - 2 = 2: the head is admitted
+    assert not queue_blocked(running, head, 1, cfg)       # the second decode preempts: the rules run
+    reserve = dataclasses.replace(cfg, reserve_output=True)
+    assert queue_blocked(running, head, 4, reserve)       # 2 < ceil(10 / 4) = 3
+    first = dataclasses.replace(cfg, policy="prefill_first")
+    assert not queue_blocked(running, head, 3, first)     # a step of prompts alone: 3 >= 2
+    assert queue_blocked(running, head, 1, first)
+    assert queue_blocked(running, head, 100, dataclasses.replace(cfg, max_seqs=2))          # max_seqs run
+    assert queue_blocked(running, head, 100, dataclasses.replace(cfg, max_batched_tokens=2))  # no budget left
+
+
+@pytest.mark.parametrize("policy", [{}, {"reserve_output": True}, {"policy": "prefill_first"}],
+                         ids=["mixed", "reserve_output", "prefill_first"])
+@pytest.mark.parametrize("concurrency", [None, 6])
+def test_decode_runs_behind_a_blocked_queue_equal_step_by_step(policy, concurrency):
+    """More requests than the KV blocks hold: a queue waits behind running sequences that only
+    decode. Runs taken there (fewer timeline rows) give the times, steps and gaps of planning
+    every step by the rules (decode runs forbidden)."""
+    reqs = [Request(0.002 * i, 12 + 5 * i % 23, 20 + 9 * i % 31) for i in range(30)]
+    cfg = SchedulerConfig(num_blocks=40, block_size=4, max_batched_tokens=48, max_seqs=8, **policy)
+
+    def cost(prefill, decoding, images):
+        return 0.002 + 1e-5 * (sum(q for q, *_ in prefill) + decoding.n) + 1e-7 * decoding.computed_sum, 1.0
+
+    import dispatchprof.serving.engine as engine
+    fast, fast_reps = run_engine(reqs, cfg, cost, concurrency=concurrency)
+    original = engine.decode_run
+    engine.decode_run = lambda *a: None
+    try:
+        slow, slow_reps = run_engine(reqs, cfg, cost, concurrency=concurrency)
+    finally:
+        engine.decode_run = original
+    assert fast_reps[0].steps == slow_reps[0].steps
+    assert len(fast_reps[0].timeline) < len(slow_reps[0].timeline) - 100
+    for a, b in zip(fast, slow):
+        assert (a.sent_s, a.first_token_s, a.finish_s) == pytest.approx((b.sent_s, b.first_token_s, b.finish_s),
+                                                                         rel=1e-12)
+        assert a.preemptions == b.preemptions
+    gaps = sorted((round(g, 12), n) for g, n in fast_reps[0].gaps)
+    assert sum(n for _, n in gaps) == sum(n for _, n in slow_reps[0].gaps)
+    assert percentile([g for g, n in gaps for _ in range(n)], 90) == pytest.approx(
+        percentile([g for g, n in slow_reps[0].gaps for _ in range(n)], 90), rel=1e-9)
 
 
 def test_percentile_interpolates():

@@ -26,15 +26,16 @@ maximum generated), and the images of prompts whose first chunk runs in this ste
 encoder runs before the step).
 
 **Decode runs.** When every running sequence of a replica decodes and nothing can join them
-(no queue, or ``max_seqs`` already run), its next steps differ only in their cache lengths. It
-then runs them in one go (`decode_run`): as many steps as end before the first sequence
-finishes, within the free KV blocks and, when the queue is empty, before the next arrival (with
-``max_seqs`` running an arrival only queues); each step is timed from its own composition and
-the sequences advance at once. This gives the same times as step by step (the router sees no
-change of load in between; in the closed loop a run also ends before another replica's step
-does, where a finish could send a request), at a cost per step that does not depend on the
-batch size; its step costs are computed at every 32nd step and interpolated between where the
-cost is linear there (`RunCosts`).
+(no queue, or a queue whose first request cannot be admitted before one of them finishes:
+``max_seqs`` already run, or its tokens or blocks do not fit, `queue_blocked`), its next steps
+differ only in their cache lengths. It then runs them in one go (`decode_run`): as many steps as
+end before the first sequence finishes, within the free KV blocks and, when the queue is empty,
+before the next arrival (behind a blocked queue an arrival only queues); each step is timed from
+its own composition and the sequences advance at once. This gives the same times as step by step
+(the router sees no change of load in between; in the closed loop a run also ends before another
+replica's step does, where a finish could send a request), at a cost per step that does not
+depend on the batch size; its step costs are computed at every 32nd step and interpolated
+between where the cost is linear there (`RunCosts`).
 
 **Inter-token gaps.** Each token after a request's first records its gap from the one before
 (`Replica.gaps`: (seconds, how many); a decode run's steps after its first share one entry).
@@ -49,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, NamedTuple, Sequence
 
 from dispatchprof.serving.requests import Request
-from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, plan_step
+from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, plan_step, queue_blocked
 
 
 class DecodeBatch(NamedTuple):
@@ -222,9 +223,11 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
         return
     lagged = list(rep.inbox)               # plan_ahead: this step was planned before they came
     rep.inbox.clear()
-    full = len(rep.running) >= rep.config.max_seqs          # the queue cannot be admitted
-    if (full or not rep.waiting) and all(s.prefilled for s in rep.running):
-        end = decode_run(rep, t, step_cost, math.inf if full else (t if lagged else t_next_arrival))
+    if all(s.prefilled for s in rep.running):
+        blocked = bool(rep.waiting) and queue_blocked([s.view() for s in rep.running], rep.waiting[0].view(),
+                                                      rep.free_blocks, rep.config)
+        end = None if rep.waiting and not blocked else \
+            decode_run(rep, t, step_cost, math.inf if blocked else (t if lagged else t_next_arrival))
         if end is not None:
             rep.waiting.extend(lagged)
             rep.plan = _RUN

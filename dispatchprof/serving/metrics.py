@@ -20,11 +20,12 @@ SLOs are durations with a unit: "200ms", "0.2s", "500us".
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
+
+import numpy as np
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)\s*$")
 _SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -46,21 +47,28 @@ def percentile(values: Sequence[float], p: float) -> float:
 def weighted_percentile(pairs: Sequence[tuple[float, int]], p: float) -> float:
     """The p-th percentile of the values ``pairs`` = sorted (value, how many times) stand for,
     exactly as `percentile` of the expanded list; 0 for none."""
-    total = sum(w for _, w in pairs)
+    values, ends = _ordered(pairs, presorted=True)
+    return _percentile(values, ends, p)
+
+
+def _ordered(pairs: Iterable[tuple[float, int]], presorted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The values of (value, how many times) ``pairs`` in ascending order, and per value the
+    index after its last copy in the expanded list (the cumulated counts)."""
+    table = np.array([(v, w) for v, w in pairs], dtype=np.float64).reshape(-1, 2)
+    if not presorted:
+        table = table[np.lexsort((table[:, 1], table[:, 0]))]
+    return table[:, 0], np.cumsum(table[:, 1].astype(np.int64))
+
+
+def _percentile(values: np.ndarray, ends: np.ndarray, p: float) -> float:
+    """`weighted_percentile` of `_ordered`'s arrays."""
+    total = int(ends[-1]) if len(ends) else 0
     if not total:
         return 0.0
-    ends = []                                   # index after the last copy of each value
-    acc = 0
-    for _, w in pairs:
-        acc += w
-        ends.append(acc)
     pos = (total - 1) * p / 100
     lo = math.floor(pos)
-
-    def at(i: int) -> float:                    # the i-th order statistic (0-based)
-        return pairs[bisect.bisect_right(ends, i)][0]
-
-    low, high = at(lo), at(min(lo + 1, total - 1))
+    low = float(values[np.searchsorted(ends, lo, side="right")])           # the lo-th order statistic
+    high = float(values[np.searchsorted(ends, min(lo + 1, total - 1), side="right")])
     return low + (high - low) * (pos - lo)
 
 
@@ -80,10 +88,11 @@ class Latency:
     @staticmethod
     def of_counts(pairs: Iterable[tuple[float, int]]) -> Latency:
         """From (value, how many times) pairs (a step's gap, shared by the sequences it served)."""
-        ordered = sorted(pairs)
-        total = sum(w for _, w in ordered)
-        mean = sum(v * w for v, w in ordered) / total if total else 0.0
-        return Latency(mean, *(weighted_percentile(ordered, p) for p in (50, 90, 99)))
+        values, ends = _ordered(pairs)
+        total = int(ends[-1]) if len(ends) else 0
+        # the products summed one after another in ascending order (cumsum, not numpy's pairwise sum)
+        mean = float(np.cumsum(values * np.diff(ends, prepend=0))[-1]) / total if total else 0.0
+        return Latency(mean, *(_percentile(values, ends, p) for p in (50, 90, 99)))
 
 
 @dataclass(frozen=True, slots=True)
