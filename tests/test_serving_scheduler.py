@@ -185,8 +185,10 @@ def test_a_queue_is_blocked_when_its_head_cannot_join_any_decode_step_by_hand():
     assert queue_blocked(running, head, 100, dataclasses.replace(cfg, max_batched_tokens=2))  # no budget left
 
 
-@pytest.mark.parametrize("policy", [{}, {"reserve_output": True}, {"policy": "prefill_first"}],
-                         ids=["mixed", "reserve_output", "prefill_first"])
+@pytest.mark.parametrize("policy", [{}, {"reserve_output": True}, {"policy": "prefill_first"},
+                                    {"reserve_output": True, "plan_ahead": True},
+                                    {"batch_wait_steps": 3, "batch_wait_tokens": 40}],
+                         ids=["mixed", "reserve_output", "prefill_first", "plan_ahead", "batch_wait"])
 @pytest.mark.parametrize("concurrency", [None, 6])
 def test_decode_runs_behind_a_blocked_queue_equal_step_by_step(policy, concurrency):
     """More requests than the KV blocks hold: a queue waits behind running sequences that only
