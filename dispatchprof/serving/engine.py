@@ -223,11 +223,10 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
         return
     lagged = list(rep.inbox)               # plan_ahead: this step was planned before they came
     rep.inbox.clear()
-    if all(s.prefilled for s in rep.running):
-        blocked = bool(rep.waiting) and queue_blocked([s.view() for s in rep.running], rep.waiting[0].view(),
-                                                      rep.free_blocks, rep.config)
-        end = None if rep.waiting and not blocked else \
-            decode_run(rep, t, step_cost, math.inf if blocked else (t if lagged else t_next_arrival))
+    if all(s.prefilled for s in rep.running) and (not rep.waiting or queue_blocked(
+            [s.view() for s in rep.running], rep.waiting[0].view(), rep.free_blocks, rep.config)):
+        blocked = bool(rep.waiting)
+        end = decode_run(rep, t, step_cost, math.inf if blocked else (t if lagged else t_next_arrival))
         if end is not None:
             rep.waiting.extend(lagged)
             rep.plan = _RUN

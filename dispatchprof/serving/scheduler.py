@@ -206,7 +206,11 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
         for w in waiting:
             if len(run) + len(admitted) >= config.max_seqs or budget == 0:
                 break
-            q, need = _admission(w, budget, config)
+            q = tokens_asked(w, budget, config)
+            held = max(w.total, w.computed + q) if config.reserve_output else w.computed + q
+            if config.policy == "prefill_first":          # the whole known tokens (module docstring)
+                held = max(held, w.known)
+            need = config.blocks_held(held) - w.blocks
             if q == 0 or need > free:
                 break
             free -= need
@@ -217,35 +221,13 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
     return StepPlan(tuple(scheduled), tuple(preempted), tuple(admitted)), prompts
 
 
-def _admission(w: SeqView, budget: int, config: SchedulerConfig) -> tuple[int, int]:
-    """(tokens, new blocks) a waiting sequence asks for to be admitted within ``budget`` (rule 3:
-    its first chunk's blocks; under ``reserve_output`` those of its prompt and output; under
-    ``prefill_first`` at least those of its whole known tokens)."""
-    q = tokens_asked(w, budget, config)
-    held = max(w.total, w.computed + q) if config.reserve_output else w.computed + q
-    if config.policy == "prefill_first":                  # the whole known tokens (module docstring)
-        held = max(held, w.known)
-    return q, config.blocks_held(held) - w.blocks
-
-
 def queue_blocked(running: Sequence[SeqView], head: SeqView, free_blocks: int, config: SchedulerConfig) -> bool:
     """Whether a step of every running sequence decoding (all prefilled) leaves the queue whose
     first sequence is ``head`` waiting, and so does every such step after it until one finishes:
     no decode is preempted and rule 3 stops at the head (the running sequences fill ``max_seqs``,
     their decodes leave no budget, or the head's tokens or blocks do not fit). While they decode,
     the running sequences, the budget and the head's need stay and the free blocks only shrink,
-    so the head stays out (the engine then runs the steps as one decode run)."""
-    if len(running) >= config.max_seqs:
-        return True
-    budget, free = config.max_batched_tokens, free_blocks
-    if config.policy == "mixed":                          # prefill_first admits in a step of prompts alone
-        for s in running:
-            q = tokens_asked(s, budget, config)
-            need = max(config.blocks_held(s.computed + q) - s.blocks, 0)
-            if need > free:
-                return False
-            free, budget = free - need, budget - q
-    if budget == 0:
-        return True
-    q, need = _admission(head, budget, config)
-    return q == 0 or need > free
+    so the head stays out (the engine then runs the steps as one decode run). Rules 1-3 decide it
+    (`_plan`: under prefill_first over a step of prompts alone, where admission happens)."""
+    plan, _ = _plan(running, (head,), free_blocks, config, decodes=config.policy == "mixed")
+    return not plan.preempted and not plan.admitted
