@@ -1,6 +1,7 @@
 """Benchmark of what validating on measured serving rows costs, in CPU seconds (time.process_time).
 
-Prints (a) one mixture-of-experts setup (Qwen3-30B-A3B on H100-SXM under the vLLM preset): its
+Prints (a) two mixture-of-experts setups (Qwen3-30B-A3B on H100-SXM, DeepSeek-V3 on B200, whose
+decode and multi-token op streams differ and are merged: `dispatchprof.serving.op_streams`): their
 chains counted, then the exact fit of the step cost model alone (`dispatchprof.serving.fit.fit`
 on the counted steps); (b) the simulation of fixed rows of AIConfigurator's silicon sample as
 scripts/validate_serving.py runs them (`predict_row`: the row's engine preset, its closed-loop
@@ -51,8 +52,8 @@ MOE_ROWS = ("2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x1024_c8_tp2_ep1_
 LONG_ROWS = ("2026_04_06_llama_3_1_70b_h200_sxm_trtllm_fp8_agg_1024x8192_c128_tp1_ep1_417",
              "2026_04_06_llama_3_1_70b_h200_sxm_vllm_fp8_agg_1024x8192_c64_tp1_ep1_467")
 ROWS = ("qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x512_c8_tp2_epnone_16", *MOE_ROWS, *LONG_ROWS)
-#: The mixture-of-experts model whose fit is timed, and its device.
-FIT_MODEL, FIT_DEVICE = "qwen3-30b-a3b", "H100-SXM"
+#: The mixture-of-experts models whose fit is timed, and their devices.
+FIT_MODELS = (("qwen3-30b-a3b", "H100-SXM"), ("deepseek-v3", "B200"))
 
 
 def fit_figures(model_name: str, device: str) -> tuple[float, float, int]:
@@ -84,11 +85,11 @@ def main() -> None:
     args = p.parse_args()
     out: dict = {"rows": {}}
     print(f"{'what':<58} {'CPU s':>8}  result")
-    if not args.skip_fit:
-        counting, fitting, ops = fit_figures(FIT_MODEL, FIT_DEVICE)
-        out["fit"] = {"model": FIT_MODEL, "counting_s": counting, "fit_s": fitting, "ops": ops}
-        print(f"{FIT_MODEL + ' on ' + FIT_DEVICE + ': counting the chains':<58} {counting:>8.1f}")
-        print(f"{FIT_MODEL + ': the exact fit alone':<58} {fitting:>8.1f}  {ops} ops per step")
+    for model, device in () if args.skip_fit else FIT_MODELS:
+        counting, fitting, ops = fit_figures(model, device)
+        out.setdefault("fits", {})[model] = {"counting_s": counting, "fit_s": fitting, "ops": ops}
+        print(f"{model + ' on ' + device + ': counting the chains':<58} {counting:>8.1f}")
+        print(f"{model + ': the exact fit alone':<58} {fitting:>8.1f}  {ops} ops per step")
     rows = {r.id: r for r in aic_rows(args.csv or silicon_sample(AIC_PYTHON))[0] if r.id in ROWS}
     memos: dict = {}
     for rid in ROWS:
@@ -128,9 +129,10 @@ def comparison(before: dict, after: dict) -> str:
                     for k, v in b["prediction"].items() if k != "error"), default=0.0)
         ratio = b["simulation_s"] / a["simulation_s"] if a["simulation_s"] else float("inf")
         lines.append(f"{rid:<74} {b['simulation_s']:>9.2f} {a['simulation_s']:>8.2f} {ratio:>6.1f} {diff:>13.1e}")
-    if "fit" in before and "fit" in after:
-        lines.append(f"{'fit of ' + after['fit']['model']:<74} {before['fit']['fit_s']:>9.2f} "
-                     f"{after['fit']['fit_s']:>8.2f} {before['fit']['fit_s'] / after['fit']['fit_s']:>6.1f}")
+    for model, a in after.get("fits", {}).items():
+        if model in before.get("fits", {}):
+            b = before["fits"][model]
+            lines.append(f"{'fit of ' + model:<74} {b['fit_s']:>9.2f} {a['fit_s']:>8.2f} {b['fit_s'] / a['fit_s']:>6.1f}")
     return "\n".join(lines)
 
 

@@ -231,3 +231,16 @@ def test_long_rows_behind_a_queue_quote_the_bench():
     text = _flat(doc_section(DOC, "Speed"))
     assert (f"tokens simulates in {seconds['trtllm']:.1f} s under 128 TensorRT-LLM clients and "
             f"{seconds['vllm']:.1f} s under 64 vLLM clients") in text
+
+
+def test_one_off_counts_and_fits_quote_the_bench():
+    """The Speed section's counting and fitting CPU seconds of the two mixture-of-experts setups,
+    as bench_serving_rows.py printed them (one decimal)."""
+    _, out = _output("bench_serving_rows_2core.txt")
+    counted = dict(re.findall(r"^(\S+) on \S+: counting the chains\s+([\d.]+)", out, re.M))
+    fitted = dict(re.findall(r"^(\S+): the exact fit alone\s+([\d.]+)", out, re.M))
+    text = _flat(doc_section(DOC, "Speed"))
+    assert (f"Qwen3-30B-A3B on H100-SXM counts in {counted['qwen3-30b-a3b']} s and fits in "
+            f"{fitted['qwen3-30b-a3b']} s") in text
+    assert (f"DeepSeek-V3 on B200, whose decode and multi-token op streams differ and are merged (above), "
+            f"counts in {counted['deepseek-v3']} s and fits in {fitted['deepseek-v3']} s") in text

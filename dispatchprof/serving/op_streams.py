@@ -9,16 +9,17 @@ form two streams: decode steps (q = 1) and multi-token steps (q > 1). Rules: all
 one stream, all multi-token steps one; where the decode stream is the multi-token one with ops left
 out (in order), the multi-token stream is the stream and those ops run only in multi-token steps
 (the first occurrence matched, in order); else the two streams are merged where they agree
-(`difflib.SequenceMatcher`'s matching blocks, in order), every other op running only in the steps
+(`difflib.SequenceMatcher`'s matching blocks without junk, in order, found in linear time by
+`dispatchprof.serving.block_matcher`), every other op running only in the steps
 of its own stream. Where both streams are equal, every step must have it. The fit
 (`dispatchprof.serving.fit`) takes the positions this module finds.
 """
 
 from __future__ import annotations
 
-import difflib
 from typing import Sequence
 
+from dispatchprof.serving.block_matcher import BlockMatcher
 from dispatchprof.serving.counting import CountedStep
 
 
@@ -69,10 +70,12 @@ def _subsequence(full: Sequence, part: Sequence) -> list[tuple[int, int]] | None
 
 def _merged(full: Sequence, part: Sequence) -> list[tuple[int, int]]:
     """Both streams in one order: (index in ``full`` or -1, index in ``part`` or -1) per op,
-    ops matched where `difflib.SequenceMatcher` finds them equal, the others of ``full`` then of
-    ``part`` between them."""
+    ops matched where `difflib.SequenceMatcher` (without junk) finds them equal, the others of
+    ``full`` then of ``part`` between them."""
+    codes: dict = {}                            # ops as small integers: the same blocks, cheaper to hash
+    a, b = ([codes.setdefault(key, len(codes)) for key in keys] for keys in (full, part))
     pairs: list[tuple[int, int]] = []
-    for tag, a0, a1, b0, b1 in difflib.SequenceMatcher(None, full, part, autojunk=False).get_opcodes():
+    for tag, a0, a1, b0, b1 in BlockMatcher(a, b).get_opcodes():
         if tag == "equal":
             pairs += zip(range(a0, a1), range(b0, b1))
         else:
