@@ -298,3 +298,33 @@ def test_prefill_first_finishes_when_a_prompt_outgrows_the_free_cache():
     assert len(results) == 4 and all(math.isfinite(r.e2e_s) for r in results)
     # the 12-token prompt waits until a 16-token sequence finishes: 30 + 3 x 6 = 48 > 40 blocks
     assert results[3].ttft_s > min(r.e2e_s for r in results[:3])
+
+
+def test_rules_read_the_engines_states_as_their_views():
+    """The engine passes its SeqStates to the rules (SeqFields); each plan equals the one of
+    SeqViews holding the same values. By hand (blocks of 4): the three decodes need 1, 0 and 1
+    new blocks; with 5 free, 3 are left: reserve_output sizes request 3 by its total (6 + 10 =
+    16 tokens, 4 blocks) and admits nothing, plain admission needs 2 blocks for it and 1 for
+    request 4; with none free the newest decode is preempted; max_seqs 3 blocks the queue."""
+    from dispatchprof.serving.engine import SeqState
+
+    def state(i, prompt, output, computed, blocks, prefilled):
+        return SeqState(i, Request(0.0, prompt, output), known=prompt, computed=computed, blocks=blocks,
+                        prefilled=prefilled)
+
+    def view(s):
+        return SeqView(s.id, s.known, s.computed, s.blocks, s.prefilled, s.request.prompt_tokens + s.request.output_tokens)
+
+    def config(**kw):
+        return SchedulerConfig(num_blocks=20, block_size=4, max_batched_tokens=64, **kw)
+
+    running = [state(0, 8, 4, 8, 2, True), state(1, 7, 9, 7, 2, True), state(2, 4, 2, 4, 1, True)]
+    waiting = [state(3, 6, 10, 0, 0, False), state(4, 3, 1, 0, 0, False)]
+    cases = ((config(reserve_output=True), 5, (), ()), (config(), 5, (3, 4), ()), (config(), 0, (), (2,)),
+             (config(max_seqs=3), 9, (), ()))
+    for cfg, free, admitted, preempted in cases:
+        plan = plan_step(running, waiting, free, cfg)
+        assert (plan.admitted, plan.preempted) == (admitted, preempted)
+        assert plan == plan_step([view(s) for s in running], [view(s) for s in waiting], free, cfg)
+        assert queue_blocked(running, waiting[0], free, cfg) == \
+            queue_blocked([view(s) for s in running], view(waiting[0]), free, cfg) == (not admitted and not preempted)

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal, NamedTuple, Sequence
 
 from dispatchprof.serving.requests import Request
-from dispatchprof.serving.scheduler import SchedulerConfig, SeqView, StepPlan, plan_step, queue_blocked
+from dispatchprof.serving.scheduler import SchedulerConfig, StepPlan, plan_step, queue_blocked
 
 
 class DecodeBatch(NamedTuple):
@@ -97,9 +97,10 @@ class SeqState:
     warmup: bool = False
     last_token_s: float = 0.0
 
-    def view(self) -> SeqView:
-        return SeqView(self.id, self.known, self.computed, self.blocks, self.prefilled,
-                       self.request.prompt_tokens + self.request.output_tokens)
+    @property
+    def total(self) -> float:
+        """Tokens it holds when done: prompt + output (the scheduler reads it as `SeqFields`)."""
+        return self.request.prompt_tokens + self.request.output_tokens
 
 
 @dataclass
@@ -224,7 +225,7 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
     lagged = list(rep.inbox)               # plan_ahead: this step was planned before they came
     rep.inbox.clear()
     if all(s.prefilled for s in rep.running) and (not rep.waiting or queue_blocked(
-            [s.view() for s in rep.running], rep.waiting[0].view(), rep.free_blocks, rep.config)):
+            rep.running, rep.waiting[0], rep.free_blocks, rep.config)):
         blocked = bool(rep.waiting)
         end = decode_run(rep, t, step_cost, math.inf if blocked else (t if lagged else t_next_arrival))
         if end is not None:
@@ -233,7 +234,7 @@ def _start_step(rep: Replica, seqs: list[SeqState], t: float, step_cost: StepCos
             heapq.heappush(done, (end, rep.index))
             return
     while True:     # a plan that only preempted (a prefill gave way to older sequences) is planned again
-        plan = plan_step([s.view() for s in rep.running], (s.view() for s in rep.waiting), rep.free_blocks,
+        plan = plan_step(rep.running, rep.waiting, rep.free_blocks,
                          rep.config, rep.batch_waited)
         rep.batch_waited = plan.waited
         for i in plan.preempted:                   # newest first: the oldest ends at the front

@@ -57,7 +57,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Iterable, Literal, Protocol, Sequence
 
 Policy = Literal["mixed", "prefill_first"]
 POLICIES: tuple[Policy, ...] = ("mixed", "prefill_first")
@@ -101,11 +101,29 @@ class SchedulerConfig:
         return blocks_for(tokens, self.block_size) + (self.state_blocks if tokens > 0 else 0)
 
 
+class SeqFields(Protocol):
+    """What the rules read of a sequence, and never change: id, tokens known, tokens in the KV
+    cache, blocks held, whether its prefill is done (it decodes), and the tokens it holds when
+    done (prompt + output: what ``reserve_output`` admission reserves). `SeqView` is one; the
+    engine passes its own sequence states, read as they stand when a rule is asked."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def known(self) -> float: ...
+    @property
+    def computed(self) -> float: ...
+    @property
+    def blocks(self) -> int: ...
+    @property
+    def prefilled(self) -> bool: ...
+    @property
+    def total(self) -> float: ...
+
+
 @dataclass(frozen=True, slots=True)
 class SeqView:
-    """What the rules see of a sequence: id, tokens known, tokens in the KV cache, blocks held,
-    whether its prefill is done (it decodes), and the tokens it holds when done (prompt + output:
-    what ``reserve_output`` admission reserves)."""
+    """A sequence's `SeqFields` as values."""
 
     id: int
     known: float
@@ -140,14 +158,14 @@ def prefill_chunk(remaining: int, budget: int, chunked: bool) -> int:
     return remaining if remaining <= budget else 0
 
 
-def tokens_asked(s: SeqView, budget: int, config: SchedulerConfig) -> int:
+def tokens_asked(s: SeqFields, budget: int, config: SchedulerConfig) -> int:
     """Tokens sequence ``s`` is scheduled for within ``budget`` (rule 1)."""
     if s.prefilled:
         return config.decode_q if config.decode_q <= budget else 0
     return prefill_chunk(math.ceil(s.known - s.computed), budget, config.chunked_prefill)
 
 
-def plan_step(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int,
+def plan_step(running: Sequence[SeqFields], waiting: Iterable[SeqFields], free_blocks: int,
               config: SchedulerConfig, waited: int = 0) -> StepPlan:
     """The batch of the next step (rules 1-4 of the module docstring, under ``config.policy``);
     ``running`` oldest first, ``waiting`` in queue order (read lazily: admission stops at the
@@ -169,7 +187,7 @@ def _batch_wait(plan: StepPlan, prompts: dict[int, float], waited: int, config: 
     return StepPlan(decodes, plan.preempted, (), waited + 1)
 
 
-def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: int, config: SchedulerConfig,
+def _plan(running: Sequence[SeqFields], waiting: Iterable[SeqFields], free_blocks: int, config: SchedulerConfig,
           decodes: bool) -> tuple[StepPlan, dict[int, float]]:
     """Rules 1-3, and the whole length of every sequence it schedules prompt tokens for (id ->
     tokens); with ``decodes`` False, rule 1 passes over decoding sequences (they stay running)."""
@@ -221,7 +239,7 @@ def _plan(running: Sequence[SeqView], waiting: Iterable[SeqView], free_blocks: i
     return StepPlan(tuple(scheduled), tuple(preempted), tuple(admitted)), prompts
 
 
-def queue_blocked(running: Sequence[SeqView], head: SeqView, free_blocks: int, config: SchedulerConfig) -> bool:
+def queue_blocked(running: Sequence[SeqFields], head: SeqFields, free_blocks: int, config: SchedulerConfig) -> bool:
     """Whether a step of every running sequence decoding (all prefilled) leaves the queue whose
     first sequence is ``head`` waiting, and so does every such step after it until one finishes:
     no decode is preempted and rule 3 stops at the head (the running sequences fill ``max_seqs``,
