@@ -76,9 +76,10 @@ ROUTERS: tuple[Router, ...] = ("round_robin", "least_loaded")
 StepCostFn = Callable[[Sequence[tuple[int, int, int]], DecodeBatch, int], tuple[float, float]]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class SeqState:
-    """A request's progress (see the scheduler's rules for known / computed)."""
+    """A request's progress (see the scheduler's rules for known / computed); equal only to
+    itself (a list of them is searched by identity, not by comparing every field)."""
 
     id: int
     request: Request
