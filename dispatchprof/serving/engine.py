@@ -38,7 +38,8 @@ depend on the batch size; its step costs are computed at every 32nd step and int
 between where the cost is linear there (`RunCosts`).
 
 **Inter-token gaps.** Each token after a request's first records its gap from the one before
-(`Replica.gaps`: (seconds, how many); a decode run's steps after its first share one entry).
+(`Replica.gaps`, a `dispatchprof.serving.metrics.Gaps`: (seconds, how many); a decode run's steps after
+its first share one entry).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Literal, NamedTuple, Sequence
 
+from dispatchprof.serving.metrics import Gaps
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig, StepPlan, plan_step, queue_blocked
 
@@ -121,7 +123,7 @@ class Replica:
     preemptions: int = 0
     batch_waited: int = 0                          # steps its prompts have been held back in a row (scheduler rule 4)
     timeline: list = field(default_factory=list)   # (start s, KV blocks used, running, waiting, preemptions)
-    gaps: list = field(default_factory=list)       # inter-token gaps of measured requests: (seconds, how many)
+    gaps: Gaps = field(default_factory=Gaps)       # inter-token gaps of measured requests: (seconds, how many)
 
     @property
     def load(self) -> int:

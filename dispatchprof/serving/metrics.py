@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
@@ -51,10 +52,56 @@ def weighted_percentile(pairs: Sequence[tuple[float, int]], p: float) -> float:
     return _percentile(values, ends, p)
 
 
-def _ordered(pairs: Iterable[tuple[float, int]], presorted: bool = False) -> tuple[np.ndarray, np.ndarray]:
+class Gaps:
+    """Inter-token gaps as (seconds, how many) pairs, in no particular order: a gap of one token
+    kept as a packed float (8 bytes, not a tuple: a run of thousands of clients records hundreds
+    of millions), the others as pairs. Iterating gives every pair; `table` gives them as one
+    array, whose sorted rows, and so every statistic, are those of the pairs appended."""
+
+    __slots__ = ("_single", "_counted")
+
+    def __init__(self, pairs: Iterable[tuple[float, int]] = ()) -> None:
+        self._single, self._counted = array("d"), []
+        self.extend(pairs)
+
+    def append(self, pair: tuple[float, int]) -> None:
+        value, n = pair
+        if n == 1:
+            self._single.append(value)
+        else:
+            self._counted.append((value, n))
+
+    def extend(self, pairs: Iterable[tuple[float, int]]) -> None:
+        for pair in pairs:
+            self.append(pair)
+
+    def __iter__(self):
+        yield from ((v, 1) for v in self._single)
+        yield from self._counted
+
+    def table(self) -> np.ndarray:
+        """Every pair as a row (seconds, how many) of a float64 array."""
+        single = np.frombuffer(self._single, dtype=np.float64) if self._single else np.empty(0)
+        return np.concatenate((np.column_stack((single, np.ones_like(single))),
+                               np.array(self._counted, dtype=np.float64).reshape(-1, 2)))
+
+    @staticmethod
+    def joined(parts: Iterable[Gaps]) -> Gaps:
+        """One Gaps of all of ``parts``' pairs."""
+        out = Gaps()
+        for part in parts:
+            out._single.extend(part._single)
+            out._counted.extend(part._counted)
+        return out
+
+
+def _ordered(pairs: Iterable[tuple[float, int]] | Gaps, presorted: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The values of (value, how many times) ``pairs`` in ascending order, and per value the
     index after its last copy in the expanded list (the cumulated counts)."""
-    table = np.array([(v, w) for v, w in pairs], dtype=np.float64).reshape(-1, 2)
+    if isinstance(pairs, Gaps):
+        table = pairs.table()
+    else:
+        table = np.array([(v, w) for v, w in pairs], dtype=np.float64).reshape(-1, 2)
     if not presorted:
         table = table[np.lexsort((table[:, 1], table[:, 0]))]
     return table[:, 0], np.cumsum(table[:, 1].astype(np.int64))
@@ -86,7 +133,7 @@ class Latency:
         return Latency.of_counts([(v, 1) for v in values])
 
     @staticmethod
-    def of_counts(pairs: Iterable[tuple[float, int]]) -> Latency:
+    def of_counts(pairs: Iterable[tuple[float, int]] | Gaps) -> Latency:
         """From (value, how many times) pairs (a step's gap, shared by the sequences it served)."""
         values, ends = _ordered(pairs)
         total = int(ends[-1]) if len(ends) else 0
@@ -153,7 +200,7 @@ def request_results(seqs: Sequence, warmup: int = 0) -> list[RequestResult]:
     return out
 
 
-def summarize(results: Sequence[RequestResult], gaps: Iterable[tuple[float, int]], *, kv_blocks: int,
+def summarize(results: Sequence[RequestResult], gaps: Iterable[tuple[float, int]] | Gaps, *, kv_blocks: int,
               kv_peak: float, preemptions: int, energy_j: float, gpus: int, slo_ttft_s: float | None = None,
               slo_tpot_s: float | None = None, price_usd_per_h: float | None = None) -> ServingSummary:
     """The summary of the module docstring over the results not marked warm-up; ``gaps`` are the

@@ -62,7 +62,7 @@ from dispatchprof.serving.encoder import image_cost
 from dispatchprof.serving.engine import DecodeBatch, Router, run_engine
 from dispatchprof.serving.engines import EnginePreset, engine_preset
 from dispatchprof.serving.layout import Layout, LayoutCost, check_model, expert_fraction, layout_of, moe_of
-from dispatchprof.serving.metrics import RequestResult, ServingSummary, request_results, summarize
+from dispatchprof.serving.metrics import Gaps, RequestResult, ServingSummary, request_results, summarize
 from dispatchprof.serving.repeat import CountMemo
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig
@@ -448,7 +448,7 @@ def simulate_serving(model: Any, requests: Sequence[Request], device: Any = None
                             concurrency=concurrency, warmup=warmup, prefix_hit=prefix_hit)
     results = request_results(seqs, warmup)
     peak = max((used for rep in reps for _, used, *_ in rep.timeline), default=0) / blocks
-    summary = summarize(results, [g for rep in reps for g in rep.gaps], kv_blocks=blocks, kv_peak=peak,
+    summary = summarize(results, Gaps.joined(rep.gaps for rep in reps), kv_blocks=blocks, kv_peak=peak,
                         preemptions=sum(r.preemptions for r in reps), energy_j=sum(r.energy_j for r in reps),
                         gpus=replicas * setup.gpus, slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
                         price_usd_per_h=setup.price_usd_per_h)

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from dispatchprof.serving.disagg import Side, disagg_summary, run_disaggregated
 from dispatchprof.serving.engine import Router
-from dispatchprof.serving.metrics import request_results, summarize
+from dispatchprof.serving.metrics import Gaps, request_results, summarize
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.serve import ServingResult, ServingSetup, scheduler_config
 from dispatchprof.sim.links import named_link, send_s
@@ -62,7 +62,7 @@ def simulate_disaggregated(prefill: ServingSetup, decode: ServingSetup, requests
     decode_reps = reps[prefill_replicas:]
     peak = max((used for rep in decode_reps for _, used, *_ in rep.timeline), default=0) / d_config.num_blocks
     gpus = prefill_replicas * prefill.gpus + decode_replicas * decode.gpus
-    summary = summarize(results, [g for rep in decode_reps for g in rep.gaps], kv_blocks=d_config.num_blocks,
+    summary = summarize(results, Gaps.joined(rep.gaps for rep in decode_reps), kv_blocks=d_config.num_blocks,
                         kv_peak=peak, preemptions=sum(r.preemptions for r in reps),
                         energy_j=sum(r.energy_j for r in reps), gpus=gpus, slo_ttft_s=slo_ttft_s,
                         slo_tpot_s=slo_tpot_s)
