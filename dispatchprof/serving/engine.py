@@ -38,8 +38,9 @@ depend on the batch size; its step costs are computed at every 32nd step and int
 between where the cost is linear there (`RunCosts`).
 
 **Inter-token gaps.** Each token after a request's first records its gap from the one before
-(`Replica.gaps`, a `dispatchprof.serving.metrics.Gaps`: (seconds, how many); a decode run's steps after
-its first share one entry).
+(`Replica.gaps`, a `dispatchprof.serving.metrics.Gaps`: each distinct gap with how many tokens had
+it; the sequences of a step that had a token in the step before share one, and so do a decode
+run's steps after its first).
 """
 
 from __future__ import annotations

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
 
@@ -53,45 +52,45 @@ def weighted_percentile(pairs: Sequence[tuple[float, int]], p: float) -> float:
 
 
 class Gaps:
-    """Inter-token gaps as (seconds, how many) pairs, in no particular order: a gap of one token
-    kept as a packed float (8 bytes, not a tuple: a run of thousands of clients records hundreds
-    of millions), the others as pairs. Iterating gives every pair; `table` gives them as one
-    array, whose sorted rows, and so every statistic, are those of the pairs appended."""
+    """Inter-token gaps as a multiset: each distinct gap (seconds) with how many tokens had it.
+    The tokens of one step that follow a token of the step before share one gap, so a run of
+    thousands of clients keeps about one entry per step, not one per token (hundreds of
+    millions). Iterating gives (seconds, how many) per distinct gap; `table` gives them as one
+    array, whose percentiles are those of the expanded gaps (the mean, a sum of products, equal
+    to rounding)."""
 
-    __slots__ = ("_single", "_counted")
+    __slots__ = ("_count",)
 
     def __init__(self, pairs: Iterable[tuple[float, int]] = ()) -> None:
-        self._single, self._counted = array("d"), []
+        self._count: dict[float, int] = {}
         self.extend(pairs)
 
     def append(self, pair: tuple[float, int]) -> None:
         value, n = pair
-        if n == 1:
-            self._single.append(value)
-        else:
-            self._counted.append((value, n))
+        self._count[value] = self._count.get(value, 0) + n
 
     def extend(self, pairs: Iterable[tuple[float, int]]) -> None:
-        for pair in pairs:
-            self.append(pair)
+        count = self._count
+        for value, n in pairs:
+            count[value] = count.get(value, 0) + n
 
     def __iter__(self):
-        yield from ((v, 1) for v in self._single)
-        yield from self._counted
+        return iter(self._count.items())
+
+    def __len__(self) -> int:
+        """Distinct gaps held."""
+        return len(self._count)
 
     def table(self) -> np.ndarray:
-        """Every pair as a row (seconds, how many) of a float64 array."""
-        single = np.frombuffer(self._single, dtype=np.float64) if self._single else np.empty(0)
-        return np.concatenate((np.column_stack((single, np.ones_like(single))),
-                               np.array(self._counted, dtype=np.float64).reshape(-1, 2)))
+        """Every distinct gap as a row (seconds, how many) of a float64 array."""
+        return np.array(list(self._count.items()), dtype=np.float64).reshape(-1, 2)
 
     @staticmethod
     def joined(parts: Iterable[Gaps]) -> Gaps:
-        """One Gaps of all of ``parts``' pairs."""
+        """One Gaps of all of ``parts``' gaps."""
         out = Gaps()
         for part in parts:
-            out._single.extend(part._single)
-            out._counted.extend(part._counted)
+            out.extend(part)
         return out
 
 
