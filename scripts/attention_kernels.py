@@ -49,6 +49,7 @@ import copy
 import dataclasses
 import functools
 import glob
+import math
 import os
 import statistics
 import sys
@@ -108,12 +109,13 @@ def counted_attention(kind: str, heads: tuple[int, int] | int, batch: int, promp
     return c.profile
 
 
-def attention_time(profile, device, kv_dtype: str | None = None) -> tuple[float, float]:
+def attention_time(profile, device, kv_dtype: str | None = None) -> tuple[float, float, float]:
     """(simulated seconds of the profile's fused attention op under the serving runtime, the KV
-    cache stored in ``kv_dtype`` (None: the model's bf16), of which its compute time)."""
+    cache stored in ``kv_dtype`` (None: the model's bf16), of which its compute time; its work in
+    FLOP on one device, the score tiles a causal flash kernel computes)."""
     sim = simulate(profile, scenarios_of(device)[device.name], runtime="serving", kv_dtype=kv_dtype)
     (op,) = [o for o, r in zip(sim.ops, sim.records) if r.op == "aten.scaled_dot_product_attention"]
-    return op.time_s, op.t_compute
+    return op.time_s, op.t_compute, op.work
 
 
 def kernel_tables(folder: str, phase: str, batches: tuple[int, ...], length: str, lengths: tuple[int, ...],
@@ -177,7 +179,8 @@ def main() -> None:
     count = functools.cache(counted_attention)
     device = functools.cache(lambda system: load_device(SYSTEMS[system]))
     bundled = {s: device(s) for s in systems}
-    one = {s: dataclasses.replace(d, attention_efficiency={"bf16": 1.0}) for s, d in bundled.items()}
+    one = {s: dataclasses.replace(d, attention_efficiency={"bf16": 1.0}, attention_work_curve={})
+           for s, d in bundled.items()}
     shapes = sorted({(kind, p[3], p[4], p[5]) for p in points for kind in p[2]}, key=str)
     profiles = {shape: count(*shape) for shape in shapes}
     sims = {(s, *shape): (attention_time(profiles[shape], bundled[s]), attention_time(profiles[shape], one[s]))
@@ -185,12 +188,15 @@ def main() -> None:
 
     by_engine: dict[tuple[str, str], list[float]] = {}
     by_shape: dict[tuple[str, int, int], list[float]] = {}
+    by_work: dict[str, list[tuple[float, float]]] = {}
     for system, engine, kinds, heads, batch, prompt, seconds in points:
         if kinds == ("gqa",):
-            share = implied_share(*sims[system, "gqa", heads, batch, prompt][1], seconds)
+            total, compute, work = sims[system, "gqa", heads, batch, prompt][1]
+            share = implied_share(total, compute, seconds)
             if share is not None:
                 by_engine.setdefault((system, engine), []).append(share)
                 by_shape.setdefault((system, prompt, heads[0]), []).append(share)
+                by_work.setdefault(system, []).append((work * 1e-9, share))
     pooled = {s: statistics.median(v for (system, _), vs in by_engine.items() if system == s for v in vs)
               for s in systems if any(system == s for system, _ in by_engine)}
     print("implied attention efficiency (bf16), grouped-query points\n"
@@ -200,6 +206,11 @@ def main() -> None:
     print(f"\nevery engine pooled\n{'system':10} {'profile':18} {'efficiency':>10}")
     for system, value in sorted(pooled.items()):
         print(f"{system:10} {SYSTEMS[system]:18} {value:10.3f}")
+    print("\nwork curve (bf16): per band of work on one GPU (GFLOP from 2 x 4^k to 2 x 4^(k+1)), the median "
+          "work and the median implied efficiency of its points, every engine pooled; the profiles'"
+          " attention_work_curve\n" f"{'profile':18} points (GFLOP: efficiency, points)")
+    for system, pairs in sorted(by_work.items()):
+        print(f"{SYSTEMS[system]:18} " + "  ".join(f"{g:.3g}: {e:.2f} ({n})" for g, e, n in work_curve(pairs)))
 
     columns = ("gqa", "expanded", "absorbed")
     errors: dict[tuple[str, str], dict[str, list[float]]] = {}
@@ -242,6 +253,21 @@ def main() -> None:
     for system in sorted({s for s, _, _ in by_shape}):
         print(f"{system:10}" + "".join(f"{statistics.median(by_shape[system, n, h]):12.2f}"
                                         if (system, n, h) in by_shape else f"{'-':>12}" for n, h in sizes))
+
+
+#: The work curve's bands: GFLOP from BAND_BASE x 4^k up to the next (module docstring)
+BAND_BASE, BAND_RATIO = 2.0, 4.0
+
+
+def work_curve(pairs: list[tuple[float, float]]) -> list[tuple[float, float, int]]:
+    """(median GFLOP, median implied efficiency, points) per band of work (`BAND_BASE` x
+    `BAND_RATIO`^k .. x `BAND_RATIO`^(k + 1) GFLOP) of ``pairs`` (GFLOP, implied efficiency), the
+    bands holding points in rising order: the points of a profile's attention_work_curve."""
+    bands: dict[int, list[tuple[float, float]]] = {}
+    for gflop, share in pairs:
+        bands.setdefault(math.floor(math.log(gflop / BAND_BASE, BAND_RATIO)), []).append((gflop, share))
+    return [(statistics.median(g for g, _ in band), statistics.median(e for _, e in band), len(band))
+            for _, band in sorted(bands.items())]
 
 
 def fp8_kv_ratios(folder: str) -> dict[tuple[str, str], list[float]]:

@@ -63,8 +63,11 @@ METRICS = (("ttft_mean", "TTFT mean"), ("ttft_p90", "TTFT P90"), ("ttft_p99", "T
 NOT_COUNTING = tuple(f"dispatchprof/serving/{name}" for name in (
     "engine.py", "scheduler.py", "engines.py", "engines.yaml", "metrics.py", "requests.py", "datasets.py",
     "render.py")) + tuple(f"dispatchprof/cli/{name}" for name in os.listdir(os.path.join(ROOT, "dispatchprof", "cli")))
-#: The version of the counting code: the library less `NOT_COUNTING`.
-COUNT_VERSION = prediction_cache.code_version((), skip=NOT_COUNTING)
+#: Files no serving prediction reads: the training simulator (dispatchprof.train; only the CLI's
+#: ``train`` command imports it), so a refit of its factors keeps the counted setups and predictions.
+TRAINING = tuple(f"dispatchprof/train/{name}" for name in os.listdir(os.path.join(ROOT, "dispatchprof", "train")))
+#: The version of the counting code: the library less `NOT_COUNTING` and `TRAINING`.
+COUNT_VERSION = prediction_cache.code_version((), skip=NOT_COUNTING + TRAINING)
 
 
 def silicon_sample(python: str) -> str:
@@ -430,7 +433,7 @@ def main() -> None:
             return
     version = prediction_cache.code_version((counted_setup, _groups_of_architecture, predict_row,
                                              predict_disagg_group, predict_disagg_row, requests_of, random_lengths,
-                                             closed_loop_means, serving_rows, inferencemax_servers))
+                                             closed_loop_means, serving_rows, inferencemax_servers), skip=TRAINING)
     cache = prediction_cache.load_cache(args.cache, version, "validate_serving.py")
     if args.cached_only:
         if not args.cache:

@@ -102,6 +102,20 @@ def test_users_own_yaml_loads_like_a_bundled_one(tmp_path):
      r"field 'expert_matrix_efficiency' has unknown key 'bf17'; allowed: fp64, fp32, tf32, bf16"),
     (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_efficiency: {bf16: 0}"),
      r"field 'attention_efficiency.bf16' must be in \(0, 1\], got 0"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {bf16: [[4, 0.2]]}"),
+     r"field 'attention_work_curve.bf16' must be a list of two or more \[GFLOP, fraction\] points"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {bf16: [[4, 0.2], [4, 0.5]]}"),
+     r"'attention_work_curve.bf16' .*with GFLOP rising.*got GFLOP \[4, 4\]"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {bf16: [[0, 0.2], [4, 0.5]]}"),
+     r"'attention_work_curve.bf16' .*each above 0"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {bf16: [[4, 0.2], [16, 1.5]]}"),
+     r"'attention_work_curve.bf16': the fraction at 16 GFLOP must be in \(0, 1\], got 1.5"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {bf16: [[4, 0.2], [16, '0.5']]}"),
+     r"'attention_work_curve.bf16' must be a list of two or more"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {bf17: [[4, 0.2], [16, 0.5]]}"),
+     r"field 'attention_work_curve' has unknown key 'bf17'; allowed: fp64"),
+    (("pj_per_flop: 1", "pj_per_flop: 1\n    attention_work_curve: {}"),
+     r"field 'attention_work_curve' must not be empty"),
 ])
 def test_strict_loading_names_file_device_and_field(tmp_path, edit, message):
     path = write(tmp_path, GOOD.replace(*edit))

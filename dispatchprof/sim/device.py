@@ -72,6 +72,11 @@ class Device:
     #: (an op `dispatchprof.sim.attention.is_attention` names, any runtime), in place of
     #: matrix_efficiency; absent: matrix_efficiency's
     attention_efficiency: Mapping[str, float] = field(default_factory=dict)
+    #: per matrix dtype: a fused attention kernel's fraction of that dtype's matrix peak by its work,
+    #: as points ((GFLOP, fraction), ...) with GFLOP rising; an op's fraction is interpolated in log
+    #: GFLOP at its own work on one device (`dispatchprof.sim.timing.work_fraction`), the end points'
+    #: fractions held beyond them; for its dtypes it wins over attention_efficiency
+    attention_work_curve: Mapping[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     memory_efficiency: float = 1.0
     launch_overhead_us: float = 0.0
     static_power_w: float = 0.0
@@ -126,7 +131,7 @@ class Device:
         latency, no shape-dependent GEMM efficiency, compute and memory fully overlapped, no static
         power, no per-unit PIM timing."""
         return dataclasses.replace(self, compute_efficiency=1.0, matrix_efficiency={}, expert_matrix_efficiency={},
-                                   attention_efficiency={},
+                                   attention_efficiency={}, attention_work_curve={},
                                    memory_efficiency=1.0, launch_overhead_us=0.0, host_overhead_us=0.0,
                                    graph_launch_us=0.0, sequence_host_us=0.0,
                                    interconnect_latency_us=0.0, interconnect_step_us=0.0, compute_units=None, gemm_tile=None,

@@ -81,6 +81,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool, Any]] = {
     "matrix_efficiency": ((dict,), False, ("dtype", _fraction)),
     "expert_matrix_efficiency": ((dict,), False, ("dtype", _fraction)),
     "attention_efficiency": ((dict,), False, ("dtype", _fraction)),
+    "attention_work_curve": ((dict,), False, ("curve", None)),
     "memory_efficiency": (_NUMBER, False, _fraction),
     "launch_overhead_us": (_NUMBER, False, _non_negative),
     "static_power_w": (_NUMBER, False, _non_negative),
@@ -129,7 +130,7 @@ UNIT_RANGES: dict[str, tuple[float, float]] = {
 }
 #: Largest side of a GEMM tile (elements); real tiles are 16 .. 512.
 MAX_TILE = 65536
-_TABLE_KEYS = {"dtype": DTYPE_KEYS, "weight": WEIGHT_CATEGORIES, "override": OVERRIDE_OPS}
+_TABLE_KEYS = {"dtype": DTYPE_KEYS, "weight": WEIGHT_CATEGORIES, "override": OVERRIDE_OPS, "curve": DTYPE_KEYS}
 _FILE_KEYS = ("family", "source", "defaults", "devices")
 
 
@@ -273,6 +274,9 @@ def _device(path: str, name: str, spec: Any, family: str, file_source: str | Non
     values = {k: v for k, v in spec.items() if k not in ("source", "cost_weights")}
     if "gemm_tile" in values:
         values["gemm_tile"] = tuple(values["gemm_tile"])
+    if "attention_work_curve" in values:
+        values["attention_work_curve"] = {k: tuple((float(g), float(f)) for g, f in points)
+                                          for k, points in values["attention_work_curve"].items()}
     if "pim" in values:
         values["pim"] = parse_pim(where, values["pim"])
     return Device(name=name, source=source, family=family, cost_weights=weights, file=path, **values)
@@ -321,6 +325,13 @@ def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> N
         return
     if not table:
         raise DeviceProfileError(f"{where}: field {key!r} must not be empty")
+    if kind == "curve":
+        for k, points in table.items():
+            if k not in _TABLE_KEYS[kind]:
+                raise DeviceProfileError(f"{where}: field {key!r} has unknown key {k!r}; allowed: "
+                                         f"{', '.join(_TABLE_KEYS[kind])}")
+            _check_curve(where, f"{key}.{k}", points)
+        return
     for k, v in table.items():
         if k not in _TABLE_KEYS[kind]:
             raise DeviceProfileError(f"{where}: field {key!r} has unknown key {k!r}; allowed: "
@@ -333,6 +344,25 @@ def _check_table(where: str, key: str, table: dict, check: tuple[str, Any]) -> N
         if problem:
             raise DeviceProfileError(f"{where}: field '{key}.{k}' {problem}, got {v!r}")
         _check_range(where, f"{key}.{k}", v, key)
+
+
+def _check_curve(where: str, label: str, points: Any) -> None:
+    """A work curve: two or more [GFLOP, fraction] points, GFLOP > 0 and rising (at most
+    `_LARGEST`), each fraction in (0, 1]."""
+    shape = ("must be a list of two or more [GFLOP, fraction] points with GFLOP rising, such as "
+             "[[4, 0.2], [200, 0.5]]")
+    if not isinstance(points, list) or len(points) < 2 or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, _NUMBER) and not isinstance(x, bool)
+                                                        and math.isfinite(x) for x in p) for p in points):
+        raise DeviceProfileError(f"{where}: field {label!r} {shape}; got {points!r}")
+    gflops = [p[0] for p in points]
+    if not all(0 < g <= _LARGEST for g in gflops) or any(b <= a for a, b in zip(gflops, gflops[1:])):
+        raise DeviceProfileError(f"{where}: field {label!r} {shape} (each above 0, at most {_LARGEST:g}); "
+                                 f"got GFLOP {gflops!r}")
+    for g, fraction in points:
+        if not 0 < fraction <= 1:
+            raise DeviceProfileError(f"{where}: field {label!r}: the fraction at {g:g} GFLOP must be in (0, 1], "
+                                     f"got {fraction!r}")
 
 
 def _check_range(where: str, label: str, value: float, key: str | None = None) -> None:

@@ -13,7 +13,8 @@ For an op o with dtype t placed on device d, under the runtime's and the paralle
                 compute_efficiency: the profile's matrix_efficiency of t for a matrix op timed at
                 t's matrix peak (fp8 and fp4 GEMMs reach less of theirs than bf16), its
                 expert_matrix_efficiency of t instead for a GEMM of a routed-experts grouped
-                kernel (p.grouped), its attention_efficiency of t for a fused attention op,
+                kernel (p.grouped), for a fused attention op its attention_work_curve of t at
+                the op's own work (`work_fraction`) or else its attention_efficiency of t,
                 else its compute_efficiency;
                 shape_efficiency: GEMM tiles and waves (dispatchprof.sim.kernels), else 1
     traffic   = ((activations - whole) * p.activation_share + param_bytes) * p.share
@@ -81,6 +82,7 @@ reaches less of the bandwidth than a large one. Embedding lookups and norm weigh
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -242,7 +244,7 @@ def time_op(i: int, r: OpRecord, devices_of: Sequence[Device], moved: set, weigh
         table = d.matrix_tflops if matrix else d.vector_tflops
         if weight_dtype in table:
             key = weight_dtype
-    efficiency = (compute_efficiency(d, key, matrix, plan.grouped, is_attention(r))
+    efficiency = (compute_efficiency(d, key, matrix, plan.grouped, is_attention(r), work)
                   * _shape_efficiency(d, gemm_dims(r), plan.share))
     t_compute = work / (d.peak_flops(key, matrix) * efficiency)
     t_compute = _override(r, d, t_compute, in_rms_norm)
@@ -335,20 +337,40 @@ def moved_inputs(r: OpRecord, d: Device, devices_of: Sequence[Device], moved: se
     return out
 
 
-def compute_efficiency(d: Device, key: str, matrix: bool, grouped: bool = False, attention: bool = False) -> float:
+def compute_efficiency(d: Device, key: str, matrix: bool, grouped: bool = False, attention: bool = False,
+                       work=None):
     """The fraction of the peak an op of dtype ``key`` reaches on ``d``, for a matrix op timed at
     that dtype's matrix peak: ``expert_matrix_efficiency[key]`` for one of a routed-experts grouped
-    kernel (``grouped``) and ``attention_efficiency[key]`` for a fused attention op (``attention``)
-    where the profile gives them, else ``matrix_efficiency[key]`` where it gives that; every other
-    op, and where none is given: ``compute_efficiency``."""
+    kernel (``grouped``); for a fused attention op (``attention``) of ``work`` FLOP on one device
+    (a number or an array of them), ``attention_work_curve[key]`` at that work (`work_fraction`),
+    else ``attention_efficiency[key]``; each where the profile gives it, else
+    ``matrix_efficiency[key]`` where it gives that; every other op, and where none is given:
+    ``compute_efficiency``."""
     if matrix and key in d.matrix_tflops:
         if grouped and key in d.expert_matrix_efficiency:
             return d.expert_matrix_efficiency[key]
+        if attention and work is not None and key in d.attention_work_curve:
+            return work_fraction(d.attention_work_curve[key], work)
         if attention and key in d.attention_efficiency:
             return d.attention_efficiency[key]
         if key in d.matrix_efficiency:
             return d.matrix_efficiency[key]
     return d.compute_efficiency
+
+
+def work_fraction(points: tuple[tuple[float, float], ...], work):
+    """The fraction of the peak at ``work`` FLOP (a number, or an array of them) on a work curve
+    ``points`` ((GFLOP, fraction), ..., GFLOP rising): linear in log GFLOP between two points,
+    the first point's fraction below it and the last's above it (work 0 included)."""
+    gflop, fraction = _curve(points)
+    at = np.interp(np.log(np.maximum(np.asarray(work, dtype=float) * 1e-9, 1e-300)), gflop, fraction)
+    return at if isinstance(work, np.ndarray) else float(at)
+
+
+@functools.lru_cache(maxsize=64)
+def _curve(points: tuple[tuple[float, float], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(log GFLOP, fraction) arrays of a work curve."""
+    return np.log([g for g, _ in points]), np.array([f for _, f in points])
 
 
 def eager_host_us(r: OpRecord, d: Device) -> float:
