@@ -21,9 +21,12 @@ at prompts of 1,024 to 8,192 tokens and batches 1 and 4.
 
 **Implied efficiency** (fitted on the grouped-query points only): per point, the simulator's compute
 time of the attention op at efficiency 1 over the measured time less the rest of its simulated time
-(memory, launch); the first table gives its median per system and engine and pooled per system
+(memory, launch); the first tables give its median per system and engine and pooled per system
 over every engine: rounded to two places, each NVIDIA profile's ``attention_efficiency`` (bf16 and
-fp16, devices/nvidia.yaml). The second table checks, per system and engine, median |error| and
+fp16, devices/nvidia.yaml); the third, per system, the work curve the points imply (`work_curve`:
+per band of the op's work on one GPU, the median work and the median implied efficiency), the
+points a profile's ``attention_work_curve`` takes (dispatchprof.sim.timing.work_fraction; no
+bundled profile sets one). The next table checks, per system and engine, median |error| and
 signed median error of the simulated time against the measured kernel as bundled: grouped-query
 attention (the fit points) and MLA in both forms (held out: no MLA point chose a figure).
 
@@ -207,8 +210,8 @@ def main() -> None:
     for system, value in sorted(pooled.items()):
         print(f"{system:10} {SYSTEMS[system]:18} {value:10.3f}")
     print("\nwork curve (bf16): per band of work on one GPU (GFLOP from 2 x 4^k to 2 x 4^(k+1)), the median "
-          "work and the median implied efficiency of its points, every engine pooled; the profiles'"
-          " attention_work_curve\n" f"{'profile':18} points (GFLOP: efficiency, points)")
+          "work and the median implied efficiency of its points, every engine pooled: the points of a"
+          " profile's attention_work_curve\n" f"{'profile':18} points (GFLOP: efficiency, points)")
     for system, pairs in sorted(by_work.items()):
         print(f"{SYSTEMS[system]:18} " + "  ".join(f"{g:.3g}: {e:.2f} ({n})" for g, e, n in work_curve(pairs)))
 

@@ -327,7 +327,7 @@ def _attention_kernel_table() -> tuple[dict, dict, dict, list, dict]:
     prefill and decode every lines (as the decode's) and engine -> the measured fp8 / bf16 ratio of
     grouped-query decode."""
     text = (ROOT / "scripts" / "data" / "attention_kernels_table.txt").read_text()
-    implied_part, pooled_part, check_part, decode_part, fp8_part, _ = text.split("\n\n")
+    implied_part, pooled_part, _curve, check_part, decode_part, fp8_part, _ = text.split("\n\n")
     implied = {(a, b): float(v) for a, b, v in re.findall(r"^(\w+) +(\w+ [\w.]+) +([\d.]+) +\d+$", implied_part, re.M)}
     pooled = {a: float(v) for a, v in re.findall(r"^(\w+) +\S+ +([\d.]+)$", pooled_part, re.M)}
     cell = r"(?:(\d+) +([\d.]+)% / +([-+][\d.]+)%|-)"
@@ -364,6 +364,7 @@ def test_the_nvidia_profiles_take_the_pooled_implied_attention_figure():
     for system, value in pooled.items():
         device = load_device(attention_kernels.SYSTEMS[system])
         assert device.attention_efficiency == {"bf16": round(value, 2), "fp16": round(value, 2)}, system
+        assert device.attention_work_curve == {}, system
 
 
 def test_attention_kernels_quote_their_table():
