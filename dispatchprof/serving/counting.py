@@ -99,7 +99,7 @@ def counted_steps(profile: Profile, spans: Sequence[StepSpan], scenarios: Scenar
         check_tp(tp, heads, placement.devices)
         plans, _ = op_plans(profile, devices_of, runtime, tp, starts, kv_dtype)
         # the count already keeps each sequence's last-token logits: no share of the LM head on top
-        plans = [dataclasses.replace(p, activation_share=1.0) for p in plans]
+        plans = [p if p.activation_share == 1.0 else dataclasses.replace(p, activation_share=1.0) for p in plans]
         moved: set = set()
         per_scenario[name] = []
         for s in spans:

@@ -52,6 +52,7 @@ whole count is one step.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal, Sequence, get_args
@@ -139,8 +140,10 @@ def skips_masked_tiles(r: OpRecord, runtime: str) -> bool:
     return runtime != "eager" and is_causal_flash(r)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def is_routed_expert(scope: str) -> bool:
-    """Whether ``scope`` lies in a routed-experts module (`ROUTED_EXPERTS`)."""
+    """Whether ``scope`` lies in a routed-experts module (`ROUTED_EXPERTS`); remembered per scope
+    (a count holds each scope many times)."""
     return ROUTED_EXPERTS.search(scope) is not None
 
 
