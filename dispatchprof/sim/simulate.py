@@ -212,6 +212,4 @@ def _with_split(plan: OpPlan, split: tuple[float, int, int], tp: int) -> OpPlan:
     share, reduce, whole = split
     if share == 1.0 and not reduce:
         return plan
-    return OpPlan(removed_bytes=plan.removed_bytes, kernel=plan.kernel, host=plan.host,
-                  activation_share=plan.activation_share, share=share, allreduce_bytes=reduce, group=tp,
-                  sequences=plan.sequences, work_share=plan.work_share, whole_bytes=whole, grouped=plan.grouped)
+    return dataclasses.replace(plan, share=share, allreduce_bytes=reduce, group=tp, whole_bytes=whole)
