@@ -59,10 +59,11 @@ ROOT = prediction_cache.ROOT
 METRICS = (("ttft_mean", "TTFT mean"), ("ttft_p90", "TTFT P90"), ("ttft_p99", "TTFT P99"), ("tpot_mean", "TPOT mean"),
            ("e2e_mean", "E2E mean"), ("e2e_p90", "E2E P90"), ("e2e_p99", "E2E P99"),
            ("output_tokens_per_s", "throughput"))
-#: Files a count does not depend on: the event loop, the engine presets, what they read and render.
+#: Files a count does not depend on: the event loops (aggregated and disaggregated), the engine
+#: presets, what they read and render.
 NOT_COUNTING = tuple(f"dispatchprof/serving/{name}" for name in (
-    "engine.py", "scheduler.py", "engines.py", "engines.yaml", "metrics.py", "requests.py", "datasets.py",
-    "render.py")) + tuple(f"dispatchprof/cli/{name}" for name in os.listdir(os.path.join(ROOT, "dispatchprof", "cli")))
+    "engine.py", "scheduler.py", "disagg.py", "serve_disagg.py", "engines.py", "engines.yaml", "metrics.py",
+    "requests.py", "datasets.py", "render.py")) + tuple(f"dispatchprof/cli/{name}" for name in os.listdir(os.path.join(ROOT, "dispatchprof", "cli")))
 #: Files no serving prediction reads: the training simulator (dispatchprof.train; only the CLI's
 #: ``train`` command imports it), so a refit of its factors keeps the counted setups and predictions.
 TRAINING = tuple(f"dispatchprof/train/{name}" for name in os.listdir(os.path.join(ROOT, "dispatchprof", "train")))

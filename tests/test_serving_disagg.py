@@ -66,3 +66,26 @@ def test_prefill_side_queues_and_decode_side_joins_the_batch():
     assert s.decode_queue_s.mean == pytest.approx(0.5e-3)            # (0 + 1) / 2
     assert s.transfer_s.mean == pytest.approx(3e-3)
     assert s.prefill_utilization == pytest.approx(2 / 14)
+
+
+def test_decode_side_arrivals_join_as_decode_steps():
+    """Requests that arrive at the decode side while others decode join the decode batch: no
+    step there carries a prompt chunk (an engine graphing decode steps only would run such a step
+    eager), and an arrival's first step there decodes against its whole moved cache (computed =
+    prompt - 1). Three requests of 100 prompt tokens and 4 output tokens sent at 0, 0.5, 1 ms:
+    prefills 0-1 ms (the first), 1-3 ms (the other two together, 200 x 10 us); arrivals at 4, 6, 6
+    ms. Decode steps of 2 ms: 4-6 the first alone (99 tokens of cache), 6-8 all three (100 + 99 +
+    99), 8-10 (301), 10-12 (304: the first's 4th token), 12-14 the two left (102 + 102).
+    TTFT 6, 8 - 0.5 = 7.5 and 8 - 1 = 7 ms."""
+    calls = []
+
+    def recording_decode_cost(prefill, decoding, images):
+        calls.append((list(prefill), decoding.n, decoding.computed_sum))
+        return 2e-3, 0.0
+
+    config = SchedulerConfig(num_blocks=64, block_size=16)
+    requests = [Request(0.0, 100, 4), Request(0.5e-3, 100, 4), Request(1e-3, 100, 4)]
+    seqs, _, _ = run_disaggregated(requests, Side(config, prefill_cost, 1), Side(config, recording_decode_cost, 1),
+                                   lambda r: 3e-3)
+    assert calls == [([], 1, 99.0), ([], 3, 298.0), ([], 3, 301.0), ([], 3, 304.0), ([], 2, 204.0)]
+    assert [r.ttft_s for r in request_results(seqs)] == pytest.approx([6e-3, 7.5e-3, 7e-3])

@@ -12,9 +12,10 @@ then the original request to a decode instance, whose stream the client reads):
    sends its own share over its own NIC, in parallel) and states a linear-attention model's
    per-sequence states on that GPU (`dispatchprof.llm.gated_delta.SequenceState`);
 3. it then queues at its decode replica (`route` over the decode side) for KV blocks of its
-   whole prompt (the decode side's own capacity), and its first decode step computes the
-   prompt's last token against the moved cache and emits the first token the client sees
-   (a preempted one recomputes its prompt on the decode side, as vLLM does).
+   whole prompt (the decode side's own capacity) and arrives *decoding*: its first step there is
+   a decode step (one query token against the moved cache, in the decode batch, under the
+   engine's decode graphs), which emits the first token the client sees (a preempted one
+   recomputes its prompt on the decode side, as vLLM does).
 So **TTFT = prefill-side queueing + prefill + transfer + decode-side queueing + the first decode
 step**; TPOT and ITL are the decode side's. The prefill side's first token is discarded (the
 proxy's max_tokens=1 request).
@@ -94,7 +95,8 @@ def run_disaggregated(requests: Sequence[Request], prefill: Side, decode: Side, 
     for s in pre:
         s.cached = cached_tokens(s.request.prompt_tokens, prefix_hit, prefill.config.block_size)
         s.computed = float(s.cached)
-    post = [SeqState(i, r, float(r.prompt_tokens), computed=float(r.prompt_tokens - 1)) for i, r in enumerate(requests)]
+    post = [SeqState(i, r, float(r.prompt_tokens), computed=float(r.prompt_tokens - 1), prefilled=True)
+            for i, r in enumerate(requests)]            # they arrive decoding (module docstring, step 3)
     reps = [Replica(i, prefill.config, free_blocks=prefill.config.num_blocks) for i in range(prefill.replicas)]
     reps += [Replica(prefill.replicas + i, decode.config, free_blocks=decode.config.num_blocks)
              for i in range(decode.replicas)]

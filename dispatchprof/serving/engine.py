@@ -386,7 +386,9 @@ def _finish_step(rep: Replica, seqs: list[SeqState], t: float) -> list[SeqState]
         if s.prefilled:
             s.computed = s.known
             gain = rep.config.decode_gain
-            if not s.warmup:
+            if s.first_token_s is None:             # a disaggregated decode side's arrival: its first token
+                s.first_token_s = t
+            elif not s.warmup:
                 rep.gaps.append((t - s.last_token_s, 1))
         else:
             s.computed += q
