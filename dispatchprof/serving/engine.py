@@ -51,6 +51,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Literal, NamedTuple, Sequence
 
+import numpy as np
+
 from dispatchprof.serving.metrics import Gaps
 from dispatchprof.serving.requests import Request
 from dispatchprof.serving.scheduler import SchedulerConfig, StepPlan, plan_step, queue_blocked
@@ -292,16 +294,25 @@ def _account(rep: Replica, t: float, seconds: float, joules: float, steps: int) 
 
 def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: float) -> float | None:
     """Run the decode steps of the module docstring from time ``t``; their end, or None when
-    not even one step qualifies (the normal rules then run it)."""
+    not even one step qualifies (the normal rules then run it). The running sequences' cache
+    lengths and blocks are read into arrays once (a decode side can hold thousands of sequences,
+    and its runs are cut at every arrival); the arithmetic is `SchedulerConfig.blocks_held`'s,
+    element by element (every sequence holds tokens, so its ``state_blocks`` always count)."""
     cfg, running = rep.config, rep.running
     n, q, gain = len(running), cfg.decode_q, cfg.decode_gain
     if n * q > cfg.max_batched_tokens:
         return None
+    computed = np.fromiter((s.computed for s in running), float, n)
+    blocks = np.fromiter((s.blocks for s in running), float, n)
+    left = np.fromiter((s.request.output_tokens - s.generated for s in running), float, n)
     # steps before the first finish (that step runs through the normal rules)
-    limit = min(math.ceil((s.request.output_tokens - s.generated) / gain) for s in running) - 1
+    limit = int(np.ceil(left / gain).min()) - 1
+
+    def held(m: int) -> np.ndarray:           # blocks each sequence holds once m steps' tokens are cached
+        return np.ceil((computed + (m - 1) * gain + q) / cfg.block_size) + cfg.state_blocks
 
     def blocks_after(m: int) -> int:          # new blocks m steps need
-        return sum(max(0, cfg.blocks_held(s.computed + (m - 1) * gain + q) - s.blocks) for s in running)
+        return int(np.maximum(held(m) - blocks, 0.0).sum())
 
     if limit < 1 or blocks_after(1) > rep.free_blocks:
         return None
@@ -325,14 +336,15 @@ def decode_run(rep: Replica, t: float, step_cost: StepCostFn, t_next_arrival: fl
             rep.gaps.append((dt, measured))
         if end >= t_next_arrival:
             break
-    new_blocks = blocks_after(m)
-    for s in running:
-        s.blocks = max(s.blocks, cfg.blocks_held(s.computed + (m - 1) * gain + q))
-        s.computed += m * gain
-        s.generated += m * gain
+    after = held(m)
+    rep.free_blocks -= int(np.maximum(after - blocks, 0.0).sum())
+    tokens = m * gain
+    for s, b in zip(running, np.maximum(blocks, after).tolist()):
+        s.blocks = int(b)
+        s.computed += tokens
+        s.generated += tokens
         s.known = s.request.prompt_tokens + s.generated
         s.last_token_s = end
-    rep.free_blocks -= new_blocks
     _account(rep, t, seconds, joules, m)
     return end
 
