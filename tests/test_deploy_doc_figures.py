@@ -160,7 +160,7 @@ def test_disaggregated_h100_and_nvfp4_figures():
     gb200_p, gb200_m = set(col("GB200", "ttft_mean", "dispatchprof")), sorted(col("GB200", "ttft_mean", "measured"))
     (gb200_p,) = gb200_p
     assert b200_p < b200_m and gb200_p > max(gb200_m)
-    assert (f"on B200 ({b200_p:.0f} ms against {b200_m:,.0f} ms measured) and long on GB200 ({gb200_p:,.0f} ms "
+    assert (f"on B200 ({b200_p:,.0f} ms against {b200_m:,.0f} ms measured) and long on GB200 ({gb200_p:,.0f} ms "
             f"against {gb200_m[0]:.0f} and {gb200_m[1]:.0f} ms)") in text
     tpot_p = [col(d, "tpot_mean", "dispatchprof")[0] for d in ("B200", "GB200")]
     tpot_m = [col(d, "tpot_mean", "measured")[0] for d in ("B200", "GB200")]

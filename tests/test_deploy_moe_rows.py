@@ -122,6 +122,13 @@ def test_the_disaggregated_rows_quote_the_layout_csv() -> None:
     for device in ("B200", "GB200", "GB300", "H200"):
         signed = statistics.median(_errors([r for r in held if r["device"] == device], "tpot"))
         assert f"{signed:+.1f}%" in text[text.index("Disaggregated mixture-of-experts rows"):], device
+    short = {}                      # measured - predicted TTFT (ms) of the predicted rows of up to 64 clients
+    for r in predicted:
+        if int(r["clients"]) <= 64:
+            short.setdefault(r["engine"], []).append(float(r["measured_ttft_ms"]) - float(r["dispatchprof_ttft_ms"]))
+    gap = {engine: statistics.median(values) for engine, values in short.items()}
+    assert (f"TTFT exceeds the predicted by a median of {gap['sglang']:.0f} ms under SGLang, {gap['trtllm']:.0f} ms "
+            f"under TensorRT-LLM and {gap['vllm']:.0f} ms under vLLM") in text
 
 
 def test_deepseek_r1s_ttft_by_prompt_length_quotes_the_csv() -> None:
