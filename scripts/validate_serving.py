@@ -99,17 +99,21 @@ def counted_setup(r: ServingRow, folder: str | None, counts=None):
     return setup
 
 
-def predict_disagg_group(rows: list[ServingRow], folder: str | None, memo: CountMemo | None = None) -> dict[str, dict]:
+def predict_disagg_group(rows: list[ServingRow], folder: str | None, memo: CountMemo | LazyMemo | None = None,
+                         setups: dict | None = None) -> dict[str, dict]:
     """Disaggregated rows of one model, device and dtypes: each side's setup (`ServingRow.side_rows`)
-    counted once for every tp (one `CountMemo`)."""
-    memo = CountMemo(build_model(rows[0].model, generator=True)) if memo is None else memo
-    setups, out = {}, {}
+    counted once for every tp (one `CountMemo`, a `LazyMemo`'s built when a side is first counted)
+    and kept in ``setups`` (side setup key -> setup; pass one dict to share them over calls)."""
+    lazy = memo if isinstance(memo, LazyMemo) else LazyMemo(rows[0].model, memo)
+    setups = {} if setups is None else setups
+    out = {}
     for r in rows:
         try:
             sides = []
             for side in r.side_rows():
                 if side.setup_key not in setups:
-                    setups[side.setup_key] = counted_setup(side, folder, memo)
+                    counted = folder and os.path.exists(setup_path(side, folder))
+                    setups[side.setup_key] = counted_setup(side, folder, None if counted else lazy.get())
                 sides.append(setups[side.setup_key])
         except ValueError as e:
             out[r.id] = {"error": str(e)}
@@ -214,10 +218,11 @@ def architecture(model: str) -> str:
 
 
 class LazyMemo:
-    """A `CountMemo` of ``model`` built when a setup is first counted (a setup kept in --setups needs none)."""
+    """A `CountMemo` of ``model`` built when a setup is first counted (a setup kept in --setups needs
+    none), or the one given."""
 
-    def __init__(self, model: str) -> None:
-        self.name, self._memo = model, None
+    def __init__(self, model: str, memo: CountMemo | None = None) -> None:
+        self.name, self._memo = model, memo
 
     def get(self) -> CountMemo:
         if self._memo is None:
@@ -235,12 +240,14 @@ def _groups_of_architecture(task: tuple):
     for rows in groups:
         start, cpu = time.perf_counter(), time.process_time()
         label = "/".join(str(v) for v in rows[0].setup_key)
-        needs = [s for r in rows[:1] for s in (r.side_rows() if r.disagg is not None else (r,))]
-        counted = folder and all(os.path.exists(setup_path(s, folder)) for s in needs)
-        if rows[0].disagg is not None:
-            out = predict_disagg_group(rows, folder, None if counted else memo.get())
-            yield out, label, time.perf_counter() - start, time.process_time() - cpu
+        if rows[0].disagg is not None:           # one row at a time (a row of thousands of clients takes minutes)
+            sides: dict = {}
+            for r in rows:
+                yield predict_disagg_group([r], folder, memo, sides), r.id, \
+                    time.perf_counter() - start, time.process_time() - cpu
+                start, cpu = time.perf_counter(), time.process_time()
             continue
+        counted = folder and os.path.exists(setup_path(rows[0], folder))
         try:                                     # one row at a time: a slow group keeps the rows it did
             setup = counted_setup(rows[0], folder, None if counted else memo.get())
         except ValueError as e:

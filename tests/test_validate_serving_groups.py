@@ -3,6 +3,7 @@
 a config) share one CountMemo, whatever their device, tp, dtypes or layout; each row's prediction is
 kept as it comes."""
 
+import dataclasses
 import os
 import sys
 
@@ -47,3 +48,35 @@ def test_groups_of_one_architecture_share_one_memo(monkeypatch):
     assert out["row5"] == {"tpot_mean": 0.02}
     assert out["row3"] == {"tpot_mean": 0.01, "setup": ("deepseek-v3", "H200", 8, "fp8", None)}
     assert out["row4"]["setup"] == ("deepseek-r1", "B200", 4, "fp8", None, "ep4")
+
+
+def test_disaggregated_rows_are_kept_one_at_a_time(monkeypatch):
+    """A group of disaggregated rows yields each row's prediction as it comes (a row of thousands
+    of clients takes minutes: a stopped run keeps the rows it did), each side counted once for the
+    group with the architecture's one memo."""
+    from serving_rows import Disaggregated, Side
+
+    built, counted = [], []
+
+    class Memo:
+        def __init__(self, model):
+            built.append(model)
+
+    monkeypatch.setattr(validate_serving, "CountMemo", Memo)
+    monkeypatch.setattr(validate_serving, "build_model", lambda name, generator: name)
+
+    def setup(r, folder, memo):
+        counted.append((r.setup_key, memo))
+        return r.setup_key
+
+    monkeypatch.setattr(validate_serving, "counted_setup", setup)
+    monkeypatch.setattr(validate_serving, "predict_disagg_row", lambda r, p, d: {"tpot_mean": 0.01, "sides": (p, d)})
+    layout = Disaggregated(Side(2, 1, 1, {}), Side(1, 4, 64, {}), "ib-ndr")
+    rows = [dataclasses.replace(_row(n, "qwen3-32b", "B200", 1), disagg=layout, concurrency=c)
+            for n, c in ((1, 8), (2, 16), (3, 32))]
+    yielded = list(validate_serving._groups_of_architecture(([rows], None)))
+    assert [(list(out), label) for out, label, _, _ in yielded] == [(["row1"], "row1"), (["row2"], "row2"),
+                                                                    (["row3"], "row3")]
+    assert [key for key, _ in counted] == [rows[0].side_rows()[0].setup_key, rows[0].side_rows()[1].setup_key]
+    assert len({id(memo) for _, memo in counted}) == 1 and built == ["qwen3-32b"]
+    assert yielded[2][0]["row3"]["sides"] == tuple(s.setup_key for s in rows[0].side_rows())
