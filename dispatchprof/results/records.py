@@ -17,6 +17,8 @@ from op_formulas.cost import CATEGORIES, Cost, Counts
 PHASES = ("forward", "backward", "prefill", "decode", "optimizer")
 #: The count fields of a `Cost`, in order: the seven categories, MACs, bytes, bytes sent.
 COUNT_FIELDS = tuple(f.name for f in fields(Cost))
+#: A Cost's COUNT_FIELDS values, in that order, as a tuple (None where not counted).
+counts_of = attrgetter(*COUNT_FIELDS)
 #: Columns of a totals row in files and tables: calls, categories, FLOPs, MACs, bytes.
 TOTAL_COLUMNS = ("calls", *CATEGORIES, "flops", "macs", "bytes_read", "bytes_written")
 #: Producer of an input that no counted op made and that is not a parameter: the host.
@@ -78,7 +80,6 @@ class Totals(Counts):
 
 TOTALS_FIELDS = tuple(f.name for f in fields(Totals))
 assert set(TOTALS_FIELDS) == {*COUNT_FIELDS, "calls"}, "Totals holds every count field, and the calls"
-_COUNTS_OF = attrgetter(*COUNT_FIELDS)
 
 
 def totals_of(counts: Iterable[int], calls: int) -> Totals:
@@ -91,7 +92,7 @@ def sum_records(records: Iterable[OpRecord]) -> Totals:
     acc = [0] * len(COUNT_FIELDS)
     calls = 0
     for r in records:
-        for i, v in enumerate(_COUNTS_OF(r.cost)):
+        for i, v in enumerate(counts_of(r.cost)):
             if v:
                 acc[i] += v
         calls += 1

@@ -15,13 +15,12 @@ counted ones).
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Sequence
 
 from op_formulas.cost import Cost
 
-from dispatchprof.results.records import COUNT_FIELDS, HOST, UNRECORDED, OpRecord
+from dispatchprof.results.records import COUNT_FIELDS, HOST, UNRECORDED, OpRecord, counts_of
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.kernels import gemm_dims
 from dispatchprof.sim.timing import OpPlan, OpTiming, time_op
@@ -33,8 +32,6 @@ QUANTITIES = (*COUNT_FIELDS, "out_elements", "param_bytes", "param_elements", "r
 _DIMS = len(QUANTITIES)
 #: Where the quantities after the cost fields sit, in QUANTITIES order.
 _OUT, _PARAM_BYTES, _PARAM_ELEMENTS, _REMOVED, _ALLREDUCE, _SEQUENCES, _WHOLE = range(len(COUNT_FIELDS), _DIMS)
-#: An op's COUNT_FIELDS of its cost, in that order, as a tuple.
-_counts = operator.attrgetter(*COUNT_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -65,7 +62,7 @@ def op_form(r: OpRecord, device: str, in_rms_norm: bool, plan: OpPlan, sources: 
 
 def quantities(r: OpRecord, plan: OpPlan, moved: Sequence[int]) -> tuple[float, ...]:
     """The op's quantities (QUANTITIES, GEMM dims, bytes of each moved input)."""
-    values = [v or 0 for v in _counts(r.cost)]
+    values = [v or 0 for v in counts_of(r.cost)]
     values += [r.out_elements, r.param_bytes, r.param_elements, plan.removed_bytes, plan.allreduce_bytes,
                plan.sequences, plan.whole_bytes]
     dims = gemm_dims(r)
