@@ -66,6 +66,21 @@ def test_expert_parallel_step_by_hand(seconds):
     assert got == pytest.approx(224 + 432 + 2 * exchange, rel=1e-12)
 
 
+def test_breakdown_by_hand(seconds):
+    """The same step by timing (`LayoutCost.breakdown`): every op once, those outside the experts
+    at one attention group's 32 tokens, the experts' at the whole step's 64 x F / A = 48 tokens:
+    224 + 432 s in all, the exchange (not an op) left out."""
+    toy = Toy()
+    toy.groups = tuple(SimpleNamespace(form=SimpleNamespace(gemm=False, flash=False, scope=s)) for s, _ in OPS)
+    lc = LayoutCost(toy, layout_of(None, ep=8, dp_attention=2, expert_skew=1.5), layers=2, experts=8, top_k=2,
+                    hidden=32, element_bytes=2, device=H100)
+    got = {(b.form.scope, b.expert): (b.count, b.timing.time_s) for b in lc.breakdown(Composition.uniform(64, 1, 10))}
+    assert got == {("model.embed_tokens", False): (1.0, 32.0), ("model.layers.0.self_attn", False): (1.0, 64.0),
+                   ("model.layers.0.mlp.experts", True): (1.0, 192.0), ("model.layers.1.self_attn", False): (1.0, 96.0),
+                   ("model.layers.1.mlp.experts", True): (1.0, 240.0), ("lm_head", False): (1.0, 32.0)}
+    assert sum(c * t for c, t in got.values()) == 224 + 432
+
+
 def test_skew_sets_the_busiest_device():
     """The busiest device's expert work is F times the mean, its weights are not: an op of 10
     ADD, 100 B read of which 60 B weights, 20 B written, at F / A = 3 / 2 and weights 1 / 2:

@@ -65,17 +65,18 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from dispatchprof.serving.cost import Composition, StepCost, StepCostModel
-from dispatchprof.serving.work import op_timing, scaled
+from dispatchprof.serving.work import OpForm, op_timing, scaled
 from dispatchprof.sim.device import Device
 from dispatchprof.sim.links import GPUS_PER_NODE, all_to_all_s, links_of, send_s
 from dispatchprof.sim.quantization import WeightDtype, parameter_bytes
 from dispatchprof.sim.runtime import is_routed_expert
+from dispatchprof.sim.timing import OpTiming
 
 #: A decoder layer's index in a scope path.
 LAYER = re.compile(r"\.(?:layers|h|layer|blocks)\.(\d+)(?:\.|$)")
@@ -234,14 +235,7 @@ class LayoutCost:
         stages' and the energy's sums as counts of ops per timing (tests compare it with the
         ops one by one, to 1e-12)."""
         m, lay = self.model, self.layout
-        a = lay.dp_attention
-        local = c.split(a)
-        timings = list(m.op_timings(local))
-        if self.expert_groups:
-            experts = self._expert_timings(m.group_values(c), self.active_share(c.x[1]) / a, lay.expert_skew / a,
-                                           c.flash_share)
-            timings += [experts.get(g) for g in range(len(timings))]
-        stream = self._stream(m.present(local))
+        timings, stream = self._timings(c)
         time_s = np.array([t.time_s if t is not None else 0.0 for t in timings])
         host = np.array([t.t_host if t is not None else 0.0 for t in timings])
         full = stream.step_time(time_s, host)
@@ -255,7 +249,29 @@ class LayoutCost:
             launch = full - float(stream.counts @ time_s)
             time = launch + lay.pp * (float(stages.max()) + boundary)
         dynamic = float(stream.counts @ np.array([t.dynamic_j if t is not None else 0.0 for t in timings]))
-        return StepCost(time, (dynamic + m.static_power_w * time) * a)
+        return StepCost(time, (dynamic + m.static_power_w * time) * lay.dp_attention)
+
+    def breakdown(self, c: Composition) -> list[OpShare]:
+        """The ops of a step of composition ``c`` by timing, as `cost` sums them: per distinct
+        timing the op's form, whether it is a routed expert's (timed at the whole step's share),
+        how many ops of the step take it, and the timing (one device; seconds per op). The
+        exchange all-to-alls and the host timeline are not in it."""
+        timings, stream = self._timings(c)
+        groups = len(self.model.groups)
+        return [OpShare(self.model.groups[s % groups].form, s >= groups, float(n), timings[s])
+                for s, n in enumerate(stream.counts) if n and s < len(timings) and timings[s] is not None]
+
+    def _timings(self, c: Composition) -> tuple[list, _Stream]:
+        """A step's timings (per group, then per group's routed-expert timing) and its op stream."""
+        m, lay = self.model, self.layout
+        a = lay.dp_attention
+        local = c.split(a)
+        timings = list(m.op_timings(local))
+        if self.expert_groups:
+            experts = self._expert_timings(m.group_values(c), self.active_share(c.x[1]) / a, lay.expert_skew / a,
+                                           c.flash_share)
+            timings += [experts.get(g) for g in range(len(timings))]
+        return timings, self._stream(m.present(local))
 
     def _expert_timings(self, whole: list[list[float]], weights: float, work: float, share: float) -> dict:
         """Per routed-expert group, its op timed at the whole step's quantities with its work times
@@ -295,6 +311,15 @@ class LayoutCost:
                 slots, stage = slots[keep], stage[keep]
             kept = self._streams[key] = (present, _Stream(slots, stage, 2 * groups, self.layout.pp))
         return kept[1]
+
+
+class OpShare(NamedTuple):
+    """The ops of a step that take one timing (`LayoutCost.breakdown`)."""
+
+    form: OpForm
+    expert: bool          # a routed expert's op, timed at the whole step's share
+    count: float          # ops of the step that take it
+    timing: OpTiming      # one op's (seconds, joules) on one device
 
 
 class _Stream:
@@ -350,5 +375,5 @@ class _Stream:
         return device, host
 
 
-__all__ = ["Layout", "LayoutCost", "all_to_all_bytes", "check_model", "expert_fraction", "layout_of",
+__all__ = ["Layout", "LayoutCost", "OpShare", "all_to_all_bytes", "check_model", "expert_fraction", "layout_of",
            "moe_of", "stage_of"]
