@@ -66,6 +66,18 @@ def test_expert_parallel_step_by_hand(seconds):
     assert got == pytest.approx(224 + 432 + 2 * exchange, rel=1e-12)
 
 
+def test_no_all_to_all_without_attention_data_parallelism(seconds):
+    """ep=8 with attention tensor-parallel (A = 1): every GPU holds all 64 tokens and the
+    all-reduce after the MoE block combines the experts' outputs (engines take no all-to-all):
+    (1 + 2 + 3 + 1) x 64 + (4 + 5) x 64 = 1024 s, no exchange; the same layout with A = 2 keeps
+    its dispatch and combine."""
+    c = Composition.uniform(64, 1, 10)
+    tp_ep = cost_of(layout_of(None, ep=8, dp_attention=1))
+    assert tp_ep.exchange_s(64) == 0.0
+    assert tp_ep.cost(c).time_s == 1024
+    assert cost_of(layout_of(None, ep=8, dp_attention=2)).exchange_s(64) > 0
+
+
 def test_breakdown_by_hand(seconds):
     """The same step by timing (`LayoutCost.breakdown`): every op once, those outside the experts
     at one attention group's 32 tokens, the experts' at the whole step's 64 x F / A = 48 tokens:

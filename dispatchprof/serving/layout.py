@@ -22,11 +22,19 @@ routing balanced as `op_formulas.moe` assumes) is timed twice per step:
   runs F times the mean device's 1 / G of the token-expert pairs. **F = ``expert_skew`` >= 1** is
   the load-imbalance factor: the busiest device's expert work over the mean (1: balanced; the
   step waits for the busiest device). GEMM tile efficiency stays that of the counted shape.
-- per MoE layer, a dispatch and a combine all-to-all over the G ranks (`all_to_all_bytes`):
-  the step's T tokens x top-k x hidden x the activation bytes go out once each way, 1 / G of
-  them from each rank, the busiest rank F times that: ``2 x all_to_all_s(F T k h b / G, G, bw,
-  lat)`` per layer (`dispatchprof.sim.links`, the scale-up link inside a node of
-  `GPUS_PER_NODE`, the scale-out one across nodes).
+- with attention data parallelism (A > 1), per MoE layer a dispatch and a combine all-to-all
+  over the G ranks (`all_to_all_bytes`): the step's T tokens x top-k x hidden x the activation
+  bytes go out once each way, 1 / G of them from each rank, the busiest rank F times that:
+  ``2 x all_to_all_s(F T k h b / G, G, bw, lat)`` per layer (`dispatchprof.sim.links`, the
+  scale-up link inside a node of `GPUS_PER_NODE`, the scale-out one across nodes). Without it
+  (A = 1) there is none: every rank of the tensor-parallel group holds all the step's tokens,
+  runs its own experts on them, and the all-reduce after the MoE block (the count's, as in any
+  tensor-parallel layer) sums their outputs, as the engines run it: vLLM's FusedMoE takes its
+  all-to-all kernels only when ``dp_size > 1 and use_ep``
+  (vllm/model_executor/layers/fused_moe/config.py, ``use_all2all_kernels``), TensorRT-LLM's MoE
+  layers all-reduce their output ``if not self.enable_attention_dp and self.mapping.tp_size > 1``
+  (tensorrt_llm/_torch/models/modeling_qwen3_moe.py), SGLang's ``moe_a2a_backend`` defaults to
+  ``"none"`` (python/sglang/srt/server_args.py).
 **Active experts.** Serving counts a mixture-of-experts model on batches of B x E / gcd(E, k)
 sequences (`dispatchprof.llm.shape_generic.batch_step`), where balanced routing (the count's
 assumption, `op_formulas.moe`) gives every expert T k / E token-expert pairs: one op stream,
@@ -220,8 +228,9 @@ class LayoutCost:
         return 1.0 - (1.0 - min(1.0, self.layout.expert_skew * self.top_k / self.experts)) ** tokens
 
     def exchange_s(self, tokens: float) -> float:
-        """One MoE layer's dispatch and combine on the busiest rank (module docstring)."""
-        if self.ep_link is None:
+        """One MoE layer's dispatch and combine on the busiest rank; none without attention data
+        parallelism (module docstring)."""
+        if self.ep_link is None or self.layout.dp_attention == 1:
             return 0.0
         g = self.layout.ep
         nbytes = self.layout.expert_skew * all_to_all_bytes(tokens, self.top_k, self.hidden, self.element_bytes, g)
