@@ -63,7 +63,7 @@ def module_of(scope: str) -> str:
 def our_modules(setup, batch: int, context: float) -> tuple[dict[str, float], float]:
     """(ms per module on one GPU, the step's ms) of a pure decode step of ``batch`` sequences per
     attention group at cache length ``context``."""
-    lay = setup.layout
+    lay = setup.layout                     # a mixture-of-experts setup always has one
     groups = lay.layout.dp_attention
     c = Composition.decoding(batch * groups, batch * groups * context, context, 1)
     out: dict[str, float] = defaultdict(float)
@@ -168,13 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     by_id = {r.id: r for r in aic_rows(silicon_sample(AIC_PYTHON))[0]}
     missing = [i for i in args.rows if i not in by_id]
     if missing:
-        raise SystemExit(f"not a silicon-sample row dispatchprof expresses: {', '.join(missing)}")
+        p.error(f"not a silicon-sample row dispatchprof expresses: {', '.join(missing)}")
+    other = [i for i in args.rows if "first_k_dense_replace" not in vars(load_config(by_id[i].model))]
+    if other:
+        p.error(f"not a row of a multi-head latent attention MoE model (DeepSeek, Kimi): {', '.join(other)}")
     folder = aic_path(AIC_PYTHON, "systems", "data")
     for rid in args.rows:
         row = by_id[rid]
         side = row.side_rows()[1] if row.disagg is not None else row
-        if "first_k_dense_replace" not in vars(load_config(row.model)):
-            raise SystemExit(f"{rid}: {row.model} is not a multi-head latent attention MoE model (DeepSeek, Kimi)")
         batch = args.batch or int(float(row.raw.get("decode_batch_size") if row.disagg is not None
                                         else row.raw.get("batch_size")))
         context = args.context or row.prompt_len + row.output_len / 2
