@@ -79,9 +79,9 @@ def test_no_all_to_all_without_attention_data_parallelism(seconds):
 
 
 def test_breakdown_by_hand(seconds):
-    """The same step by timing (`LayoutCost.breakdown`): every op once, those outside the experts
-    at one attention group's 32 tokens, the experts' at the whole step's 64 x F / A = 48 tokens:
-    224 + 432 s in all, the exchange (not an op) left out."""
+    """`test_expert_parallel_step_by_hand`'s step by timing (`LayoutCost.breakdown`): every op
+    once, those outside the experts at one attention group's 32 tokens, the experts' at the whole
+    step's 64 x F / A = 48 tokens: 224 + 432 s in all, the exchange (not an op) left out."""
     toy = Toy()
     toy.groups = tuple(SimpleNamespace(form=SimpleNamespace(gemm=False, flash=False, scope=s)) for s, _ in OPS)
     lc = LayoutCost(toy, layout_of(None, ep=8, dp_attention=2, expert_skew=1.5), layers=2, experts=8, top_k=2,
