@@ -30,6 +30,7 @@ measured side is an upper bound to within the table's spacing. Nothing here is f
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import os
 import sys
@@ -74,12 +75,18 @@ def our_modules(setup, batch: int, context: float) -> tuple[dict[str, float], fl
     return dict(out), lay.cost(c).time_s * 1e3
 
 
+@functools.cache
+def _read(path: str):
+    """A table of AIConfigurator's wheel, read once per run (a row looks up several GEMMs in one)."""
+    import pandas as pd
+    return pd.read_parquet(path)
+
+
 def _table(folder: str, system: str, kind: str, engine: str, name: str, keep) -> tuple:
     """(rows ``keep`` selects, version) of table ``name`` of ``kind`` for ``engine`` on ``system``:
     the newest version with such rows ((None, '') if none)."""
-    import pandas as pd
     for path in sorted(glob.glob(os.path.join(folder, system, kind, engine, "*", name)), reverse=True):
-        f = pd.read_parquet(path)
+        f = _read(path)
         f = f[keep(f)]
         if len(f):
             return f, path.split(os.sep)[-2]
@@ -105,9 +112,10 @@ def _at_or_above(values, x: float) -> float:
     return above[0] if above else max(values)
 
 
-def measured_modules(folder: str, row, batch: int, context: float) -> list[tuple[str, float, str]]:
-    """(module, measured ms per step, what was looked up) from AIConfigurator's tables."""
-    raw, side = row.raw, (row.side_rows()[1] if row.disagg is not None else row)
+def measured_modules(folder: str, row, side, batch: int, context: float) -> list[tuple[str, float, str]]:
+    """(module, measured ms per step, what was looked up) from AIConfigurator's tables for ``side``
+    (the row, or its decode side)."""
+    raw = row.raw
     system = next(s for s, d in DEVICES.items() if d == row.device)
     engine = row.engine                    # AIConfigurator's folders use the same names
     cfg = load_config(row.model)
@@ -181,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         context = args.context or row.prompt_len + row.output_len / 2
         setup = counted_setup(side, args.setups)
         ours, step = our_modules(setup, batch, context)
-        measured = {name: (ms, said) for name, ms, said in measured_modules(folder, row, batch, context)}
+        measured = {name: (ms, said) for name, ms, said in measured_modules(folder, row, side, batch, context)}
         if "router + routed experts" in measured:
             ours["router + routed experts"] = ours.pop("router", 0.0) + ours.pop("routed experts", 0.0)
         print(f"{rid}: decode side {side.device} {side.engine} tp {side.tp} ep {side.ep} attention groups "

@@ -268,7 +268,7 @@ class LayoutCost:
         timings, stream = self._timings(c)
         groups = len(self.model.groups)
         return [OpShare(self.model.groups[s % groups].form, s >= groups, float(n), timings[s])
-                for s, n in enumerate(stream.counts) if n and s < len(timings) and timings[s] is not None]
+                for s, n in enumerate(stream.counts) if n and timings[s] is not None]
 
     def _timings(self, c: Composition) -> tuple[list, _Stream]:
         """A step's timings (per group, then per group's routed-expert timing) and its op stream."""
